@@ -1,0 +1,12 @@
+"""structnets: structured neural networks backed by approximation and generalization theory."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("structnets")
+except PackageNotFoundError:  # running from a source tree without installation
+    __version__ = "0.0.0+unknown"
+
+from . import models, nn  # noqa: E402  (light imports; data/analysis/runner load on demand)
+
+__all__ = ["__version__", "models", "nn"]

@@ -1,0 +1,5 @@
+"""Builders that assemble layers into models."""
+
+from .mlp import bottleneck_width, mlp
+
+__all__ = ["bottleneck_width", "mlp"]

@@ -1,0 +1,123 @@
+"""Low-rank linear map x ↦ U(Vx) + b (Li et al., ICML 2025, Sec. 3: the bias-free linear layer)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .._validation import check_int
+
+
+class LowRankLinear(nn.Module):
+    """Affine map with a rank-``rank`` weight: ``y = U (V x) + b``.
+
+    This is exactly ``Linear(in_features → rank, bias=False)`` followed by
+    ``Linear(rank → out_features, bias=bias)``: the bias-free linear layer of width H = ``rank``
+    that the low-rank Swish paper inserts between two nonlinear layers. It costs
+    ``rank·(in+out)`` multiply-adds per sample instead of ``in·out``.
+
+    Args:
+        in_features: input size n_in.
+        out_features: output size n_out.
+        rank: inner width H, an int in [1, min(in_features, out_features)].
+        bias: whether to add a learnable bias b of shape (out_features,).
+        device, dtype: where to allocate parameters.
+
+    Attributes:
+        V: (rank, in_features) down-projection, no bias.
+        U: (out_features, rank) up-projection.
+        bias: (out_features,) or None.
+
+    Shape: ``(*, in_features)`` → ``(*, out_features)``.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        rank: int,
+        bias: bool = True,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_features = check_int("in_features", in_features, low=1)
+        self.out_features = check_int("out_features", out_features, low=1)
+        self.rank = check_int("rank", rank, low=1, high=min(self.in_features, self.out_features))
+        if not isinstance(bias, bool):
+            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        factory = {"device": device, "dtype": dtype}
+        self.V = nn.Parameter(torch.empty(self.rank, self.in_features, **factory))
+        self.U = nn.Parameter(torch.empty(self.out_features, self.rank, **factory))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(self.out_features, **factory))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Initialise each factor as ``nn.Linear`` would initialise the two-layer composition."""
+        nn.init.kaiming_uniform_(self.V, a=math.sqrt(5))
+        nn.init.kaiming_uniform_(self.U, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1.0 / math.sqrt(self.rank)
+            nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(nn.functional.linear(input, self.V), self.U, self.bias)
+
+    def to_dense(self) -> torch.Tensor:
+        """Return the dense (out_features, in_features) weight ``U V``."""
+        return self.U @ self.V
+
+    def to_linear(self) -> nn.Linear:
+        """Return an ``nn.Linear`` with weight ``U V`` and the same bias (identical outputs)."""
+        linear = nn.Linear(
+            self.in_features,
+            self.out_features,
+            bias=self.bias is not None,
+            device=self.U.device,
+            dtype=self.U.dtype,
+        )
+        with torch.no_grad():
+            linear.weight.copy_(self.to_dense())
+            if self.bias is not None:
+                linear.bias.copy_(self.bias)
+        return linear
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, rank: int) -> LowRankLinear:
+        """Best rank-``rank`` approximation of ``linear`` by truncated SVD.
+
+        With W = P Σ Qᵀ, sets U = P_r Σ_r^{1/2} and V = Σ_r^{1/2} Q_rᵀ, so U V is the
+        Eckart–Young optimum: ‖W − UV‖_F² = Σ_{i>r} σ_i² and ‖W − UV‖₂ = σ_{r+1}.
+        The bias is copied unchanged.
+        """
+        if not isinstance(linear, nn.Linear):
+            raise TypeError(f"`linear` must be a torch.nn.Linear, got {type(linear).__name__}")
+        weight = linear.weight.detach()
+        layer = cls(
+            linear.in_features,
+            linear.out_features,
+            rank,
+            bias=linear.bias is not None,
+            device=weight.device,
+            dtype=weight.dtype,
+        )
+        left, singular, right_t = torch.linalg.svd(weight, full_matrices=False)
+        root = singular[: layer.rank].sqrt()
+        with torch.no_grad():
+            layer.U.copy_(left[:, : layer.rank] * root)
+            layer.V.copy_(root[:, None] * right_t[: layer.rank])
+            if linear.bias is not None:
+                layer.bias.copy_(linear.bias.detach())
+        return layer
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"rank={self.rank}, bias={self.bias is not None}"
+        )
