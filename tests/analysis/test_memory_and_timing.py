@@ -1,0 +1,44 @@
+"""Measured training memory equals the hand count; interleaved timing recovers known ratios."""
+
+import time
+
+import pytest
+import torch
+
+from structnets.analysis.memory import saved_activation_bytes, training_memory_bytes
+from structnets.analysis.timing import interleaved_ratio
+from structnets.models import mlp
+
+
+@pytest.mark.parametrize("dtype, size", [(torch.float32, 4), (torch.float64, 8)])
+def test_saved_activations_match_hand_count(dtype, size):
+    # depth-2 MLP: Linear saves its input (B×d); each SiLU saves its input (B×w) and the next
+    # Linear saves the SiLU output (B×w): B·(d + 4w) elements. A rank-H block adds its B×H middle.
+    batch, d, width, rank = 64, 7, 12, 4
+    inputs = torch.randn(batch, d, dtype=dtype)
+    dense = mlp(d, 3, width, 2, dtype=dtype)
+    low = mlp(d, 3, width, 2, bottleneck=rank, dtype=dtype)
+    assert saved_activation_bytes(dense, inputs) == batch * (d + 4 * width) * size
+    assert saved_activation_bytes(low, inputs) == batch * (d + 4 * width + rank) * size
+
+
+def test_training_memory_counts_parameters_gradients_and_adam_state():
+    model = mlp(5, 2, 8, 1)
+    inputs = torch.randn(10, 5)
+    parameter_bytes = sum(p.numel() for p in model.parameters()) * 4
+    expected = 4 * parameter_bytes + saved_activation_bytes(model, inputs)
+    assert training_memory_bytes(model, inputs) == expected
+    assert training_memory_bytes(model, inputs, optimizer_slots=0) == expected - 2 * parameter_bytes
+
+
+def test_interleaved_ratio_recovers_a_known_ratio():
+    result = interleaved_ratio(lambda: time.sleep(0.004), lambda: time.sleep(0.002), pairs=8, warmup=1)
+    assert 1.6 < result.median < 2.4
+    assert result.q1 <= result.median <= result.q3
+    assert result.pairs == 8
+
+
+@pytest.mark.parametrize("argument, value", [("pairs", 0), ("warmup", -1), ("repeat", 0)])
+def test_interleaved_ratio_rejects_bad_counts(argument, value):
+    with pytest.raises(ValueError, match=argument):
+        interleaved_ratio(lambda: None, lambda: None, **{argument: value})
