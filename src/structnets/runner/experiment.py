@@ -10,13 +10,19 @@ Protocol (DESIGN.md, "Runner" and convention 7):
 * ``config_class``: a frozen dataclass; ``config_class.quick()`` returns the ``--quick`` preset and
   ``config_class()`` the full one. ``--set key=value`` overrides fields (parsed by field type).
 * ``units(config, finished)``: every unit that can be run *now*, given the result rows already
-  finished (a DataFrame with one row per finished unit, possibly empty, with a ``key`` column).
-  Keys are stable strings, so a unit returned again after it finished is skipped; a later stage's
-  units are returned once the stage before it is finished. The runner stops when every unit
-  returned is finished.
+  finished (a DataFrame with one row per finished unit, possibly empty, with a ``key`` column
+  followed by the columns ``run_unit`` returned). Keys are stable strings, unique within one call,
+  so a unit returned again after it finished is skipped; a later stage's units are returned once
+  the stage before it is finished. The runner stops when every unit returned is finished.
+  It must be a deterministic function of ``(config, finished)``: the runner calls it exactly as an
+  uninterrupted run would (first with no rows; then, once all units returned so far are finished,
+  with their rows in the order they were first returned), replaying those calls on resume, so a
+  resumed run's results, table and figures equal an uninterrupted run's.
 * ``run_unit(params)``: a pure, seeded function of the unit's JSON-serialisable ``params`` that
-  returns one result row (a flat dict of JSON scalars). It must not print. It runs in worker
-  processes, so it must be importable at module level.
+  returns one result row (a flat dict of JSON scalars; NumPy scalars are unwrapped; the column
+  name ``key`` is reserved). ``params`` arrive after a JSON round trip (tuples become lists), on
+  every backend alike. It must not print. It runs in worker processes, so the experiment must be
+  reachable there: a registered name, or a module-level object (``"module.path:OBJECT"``).
 * ``report(results, config)``: the Markdown text of ``table.md`` (ours beside the paper's).
 * ``figures(results, config, out_dir)``: writes ``out_dir/*.png`` and returns their paths.
 """
@@ -70,4 +76,6 @@ def config_to_dict(config: Any) -> dict[str, Any]:
 
 
 ProgressCallback = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` after every finished unit; the CLI draws the bar."""
+"""Called as ``progress(done, total)`` before each round of units and after every finished unit;
+``total`` counts the units known so far (it grows as a staged experiment reveals later stages) and
+``done`` includes units finished in earlier sessions of a resumed run. The CLI draws the bar."""

@@ -1,0 +1,299 @@
+"""The ``structnets`` command line. The only module of structnets that prints (DESIGN.md, convention 6).
+
+Commands::
+
+    structnets list
+    structnets run NAME [--quick] [--jobs N] [--backend local|ray] [--out DIR] [--set key=value ...]
+    structnets report RUN_DIR
+    structnets data path|verify [--data-dir DIR]
+    structnets --version
+
+``NAME`` is a registered experiment (``structnets list``) or an importable ``module.path:OBJECT``
+spec, e.g. ``structnets.runner._toy:EXPERIMENT``. Re-running ``run`` with the same ``--out`` resumes.
+
+Exit status: 0 success; 1 a unit failed or ``data verify`` found a bad file; 2 a usage error
+(unknown experiment, bad ``--set``, unreadable or mismatched run folder); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class _UsageError(Exception):
+    """A user error: printed as one ``error: ...`` line, exit status 2."""
+
+
+def _error(message: str, stream: TextIO | None = None) -> None:
+    print(f"error: {' '.join(str(message).split())}", file=stream or sys.stderr)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="structnets",
+        description="Structured neural networks backed by approximation and generalization theory.",
+    )
+    parser.add_argument("--version", action="version", version=f"structnets {__version__}")
+    parser.add_argument("--traceback", action="store_true", help="show full tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    sub.add_parser("list", help="list the experiments", description="List the registered experiments.")
+
+    run = sub.add_parser(
+        "run",
+        help="run or resume an experiment",
+        description="Run an experiment into a run folder; re-running with the same --out resumes it.",
+    )
+    run.add_argument("name", metavar="NAME", help="experiment name (see `structnets list`) or module.path:OBJECT")
+    run.add_argument("--quick", action="store_true", help="use the experiment's quick preset")
+    run.add_argument(
+        "--jobs", type=_positive_int, default=None, metavar="N",
+        help="local: worker processes (default 1, in this process); ray: most tasks in flight (default: no cap)",
+    )
+    run.add_argument("--backend", choices=("local", "ray"), default="local", help="where units run (default local)")
+    run.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folder (default runs/NAME-YYYYmmdd-HHMMSS)")
+    run.add_argument(
+        "--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+        help="override a config field, parsed by its type; sequences are comma-separated (e.g. --set seeds=0,1,2)",
+    )
+    run.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
+
+    rep = sub.add_parser(
+        "report", help="regenerate a run's table and figures",
+        description="Regenerate results.csv, table.md and figures/ of a run folder from its results.db, and print the table.",
+    )
+    rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+
+    data = sub.add_parser("data", help="where data files live, and verify them", description="Data files.")
+    data.add_argument("action", choices=("path", "verify"), help="path: print the data folder; verify: check every file's SHA-256")
+    data.add_argument("--data-dir", type=Path, default=None, metavar="DIR", help="data folder to use instead of the default")
+    return parser
+
+
+# -- list -----------------------------------------------------------------------------------------
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from . import experiments
+
+    rows = []
+    for name in experiments.names():
+        try:
+            description = experiments.get(name).description.strip().splitlines()[0]
+        except Exception as e:  # noqa: BLE001 - one broken module must not hide the others
+            description = f"(cannot be loaded: {type(e).__name__}: {e})"
+        rows.append((name, description))
+    width = max((len(n) for n, _ in rows), default=0)
+    for name, description in rows:
+        print(f"{name:<{width}}  {description}")
+    return EXIT_OK
+
+
+# -- run ------------------------------------------------------------------------------------------
+
+
+class _ProgressBar:
+    """A tqdm bar fed by the runner's ``progress(done, total)`` callback."""
+
+    def __init__(self, desc: str, enabled: bool, out: Path) -> None:
+        self.desc = desc
+        self.enabled = enabled
+        self.out = out
+        self.started = False
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.started:
+            self.started = True
+            if done:
+                print(f"resuming run in {self.out}: {done} units already finished", file=sys.stderr)
+        if not self.enabled:
+            return
+        if self.bar is None:
+            from tqdm.auto import tqdm
+
+            # initial=done: units resumed from an earlier session do not inflate the rate estimate.
+            self.bar = tqdm(
+                total=total, initial=done, desc=self.desc, unit="unit", file=sys.stderr,
+                dynamic_ncols=True, disable=None,
+            )
+            return
+        if total != self.bar.total:
+            self.bar.total = total
+            self.bar.refresh()
+        if done > self.bar.n:
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _make_config(experiment: Any, quick: bool, overrides: Sequence[str]) -> Any:
+    from .runner import apply_overrides
+
+    config_class = experiment.config_class
+    if quick:
+        preset = getattr(config_class, "quick", None)
+        if preset is None:
+            raise _UsageError(f"experiment {experiment.name!r} has no --quick preset")
+        config = preset()
+    else:
+        config = config_class()
+    try:
+        return apply_overrides(config, overrides)
+    except (ValueError, TypeError) as e:
+        raise _UsageError(f"--set: {e}" if not str(e).startswith("--set") else str(e)) from e
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (e.g. from a cluster scheduler) like Ctrl-C, so the session is recorded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from . import runner
+
+    try:
+        experiment = runner.resolve_experiment(args.name)
+    except (ValueError, TypeError) as e:
+        raise _UsageError(str(e)) from e
+    config = _make_config(experiment, args.quick, args.overrides)
+    out: Path = args.out or Path("runs") / f"{experiment.name}-{datetime.now():%Y%m%d-%H%M%S}"
+    bar = _ProgressBar(experiment.name, enabled=not args.no_progress, out=out)
+    t0 = time.perf_counter()
+    try:
+        with _sigterm_as_interrupt():
+            frame = runner.run(args.name, config, out, backend=args.backend, jobs=args.jobs, progress=bar)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"interrupted: finished units are saved in {out}; rerun the same command to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except runner.UnitFailedError as e:
+        bar.close()
+        if args.traceback and e.traceback:
+            print(e.traceback, file=sys.stderr, end="" if e.traceback.endswith("\n") else "\n")
+        _error(f"{e}; finished units are saved in {out}; fix the cause and rerun the same command to resume")
+        return EXIT_FAILED
+    finally:
+        bar.close()
+    table = (out / "table.md").read_text(encoding="utf-8")
+    print(table, end="" if table.endswith("\n") else "\n")
+    print(f"{len(frame)} units in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    print(f"run folder: {out}")
+    return EXIT_OK
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from . import runner
+
+    table = runner.report(args.run_dir)
+    print(table, end="" if table.endswith("\n") else "\n")
+    return EXIT_OK
+
+
+# -- data -----------------------------------------------------------------------------------------
+
+
+def _cmd_data(args: argparse.Namespace) -> int:
+    try:
+        from . import data
+    except ImportError as e:
+        raise _UsageError(f"structnets.data cannot be imported: {e}") from e
+    if args.action == "path":
+        if not hasattr(data, "data_dir"):
+            raise _UsageError("structnets.data does not provide data_dir()")
+        folder = data.data_dir() if args.data_dir is None else data.data_dir(args.data_dir)
+        if folder is None:
+            raise _UsageError("no data folder: set STRUCTNETS_DATA or pass --data-dir")
+        print(folder)
+        return EXIT_OK
+    if not hasattr(data, "verify"):
+        raise _UsageError("structnets.data does not provide verify()")
+    statuses = list(data.verify(data_dir=args.data_dir))
+    rows = [
+        (s.dataset, s.filename, "ok" if s.ok else "FAIL", s.message or "", "-" if s.path is None else str(s.path))
+        for s in statuses
+    ]
+    header = ("dataset", "file", "status", "message", "path")
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    bad = sum(1 for s in statuses if not s.ok)
+    if bad:
+        _error(f"{bad} of {len(statuses)} data files failed verification")
+        return EXIT_FAILED
+    print(f"{len(statuses)} data files verified", file=sys.stderr)
+    return EXIT_OK
+
+
+_COMMANDS = {"list": _cmd_list, "run": _cmd_run, "report": _cmd_report, "data": _cmd_data}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``structnets`` command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or an argparse usage error (already printed)
+        return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(name)s: %(message)s")
+    from .runner import RunnerError, UnitFailedError
+
+    try:
+        return _COMMANDS[args.command](args)
+    except (_UsageError, RunnerError) as e:
+        if args.traceback:
+            raise
+        _error(str(e))
+        return EXIT_FAILED if isinstance(e, UnitFailedError) else EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

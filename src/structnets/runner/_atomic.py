@@ -1,0 +1,36 @@
+"""Atomic file writes: write a temporary file beside the target, then ``os.replace`` it."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` so that readers see the old or the new file, never half."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomically write ``obj`` as indented JSON (non-JSON values are written with ``str``)."""
+    write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> None:
+    """Atomically write ``frame`` as CSV without the index."""
+    write_text(path, frame.to_csv(index=False, lineterminator="\n"))

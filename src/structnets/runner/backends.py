@@ -1,0 +1,360 @@
+"""Where units run: in this process, in local worker processes, or on a Ray cluster.
+
+A backend takes ``(key, params)`` pairs and yields one :class:`Outcome` per unit as units finish,
+in completion order. The runner (not the workers) commits each outcome to ``results.db``. A unit
+that raises becomes a failed outcome carrying its traceback; the runner then calls
+:meth:`Backend.cancel_pending` so that no new unit starts, and drains the ones in flight.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import time
+import traceback as tb
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import BackendUnavailableError, ExperimentError
+from .experiment import Experiment
+from .info import available_cpus
+from .store import UnitRecord, dumps, dumps_row, utc_now
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("local", "ray")
+
+ExperimentRef = Any
+"""A string for :func:`~structnets.runner.resolve.resolve_experiment`, or a picklable experiment."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What running one unit gave: a record, or an error with the worker's traceback."""
+
+    key: str
+    record: UnitRecord | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.record is not None
+
+
+def clean_result(key: str, result: Any) -> dict[str, Any]:
+    """Check that ``run_unit`` returned a flat dict of JSON scalars; unwrap NumPy scalars.
+
+    Raises:
+        ExperimentError: naming the unit and the offending column.
+    """
+    if not isinstance(result, Mapping):
+        raise ExperimentError(f"run_unit must return a dict for unit {key!r}, got {type(result).__name__}")
+    out: dict[str, Any] = {}
+    for column, value in result.items():
+        if not isinstance(column, str):
+            raise ExperimentError(f"run_unit returned a non-string column name {column!r} for unit {key!r}")
+        if column == "key":
+            raise ExperimentError(f"run_unit returned a column named 'key' for unit {key!r}; 'key' is reserved")
+        if hasattr(value, "item") and getattr(value, "shape", None) == ():  # NumPy / torch scalars
+            value = value.item()
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise ExperimentError(
+                f"run_unit returned {type(value).__name__} in column {column!r} for unit {key!r}; "
+                "results must be JSON scalars (str, int, float, bool or None)"
+            )
+        out[column] = value
+    # Round-trip now, in the worker: a fresh run then holds exactly what a resumed one reads back.
+    return json.loads(dumps_row(out))
+
+
+def execute_unit(experiment: Experiment, key: str, params: Mapping[str, Any]) -> Outcome:
+    """Run one unit and time it; never raises for errors inside ``run_unit``."""
+    started = utc_now()
+    t0 = time.perf_counter()
+    try:
+        # A fresh copy, so that run_unit sees exactly what a worker process would.
+        result = clean_result(key, experiment.run_unit(json.loads(dumps(dict(params)))))
+    except Exception as e:  # noqa: BLE001 - reported to the runner with its traceback
+        return Outcome(key, error=f"{type(e).__name__}: {e}", traceback=tb.format_exc())
+    wall = time.perf_counter() - t0
+    record = UnitRecord(
+        key=key,
+        params=params,
+        result=result,
+        started=started,
+        finished=utc_now(),
+        worker=f"pid:{os.getpid()}",
+        host=socket.gethostname(),
+        wall_s=wall,
+    )
+    return Outcome(key, record=record)
+
+
+_WORKER_CACHE: dict[str, Experiment] = {}
+
+
+def worker_execute(ref: ExperimentRef, key: str, params: Mapping[str, Any]) -> Outcome:
+    """Entry point in worker processes: find the experiment from ``ref`` and run one unit."""
+    if isinstance(ref, str):
+        experiment = _WORKER_CACHE.get(ref)
+        if experiment is None:
+            from .resolve import resolve_experiment
+
+            experiment = _WORKER_CACHE[ref] = resolve_experiment(ref)
+    else:
+        experiment = ref
+    return execute_unit(experiment, key, params)
+
+
+class Backend(abc.ABC):
+    """Runs units and yields outcomes as they finish."""
+
+    name: str
+    jobs: int | None
+
+    @abc.abstractmethod
+    def run(self, units: Sequence[tuple[str, Mapping[str, Any]]]) -> Iterator[Outcome]:
+        """Yield one outcome per unit that ran, as each finishes (cancelled units yield nothing)."""
+
+    @abc.abstractmethod
+    def cancel_pending(self) -> None:
+        """Start no further unit of the current :meth:`run`; the ones in flight still finish."""
+
+    def abort(self) -> None:
+        """Stop now (Ctrl-C): drop queued units and stop units in flight."""
+        self.cancel_pending()
+
+    def close(self) -> None:
+        """Release workers (idempotent)."""
+
+
+class InProcessBackend(Backend):
+    """``local`` with one job: units run one after another in this process."""
+
+    name = "local"
+
+    def __init__(self, experiment: Experiment) -> None:
+        self.jobs = 1
+        self._experiment = experiment
+        self._cancelled = False
+
+    def run(self, units: Sequence[tuple[str, Mapping[str, Any]]]) -> Iterator[Outcome]:
+        self._cancelled = False
+        for key, params in units:
+            if self._cancelled:
+                return
+            yield execute_unit(self._experiment, key, params)
+
+    def cancel_pending(self) -> None:
+        self._cancelled = True
+
+
+def _init_worker(threads: int, environ: dict[str, str]) -> None:
+    """Worker initializer: leave Ctrl-C to the parent, and share the CPUs between workers.
+
+    Workers are forked from a fork server started earlier, so they get the parent's environment as
+    it is now (``environ``), not as it was when the fork server started.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for var in set(os.environ) - set(environ):
+        del os.environ[var]
+    os.environ.update(environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _mp_context() -> multiprocessing.context.BaseContext:
+    """``forkserver`` where available (fork after importing torch is unsafe), else ``spawn``.
+
+    The fork server imports structnets (and so torch) once; each worker is then forked from it
+    before any torch thread pool exists, which is cheaper than a fresh interpreter per worker.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+class ProcessPoolBackend(Backend):
+    """``local`` with ``jobs > 1``: a pool of worker processes on this machine.
+
+    Each worker runs ``torch.set_num_threads(max(1, cpus // jobs))`` so that workers do not
+    oversubscribe the CPUs. The pool starts on the first unit and is reused across stages.
+    """
+
+    name = "local"
+
+    def __init__(self, ref: ExperimentRef, jobs: int) -> None:
+        self.jobs = jobs
+        self._ref = ref
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[Outcome]] = []
+
+    def _ensure_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            threads = max(1, available_cpus() // self.jobs)
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.jobs,
+                mp_context=_mp_context(),
+                initializer=_init_worker,
+                initargs=(threads, dict(os.environ)),
+            )
+        return self._pool
+
+    def run(self, units: Sequence[tuple[str, Mapping[str, Any]]]) -> Iterator[Outcome]:
+        pool = self._ensure_pool()
+        keys: dict[Future[Outcome], str] = {}
+        for key, params in units:
+            keys[pool.submit(worker_execute, self._ref, key, dict(params))] = key
+        self._futures = list(keys)
+        for future in as_completed(keys):
+            if future.cancelled():
+                continue
+            exc = future.exception()
+            if exc is None:
+                yield future.result()
+            elif isinstance(exc, BrokenProcessPool):
+                yield Outcome(
+                    keys[future],
+                    error=(
+                        "a worker process died (killed, out of memory, or a script calling run(jobs>1) "
+                        f"without an `if __name__ == '__main__':` guard): {exc}"
+                    ),
+                    traceback="",
+                )
+            else:
+                yield Outcome(
+                    keys[future],
+                    error=f"{type(exc).__name__}: {exc}",
+                    traceback="".join(tb.format_exception(exc)),
+                )
+        self._futures = []
+
+    def cancel_pending(self) -> None:
+        for future in self._futures:
+            future.cancel()
+
+    def abort(self) -> None:
+        self.cancel_pending()
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        processes = list(getattr(pool, "_processes", {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:  # units in flight are lost; they rerun on resume
+            if process.is_alive():
+                process.terminate()
+        for process in processes:
+            process.join(timeout=10)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayBackend(Backend):
+    """``ray``: one Ray task per unit, on a local Ray instance or the cluster at ``RAY_ADDRESS``.
+
+    Workers look the experiment up from its reference (a registry name or ``module:OBJECT``), so
+    structnets must be importable on every node. ``jobs`` caps the tasks in flight (``None``: Ray's
+    scheduler decides, one CPU per task).
+    """
+
+    name = "ray"
+
+    def __init__(self, ref: ExperimentRef, jobs: int | None) -> None:
+        try:
+            import ray
+        except ImportError as e:
+            raise BackendUnavailableError(
+                "the 'ray' backend needs Ray, which is not installed: pip install 'structnets[ray]'"
+            ) from e
+        self.jobs = jobs
+        self._ray = ray
+        self._ref = ref
+        self._started_here = False
+        self._remote: Any = None
+        self._in_flight: dict[Any, str] = {}
+        self._cancelled = False
+
+    def _ensure_ray(self) -> Any:
+        ray = self._ray
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+            if not os.environ.get("RAY_ADDRESS"):
+                kwargs["include_dashboard"] = False
+            ray.init(**kwargs)  # reads RAY_ADDRESS itself; otherwise starts a local instance
+            self._started_here = True
+        if self._remote is None:
+            self._remote = ray.remote(num_cpus=1)(worker_execute)
+        return self._remote
+
+    def run(self, units: Sequence[tuple[str, Mapping[str, Any]]]) -> Iterator[Outcome]:
+        remote = self._ensure_ray()
+        ray = self._ray
+        queue = list(units)[::-1]
+        self._cancelled = False
+        self._in_flight = {}
+        while queue or self._in_flight:
+            while queue and not self._cancelled and (self.jobs is None or len(self._in_flight) < self.jobs):
+                key, params = queue.pop()
+                self._in_flight[remote.remote(self._ref, key, dict(params))] = key
+            if not self._in_flight:
+                return
+            ready, _ = ray.wait(list(self._in_flight), num_returns=1)
+            for ref in ready:
+                key = self._in_flight.pop(ref)
+                try:
+                    yield ray.get(ref)
+                except Exception as e:  # noqa: BLE001 - task or worker failure, reported per unit
+                    yield Outcome(key, error=f"{type(e).__name__}: {e}", traceback="".join(tb.format_exception(e)))
+
+    def cancel_pending(self) -> None:
+        self._cancelled = True
+
+    def abort(self) -> None:
+        self._cancelled = True
+        for ref in list(self._in_flight):
+            try:
+                self._ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - best effort while stopping
+                pass
+        self._in_flight = {}
+
+    def close(self) -> None:
+        if self._started_here and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._started_here = False
+
+
+def make_backend(backend: str, experiment: Experiment, ref: ExperimentRef | None, jobs: int | None) -> Backend:
+    """Build the backend called ``backend`` (``"local"`` or ``"ray"``).
+
+    Raises:
+        ValueError: an unknown backend name or a bad ``jobs``.
+        BackendUnavailableError: ``"ray"`` without Ray installed.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"`backend` must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"`jobs` must be a positive int or None, got {jobs!r}")
+    target = ref if ref is not None else experiment
+    if backend == "ray":
+        return RayBackend(target, jobs)
+    if jobs is None or jobs == 1:
+        return InProcessBackend(experiment)
+    return ProcessPoolBackend(target, jobs)

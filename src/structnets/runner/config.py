@@ -1,0 +1,218 @@
+"""Experiment configs: ``--set key=value`` overrides, and rebuilding a config from saved JSON.
+
+Configs are frozen dataclasses (DESIGN.md convention 7). Field types drive parsing, so
+``--set folds=5`` gives an ``int`` and ``--set widths=64,128`` a ``tuple[int, ...]``.
+Supported field types: ``int``, ``float``, ``bool``, ``str``, ``pathlib.Path``, ``Literal[...]``,
+``X | None``, and ``tuple``/``list`` of those (comma-separated; an empty value is an empty sequence).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+_TRUE = {"true", "1", "yes", "y", "on"}
+_FALSE = {"false", "0", "no", "n", "off"}
+_NONE = {"none", "null"}
+
+
+def _check_config_class(config_class: Any) -> None:
+    if not (isinstance(config_class, type) and dataclasses.is_dataclass(config_class)):
+        raise TypeError(f"`config_class` must be a dataclass type, got {config_class!r}")
+
+
+def field_types(config_class: type) -> dict[str, Any]:
+    """Return ``{field name: resolved type}`` for the init fields of a dataclass config."""
+    _check_config_class(config_class)
+    hints = typing.get_type_hints(config_class)
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(config_class) if f.init}
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def parse_value(text: str, tp: Any, *, name: str = "value") -> Any:
+    """Parse command-line ``text`` as a value of type ``tp``.
+
+    Args:
+        text: the right-hand side of ``--set name=text``.
+        tp: the field's type annotation (resolved, not a string).
+        name: the field name, used in error messages.
+
+    Returns:
+        The parsed value.
+
+    Raises:
+        ValueError: ``text`` is not a valid ``tp``, or ``tp`` cannot be set from text.
+    """
+    stripped = text.strip()
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return text
+    if _is_union(tp):
+        args = typing.get_args(tp)
+        if type(None) in args and stripped.lower() in _NONE:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return parse_value(text, arg, name=name)
+            except ValueError as e:
+                errors.append(str(e))
+        raise ValueError(f"`{name}` must be {_type_name(tp)}, got {text!r}")
+    if origin is typing.Literal:
+        for choice in typing.get_args(tp):
+            if str(choice) == stripped:
+                return choice
+        choices = ", ".join(repr(c) for c in typing.get_args(tp))
+        raise ValueError(f"`{name}` must be one of {choices}, got {text!r}")
+    if origin in (tuple, list) or tp in (tuple, list):
+        args = typing.get_args(tp)
+        items = [] if stripped == "" else [s.strip() for s in stripped.split(",")]
+        if not args:
+            elem_types: list[Any] = [str] * len(items)
+        elif origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(items) != len(args):
+                raise ValueError(
+                    f"`{name}` must be {len(args)} comma-separated values ({_type_name(tp)}), got {text!r}"
+                )
+            elem_types = list(args)
+        else:
+            elem_types = [args[0]] * len(items)
+        values = [parse_value(s, t, name=name) for s, t in zip(items, elem_types, strict=True)]
+        return tuple(values) if (origin or tp) is tuple else values
+    if tp is bool:
+        if stripped.lower() in _TRUE:
+            return True
+        if stripped.lower() in _FALSE:
+            return False
+        raise ValueError(f"`{name}` must be a bool (true/false, 1/0, yes/no, on/off), got {text!r}")
+    if tp is int:
+        try:
+            return int(stripped)
+        except ValueError:
+            raise ValueError(f"`{name}` must be an int, got {text!r}") from None
+    if tp is float:
+        try:
+            return float(stripped)
+        except ValueError:
+            raise ValueError(f"`{name}` must be a float, got {text!r}") from None
+    if tp is str:
+        return text
+    if tp is Path:
+        return Path(stripped)
+    raise ValueError(f"`{name}` has type {_type_name(tp)}, which cannot be set from the command line")
+
+
+def parse_overrides(config_class: type, assignments: Iterable[str]) -> dict[str, Any]:
+    """Parse ``["key=value", ...]`` into typed field values of ``config_class``.
+
+    Raises:
+        ValueError: an assignment has no ``=``, names an unknown field (the message lists the valid
+            ones), or has a value of the wrong type.
+    """
+    fields = field_types(config_class)
+    out: dict[str, Any] = {}
+    for assignment in assignments:
+        key, sep, text = assignment.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--set expects key=value, got {assignment!r}")
+        if key not in fields:
+            raise ValueError(
+                f"unknown config key {key!r} for {config_class.__name__}; valid keys: {', '.join(fields)}"
+            )
+        out[key] = parse_value(text, fields[key], name=key)
+    return out
+
+
+def apply_overrides(config: Any, assignments: Iterable[str]) -> Any:
+    """Return ``config`` with ``--set``-style ``key=value`` assignments applied.
+
+    The config's own validation (``__post_init__``) runs on the result, so its errors propagate.
+    """
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"`config` must be a dataclass instance, got {config!r}")
+    return dataclasses.replace(config, **parse_overrides(type(config), assignments))
+
+
+def config_to_json(config: Any) -> dict[str, Any]:
+    """Return the config as the JSON-ready dict that ``results.db`` and ``run_info.json`` store.
+
+    Tuples become lists and paths strings, exactly as a JSON round trip would give them, so a stored
+    config and a requested one compare equal when and only when they are the same config.
+    """
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"`config` must be a dataclass instance, got {config!r}")
+    return json.loads(json.dumps(dataclasses.asdict(config), default=str))
+
+
+def _coerce(value: Any, tp: Any, name: str) -> Any:
+    """Turn a JSON value back into ``tp`` (lists into tuples, strings into paths)."""
+    origin = typing.get_origin(tp)
+    if value is None or tp is Any:
+        return value
+    if _is_union(tp):
+        for arg in typing.get_args(tp):
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, name)
+            except (TypeError, ValueError):
+                continue
+        return value
+    if (origin in (tuple, list) or tp in (tuple, list)) and isinstance(value, list):
+        args = typing.get_args(tp)
+        if args and not (origin is tuple and not (len(args) == 2 and args[1] is Ellipsis)):
+            items = [_coerce(v, args[0], name) for v in value]
+        elif args and len(args) == len(value):
+            items = [_coerce(v, a, name) for v, a in zip(value, args, strict=True)]
+        else:
+            items = list(value)
+        return tuple(items) if (origin or tp) is tuple else items
+    if tp is Path and isinstance(value, str):
+        return Path(value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def config_from_json(config_class: type, data: Mapping[str, Any]) -> Any:
+    """Rebuild a config of ``config_class`` from :func:`config_to_json` output.
+
+    Raises:
+        ValueError: ``data`` has keys that are not fields of ``config_class``.
+    """
+    fields = field_types(config_class)
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(
+            f"saved config has keys {unknown} that {config_class.__name__} does not define; "
+            f"valid keys: {', '.join(fields)}"
+        )
+    return config_class(**{k: _coerce(v, fields[k], k) for k, v in data.items()})
+
+
+def config_differences(stored: Mapping[str, Any], requested: Mapping[str, Any]) -> list[str]:
+    """Describe how two JSON configs differ, one ``"key: stored X, requested Y"`` per field."""
+    diffs = []
+    for key in sorted(set(stored) | set(requested)):
+        a = stored.get(key, "<missing>")
+        b = requested.get(key, "<missing>")
+        if a != b:
+            diffs.append(f"{key}: stored {json.dumps(a)}, requested {json.dumps(b)}")
+    return diffs

@@ -1,0 +1,65 @@
+"""Exceptions raised by the runner.
+
+The CLI turns :class:`RunnerError` into a one-line ``error: ...`` message (exit status 2, or 1 for a
+failed unit); library callers can catch the specific subclasses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RunnerError(Exception):
+    """Base class of every error the runner raises on purpose."""
+
+
+class StoreError(RunnerError):
+    """A problem with a run folder's ``results.db``."""
+
+
+class CorruptStoreError(StoreError):
+    """``results.db`` is not a readable structnets results database. The file is left untouched."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(
+            f"{self.path} is not a usable structnets results database ({reason}); "
+            "it was left untouched: move it away or use a different output folder (--out)"
+        )
+
+
+class ConfigMismatchError(StoreError):
+    """A run folder holds results of a different experiment or configuration than requested."""
+
+    def __init__(self, path: Path, differences: list[str]) -> None:
+        self.path = Path(path)
+        self.differences = list(differences)
+        super().__init__(
+            f"{self.path} holds a run with a different configuration, so it cannot be resumed "
+            f"({'; '.join(self.differences)}); use a new output folder (--out) for this configuration"
+        )
+
+
+class ExperimentError(RunnerError, ValueError):
+    """An experiment broke the runner protocol (duplicate keys, non-JSON params, bad result rows)."""
+
+
+class UnitFailedError(RunnerError):
+    """``run_unit`` raised. Units finished before it are saved; re-running resumes.
+
+    Attributes:
+        key: the failed unit's key.
+        error: ``"ExceptionType: message"`` of the original exception.
+        traceback: the formatted traceback from the process that ran the unit.
+    """
+
+    def __init__(self, key: str, error: str, traceback: str) -> None:
+        self.key = key
+        self.error = error
+        self.traceback = traceback
+        super().__init__(f"unit {key!r} failed: {error}")
+
+
+class BackendUnavailableError(RunnerError, ImportError):
+    """The requested backend needs a package that is not installed."""

@@ -1,0 +1,384 @@
+"""``run`` and ``report``: drive an experiment's units through a backend into a run folder.
+
+Run folder layout (DESIGN.md, "Runner")::
+
+    run_info.json   config, versions, git commit, machine, times, backend, sessions
+    results.db      SQLite (WAL): one row per finished unit, committed as it finishes
+    results.csv     key + result columns, one row per unit
+    table.md        experiment.report(results, config)
+    figures/*.png   experiment.figures(results, config, ...)
+
+Order of units. ``units(config, finished)`` is called exactly as an uninterrupted run would call it:
+first with no results, then, once every unit it returned has finished, with the results of all units
+returned so far, in the order they were first returned, and so on until it returns nothing new. On
+resume the runner replays these calls against ``results.db``, running only what is missing. So the
+results frame, table and figures of a resumed run equal those of an uninterrupted run, whatever the
+backend and whatever order units finished in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import socket
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import _atomic
+from .backends import Backend, make_backend
+from .config import config_from_json, config_to_json
+from .errors import ExperimentError, RunnerError, StoreError, UnitFailedError
+from .experiment import Experiment, ProgressCallback, Unit
+from .info import git_info, machine_info, package_versions
+from .resolve import experiment_ref, resolve_experiment
+from .store import ResultStore, UnitRecord, dumps, utc_now
+
+logger = logging.getLogger(__name__)
+
+RESULTS_DB = "results.db"
+RESULTS_CSV = "results.csv"
+TABLE_MD = "table.md"
+RUN_INFO = "run_info.json"
+FIGURES = "figures"
+
+
+def results_frame(records: list[UnitRecord]) -> pd.DataFrame:
+    """One row per record: ``key`` then the result columns (in first-seen order)."""
+    if not records:
+        return pd.DataFrame({"key": pd.Series([], dtype=object)})
+    return pd.DataFrame([{"key": r.key, **r.result} for r in records])
+
+
+class _Schedule:
+    """Replays ``experiment.units`` the way an uninterrupted run calls it (see module docstring)."""
+
+    def __init__(self, experiment: Experiment, config: Any) -> None:
+        self.experiment = experiment
+        self.config = config
+        self.order: list[str] = []  # every key returned so far, in first-returned order
+        self.params: dict[str, dict[str, Any]] = {}
+
+    def _units(self, records: Mapping[str, UnitRecord]) -> list[Unit]:
+        finished = results_frame([records[k] for k in self.order])
+        units = self.experiment.units(self.config, finished)
+        seen: set[str] = set()
+        for unit in units:
+            if not isinstance(unit, Unit):
+                raise ExperimentError(
+                    f"{self.experiment.name}.units() must return Unit objects, got {type(unit).__name__}"
+                )
+            if not isinstance(unit.key, str) or not unit.key:
+                raise ExperimentError(f"{self.experiment.name}.units() returned a unit with key {unit.key!r}")
+            if unit.key in seen:
+                raise ExperimentError(f"{self.experiment.name}.units() returned the key {unit.key!r} twice")
+            seen.add(unit.key)
+        return list(units)
+
+    def _canonical(self, unit: Unit) -> dict[str, Any]:
+        try:
+            return json.loads(dumps(dict(unit.params)))
+        except (TypeError, ValueError) as e:
+            raise ExperimentError(f"params of unit {unit.key!r} are not JSON-serialisable: {e}") from e
+
+    def advance(self, records: Mapping[str, UnitRecord]) -> list[tuple[str, dict[str, Any]]]:
+        """Return the next units to run (those of the current round not in ``records``), or ``[]``.
+
+        Must be called again only after every unit it returned has finished.
+        """
+        known = set(self.order)
+        while True:
+            units = self._units(records)
+            new = [u for u in units if u.key not in known]
+            for unit in new:
+                self.order.append(unit.key)
+                known.add(unit.key)
+                self.params[unit.key] = self._canonical(unit)
+                stored = records.get(unit.key)
+                if stored is not None and dict(stored.params) != self.params[unit.key]:
+                    warnings.warn(
+                        f"unit {unit.key!r} is stored with params {dumps(dict(stored.params))} but the "
+                        f"experiment now gives {dumps(self.params[unit.key])}; keeping the stored result",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
+            pending = [(u.key, self.params.setdefault(u.key, self._canonical(u))) for u in units if u.key not in records]
+            if pending or not new:
+                return pending
+
+    def frame(self, records: Mapping[str, UnitRecord]) -> pd.DataFrame:
+        """The results frame in canonical order; warns about stored rows no unit claims."""
+        stray = [k for k in records if k not in self.params]
+        if stray:
+            warnings.warn(
+                f"{len(stray)} row(s) in results.db belong to no unit of this experiment and are left "
+                f"out of the results (e.g. {stray[:3]})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return results_frame([records[k] for k in self.order if k in records])
+
+
+def _check_config(experiment: Experiment, config: Any) -> Any:
+    if config is None:
+        return experiment.config_class()
+    if not isinstance(config, experiment.config_class):
+        raise TypeError(
+            f"`config` must be a {experiment.config_class.__name__} for experiment {experiment.name!r}, "
+            f"got {type(config).__name__}"
+        )
+    return config
+
+
+def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out: Path) -> list[Path]:
+    """Draw figures into a temporary folder, then move each file into ``out/figures`` atomically."""
+    fig_dir = out / FIGURES
+    fig_dir.mkdir(exist_ok=True)
+    moved: list[Path] = []
+    with tempfile.TemporaryDirectory(prefix=".figures-", dir=out) as tmp:
+        experiment.figures(frame, config, Path(tmp))
+        for src in sorted(p for p in Path(tmp).rglob("*") if p.is_file()):
+            dest = fig_dir / src.relative_to(tmp)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dest)
+            moved.append(dest)
+    return moved
+
+
+def _write_outputs(experiment: Experiment, config: Any, frame: pd.DataFrame, out: Path) -> tuple[str, list[Path]]:
+    _atomic.write_csv(out / RESULTS_CSV, frame)
+    table = experiment.report(frame, config)
+    if not isinstance(table, str):
+        raise ExperimentError(f"{experiment.name}.report() must return Markdown text, got {type(table).__name__}")
+    if not table.endswith("\n"):
+        table += "\n"
+    _atomic.write_text(out / TABLE_MD, table)
+    return table, _write_figures(experiment, frame, config, out)
+
+
+@dataclasses.dataclass
+class _Session:
+    started: str
+    t0: float
+    backend: str
+    jobs: int | None
+    units_run: int = 0
+    total: int = 0
+    done: int = 0
+    status: str = "running"
+
+
+def _run_info(
+    experiment: Experiment, ref: str | None, config_json: dict[str, Any], session: _Session, store: ResultStore,
+    finished: str | None,
+) -> dict[str, Any]:
+    sessions = store.sessions()
+    total_wall = 0.0
+    for s in sessions:
+        if s["finished"]:
+            total_wall += (pd.Timestamp(s["finished"]) - pd.Timestamp(s["started"])).total_seconds()
+    return {
+        "experiment": experiment.name,
+        "experiment_ref": ref,
+        "description": experiment.description,
+        "config": config_json,
+        "status": session.status,
+        "backend": session.backend,
+        "jobs": session.jobs,
+        "started": session.started,
+        "finished": finished,
+        "wall_s": None if finished is None else round(time.perf_counter() - session.t0, 3),
+        "total_wall_s": round(total_wall, 3),
+        "units": {"total": session.total, "finished": session.done, "run_this_session": session.units_run},
+        "versions": package_versions(),
+        "git": git_info(),
+        "machine": machine_info(),
+        "sessions": sessions,
+    }
+
+
+def run(
+    experiment: str | Experiment,
+    config: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    backend: str = "local",
+    jobs: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> pd.DataFrame:
+    """Run (or resume) an experiment into the folder ``out_dir`` and return its results.
+
+    Every finished unit is committed to ``out_dir/results.db`` the moment it finishes. Calling
+    ``run`` again with the same experiment, config and ``out_dir`` resumes: finished units are
+    skipped, and the outputs equal those of an uninterrupted run. Ctrl-C or ``kill -9`` loses at
+    most the units in flight.
+
+    Args:
+        experiment: an experiment object, a registered name, or a ``"module.path:OBJECT"`` spec.
+        config: an instance of ``experiment.config_class`` (``None``: the full default config).
+        out_dir: the run folder; created if missing.
+        backend: ``"local"`` (this machine) or ``"ray"`` (``ray.init()``: local, or the cluster at
+            ``RAY_ADDRESS``; needs ``pip install 'structnets[ray]'``).
+        jobs: ``local``: worker processes (``None`` or 1: run in this process). ``ray``: most tasks
+            in flight (``None``: as many as the cluster schedules).
+        progress: called as ``progress(done, total)`` before each round of units and after each
+            finished unit. ``total`` counts the units known so far, so it grows when a staged
+            experiment reveals its next stage; ``done`` includes units finished in earlier sessions.
+
+    Returns:
+        One row per unit: a ``key`` column, then the result columns ``run_unit`` returned.
+
+    Raises:
+        CorruptStoreError: ``results.db`` exists but is not a structnets results database (the file
+            is left untouched).
+        ConfigMismatchError: ``out_dir`` holds a run of another experiment or config.
+        UnitFailedError: a unit raised; units finished before it stay saved.
+        ExperimentError: the experiment broke the protocol (e.g. duplicate keys in one ``units`` call).
+        KeyboardInterrupt: after recording the interruption; re-running resumes.
+
+    Note:
+        With ``backend="local", jobs > 1`` workers are started with ``forkserver`` (or ``spawn``),
+        so a script that calls ``run`` must do so under ``if __name__ == "__main__":``, as for any
+        :mod:`multiprocessing` program. Workers see the environment as it is when ``run`` starts
+        the pool.
+    """
+    exp = resolve_experiment(experiment)
+    ref = experiment if isinstance(experiment, str) else experiment_ref(exp)
+    config = _check_config(exp, config)
+    config_json = config_to_json(config)
+    backend_obj: Backend = make_backend(backend, exp, ref, jobs)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise StoreError(f"`out_dir` {out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+
+    store = ResultStore.create_or_resume(out / RESULTS_DB, experiment=exp.name, experiment_ref=ref, config=config_json)
+    session = _Session(started=utc_now(), t0=time.perf_counter(), backend=backend, jobs=backend_obj.jobs)
+    try:
+        session_id = store.begin_session(
+            backend=backend, jobs=backend_obj.jobs or 0, host=socket.gethostname(), pid=os.getpid()
+        )
+        records = store.records()
+        if records:
+            logger.info("resuming %s in %s: %d units already finished", exp.name, out, len(records))
+        _atomic.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, None))
+        schedule = _Schedule(exp, config)
+
+        def report_progress() -> None:
+            if progress is not None:
+                progress(session.done, session.total)
+
+        try:
+            while True:
+                pending = schedule.advance(records)
+                session.total = len(schedule.order)
+                session.done = session.total - len(pending)  # every earlier unit is finished
+                report_progress()
+                if not pending:
+                    break
+                failure = None
+                for outcome in backend_obj.run(pending):
+                    if outcome.record is not None:
+                        store.add(outcome.record)
+                        records[outcome.key] = outcome.record
+                        session.units_run += 1
+                        session.done += 1
+                        report_progress()
+                    elif failure is None:
+                        failure = outcome
+                        backend_obj.cancel_pending()
+                if failure is not None:
+                    raise UnitFailedError(failure.key, failure.error or "", failure.traceback or "")
+            backend_obj.close()
+            frame = schedule.frame(records)
+            _write_outputs(exp, config, frame, out)
+            session.status = "finished"
+        except KeyboardInterrupt:
+            session.status = "interrupted"
+            backend_obj.abort()
+            raise
+        except BaseException:
+            session.status = "failed"
+            raise
+        finally:
+            backend_obj.close()
+            store.end_session(session_id, status=session.status, units_run=session.units_run)
+            _write_info_quietly(out, exp, ref, config_json, session, store)
+        return frame
+    finally:
+        store.close()
+
+
+def _write_info_quietly(
+    out: Path, exp: Experiment, ref: str | None, config_json: dict[str, Any], session: _Session, store: ResultStore
+) -> None:
+    """Write ``run_info.json`` at the end of a session; never masks the exception that ended it."""
+    try:
+        _atomic.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, utc_now()))
+    except Exception as e:  # noqa: BLE001
+        logger.warning("could not update %s: %s", out / RUN_INFO, e)
+
+
+def load_results(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None) -> tuple[Experiment, Any, pd.DataFrame]:
+    """Read a run folder's experiment, config and results frame from ``results.db`` alone.
+
+    Args:
+        run_dir: a folder written by :func:`run` (finished or not).
+        experiment: the experiment, when the run folder cannot name an importable one.
+
+    Returns:
+        ``(experiment, config, results)``; for an unfinished run, the units finished so far.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise StoreError(f"`run_dir` {run_dir} is not a directory")
+    with ResultStore.open_existing(run_dir / RESULTS_DB) as store:
+        meta = dict(store.meta)
+        stored_config = store.config
+        records = store.records()
+    if experiment is None:
+        spec = meta.get("experiment_ref") or meta["experiment"]
+        try:
+            exp = resolve_experiment(spec)
+        except (ValueError, TypeError) as e:
+            raise RunnerError(f"cannot find experiment {meta['experiment']!r} of {run_dir}: {e}") from e
+    else:
+        exp = resolve_experiment(experiment)
+    if exp.name != meta["experiment"]:
+        raise RunnerError(f"{run_dir} holds experiment {meta['experiment']!r}, not {exp.name!r}")
+    config = config_from_json(exp.config_class, stored_config)
+    # Replay until the first round with missing units (an unfinished run) or the end.
+    schedule = _Schedule(exp, config)
+    schedule.advance(records)
+    return exp, config, schedule.frame(records)
+
+
+def report(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None) -> str:
+    """Regenerate ``results.csv``, ``table.md`` and ``figures/`` of a run from ``results.db`` alone.
+
+    Works on unfinished runs too (with the units finished so far).
+
+    Args:
+        run_dir: a folder written by :func:`run`.
+        experiment: the experiment, when the run folder cannot name an importable one.
+
+    Returns:
+        The Markdown text written to ``table.md``.
+
+    Raises:
+        StoreError: no ``results.db`` in ``run_dir``; CorruptStoreError: it is unreadable.
+    """
+    run_dir = Path(run_dir)
+    exp, config, frame = load_results(run_dir, experiment=experiment)
+    table, _ = _write_outputs(exp, config, frame, run_dir)
+    return table
+
+
+__all__ = ["ProgressCallback", "load_results", "report", "results_frame", "run"]
