@@ -75,10 +75,13 @@ class LowRankUCIConfig:
         sensitivity: further bottleneck ratios evaluated in the CV stage.
         epochs, batch_size, lr, weight_decay, patience, validation_fraction: training options of
             :class:`structnets.estimators.MLPClassifier` / ``MLPRegressor`` (early stopping on an
-            inner validation split of each training fold).
+            inner validation split of each training fold; ``batch_size`` is a cap, see
+            :func:`batch_size_for`).
         max_rows: subsample each data set to at most this many rows (stratified); None keeps all.
         selection_fraction: share of rows held out for the stage-1 grid search.
         latency_batch, latency_pairs: batch size and number of interleaved timing pairs.
+        efficiency_widths: extra widths at which dense vs low-rank cost is measured on Adult
+            (d = 108, the paper's memory example), since the chosen UCI widths are small.
         activation: nonlinearity of every layer.
     """
 
@@ -99,6 +102,7 @@ class LowRankUCIConfig:
     selection_fraction: float = 0.2
     latency_batch: int = 4096
     latency_pairs: int = 30
+    efficiency_widths: tuple[int, ...] = (128, 256, 512, 1024)
     activation: str = "swish"
 
     @classmethod
@@ -114,6 +118,7 @@ class LowRankUCIConfig:
             max_rows=1500,
             latency_batch=2048,
             latency_pairs=10,
+            efficiency_widths=(256, 1024),
         )
 
     def __post_init__(self) -> None:
@@ -129,7 +134,7 @@ class LowRankUCIConfig:
             raise ValueError("`seeds` must list at least one seed, got ()")
         for depth in self.depths:
             check_int("depths", depth, low=1)
-        for width in self.widths:
+        for width in (*self.widths, *self.efficiency_widths):
             check_int("widths", width, low=3)
         if not self.depths or not self.widths:
             raise ValueError(f"`depths` and `widths` must be non-empty, got {self.depths}, {self.widths}")
@@ -210,22 +215,34 @@ def _units(config: LowRankUCIConfig, finished: pd.DataFrame) -> list[Unit]:
                             },
                         )
                     )
-        units.append(
-            Unit(
-                key=f"efficiency/{dataset}",
-                params={
-                    "stage": "efficiency",
-                    "dataset": dataset,
-                    "depth": depth,
-                    "width": width,
-                    "bottleneck": config.bottleneck,
-                    "batch": config.latency_batch,
-                    "pairs": config.latency_pairs,
-                    "activation": config.activation,
-                },
-            )
-        )
+        units.append(_efficiency_unit(config, f"efficiency/{dataset}", dataset, depth, width, "chosen"))
+        if dataset == "adult":
+            for extra in config.efficiency_widths:
+                units.append(
+                    _efficiency_unit(
+                        config, f"efficiency/adult/width={extra}", dataset, max(depth, 2), extra, "sweep"
+                    )
+                )
     return units
+
+
+def _efficiency_unit(
+    config: LowRankUCIConfig, key: str, dataset: str, depth: int, width: int, role: str
+) -> Unit:
+    return Unit(
+        key=key,
+        params={
+            "stage": "efficiency",
+            "role": role,
+            "dataset": dataset,
+            "depth": depth,
+            "width": width,
+            "bottleneck": config.bottleneck,
+            "batch": config.latency_batch,
+            "pairs": config.latency_pairs,
+            "activation": config.activation,
+        },
+    )
 
 
 def _chosen_architecture(
@@ -277,7 +294,18 @@ def _dataset_arrays(name: str, max_rows: int | None, seed: int = 0) -> tuple[np.
     return np.ascontiguousarray(X), np.ascontiguousarray(y), dataset.task
 
 
-def _estimator(task: str, params: Mapping[str, Any], bottleneck: float | None, random_state: int):
+def batch_size_for(n_train: int, cap: int) -> int:
+    """Minibatch size: ``cap``, reduced on small data sets to give ≥ ~10 steps per epoch.
+
+    ``min(cap, max(16, n_train // 10))``: Iris (135 training rows) would otherwise take one
+    optimiser step per epoch and stop far from convergence.
+    """
+    return min(cap, max(16, n_train // 10))
+
+
+def _estimator(
+    task: str, params: Mapping[str, Any], bottleneck: float | None, random_state: int, n_train: int
+):
     from ..estimators import MLPClassifier, MLPRegressor
 
     cls = MLPClassifier if task == "classification" else MLPRegressor
@@ -287,7 +315,7 @@ def _estimator(task: str, params: Mapping[str, Any], bottleneck: float | None, r
         bottleneck=bottleneck,
         activation=params["activation"],
         epochs=int(params["epochs"]),
-        batch_size=int(params["batch_size"]),
+        batch_size=batch_size_for(n_train, int(params["batch_size"])),
         lr=float(params["lr"]),
         weight_decay=float(params["weight_decay"]),
         early_stopping=True,
@@ -326,7 +354,7 @@ def _run_select(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     X_train, X_val, y_train, y_val = train_test_split(
         X, y, test_size=float(params["selection_fraction"]), random_state=0, stratify=stratify
     )
-    estimator = _estimator(task, params, None, random_state=0)
+    estimator = _estimator(task, params, None, random_state=0, n_train=len(y_train))
     start = time.perf_counter()
     estimator.fit(X_train, y_train)
     fit_seconds = time.perf_counter() - start
@@ -355,7 +383,7 @@ def _run_cv(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     train_index, test_index = list(splitter.split(X, y))[fold]
     bottleneck = params["bottleneck"]
     # The same initialisation seed for every model of a (fold, seed) pair: a paired design.
-    estimator = _estimator(task, params, bottleneck, random_state=1000 * seed + fold)
+    estimator = _estimator(task, params, bottleneck, random_state=1000 * seed + fold, n_train=len(train_index))
     start = time.perf_counter()
     estimator.fit(X[train_index], y[train_index])
     fit_seconds = time.perf_counter() - start
@@ -412,6 +440,7 @@ def _run_efficiency(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     low_memory = training_memory_bytes(low, inputs)
     return {
         "stage": "efficiency",
+        "role": params["role"],
         "dataset": params["dataset"],
         "task": dataset.task,
         "features": d,
@@ -547,11 +576,11 @@ def _report(results: pd.DataFrame, config: LowRankUCIConfig) -> str:
             "| data set | d | depth | width | H | batch | params | FLOPs | forward time | training memory |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
-        for dataset in config.datasets:
-            rows = efficiency[efficiency["dataset"] == dataset]
-            if rows.empty:
-                continue
-            r = rows.iloc[0]
+        ordered = pd.concat([
+            efficiency[(efficiency["dataset"] == d) & (efficiency["role"] == "chosen")] for d in config.datasets
+        ] + [efficiency[efficiency["role"] == "sweep"].sort_values("width")])
+        for _, r in ordered.iterrows():
+            dataset = r["dataset"] if r["role"] == "chosen" else f"{r['dataset']} (width sweep)"
             lines.append(
                 f"| {dataset} | {int(r['features'])} | {int(r['depth'])} | {int(r['width'])} | {int(r['rank'])} | "
                 f"{int(r['batch'])} | {r['parameters_lowrank'] / r['parameters_dense']:.3f} | "

@@ -1,0 +1,31 @@
+"""Suite-wide set-up: one torch thread per worker, and the verified data files without the network.
+
+The Makefile and ``.ci/run`` set ``STRUCTNETS_DATA``; when a test run starts without it (plain
+``pytest``), point it at ``../shared/data`` beside the repository if that exists, so tests (and the
+runner's worker processes, which inherit the environment) never try to download.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+# `make test` runs two pytest workers on two cores: one intra-op thread each avoids oversubscription,
+# under which tiny kernels stall for milliseconds.
+torch.set_num_threads(1)
+
+_SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+if "STRUCTNETS_DATA" not in os.environ and _SHARED.is_dir():
+    os.environ["STRUCTNETS_DATA"] = str(_SHARED)
+
+
+@pytest.fixture
+def uci_data() -> Path:
+    """The folder holding the verified data files; skips the test when there is none."""
+    folder = os.environ.get("STRUCTNETS_DATA")
+    if not folder or not Path(folder).is_dir():
+        pytest.skip("no data files: set STRUCTNETS_DATA to the verified data folder (../shared/data)")
+    return Path(folder)
