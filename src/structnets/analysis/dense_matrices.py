@@ -1,0 +1,119 @@
+"""Each linear layer of a model as one dense matrix, in forward order, and the layers' outputs.
+
+DESIGN.md convention 4: every structured layer can return its dense matrix, and analysis tools
+work on that matrix. A layer with a ``to_dense()`` method (``LowRankLinear``: ``U V``; later
+``DLoRLinear``: ``αI + UVᵀ``, ``NormConstrainedLinear``) gives it; ``nn.Linear`` gives ``weight``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+__all__ = ["dense_matrices", "hidden_representations", "linear_layers"]
+
+
+def _is_linear(module: nn.Module) -> bool:
+    return isinstance(module, nn.Linear) or callable(getattr(module, "to_dense", None))
+
+
+def _walk(module: nn.Module, prefix: str) -> Iterator[tuple[str, nn.Module]]:
+    """Linear layers in registration (= forward, for ``nn.Sequential``) order, pre-order."""
+    if _is_linear(module):
+        yield prefix, module
+        return  # its factors (U, V, ...) are inside the dense matrix already
+    own = [
+        (name, param) for name, param in module.named_parameters(recurse=False) if param.numel() > 1
+    ]
+    if own:
+        # A module holding matrices we do not know how to read: refuse rather than drop a layer
+        # and silently under-count the network (a bound on the wrong network is worse than none).
+        names = ", ".join(f"{name}{tuple(param.shape)}" for name, param in own)
+        raise TypeError(
+            f"module {prefix or '<root>'!r} ({type(module).__name__}) has parameters {names} but is "
+            "neither nn.Linear nor a layer with to_dense(); dense_matrices cannot read it"
+        )
+    for name, child in module.named_children():
+        yield from _walk(child, f"{prefix}.{name}" if prefix else name)
+
+
+def linear_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The ``(qualified name, module)`` of every linear layer of ``model``, in order.
+
+    Args:
+        model: any ``nn.Module`` built from ``nn.Linear``, layers with ``to_dense()``, and
+            parameter-free or scalar-parameter modules (activations such as a learnable Swish β).
+
+    Returns:
+        a list, possibly empty.
+
+    Raises:
+        TypeError: ``model`` is not a module, or holds a matrix-valued parameter in a module that
+            is neither ``nn.Linear`` nor has ``to_dense()`` (e.g. ``nn.Conv2d``).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
+    return list(_walk(model, ""))
+
+
+def dense_matrices(model: nn.Module) -> list[torch.Tensor]:
+    """Each linear layer's ``(out_features, in_features)`` matrix ``A_i``, in forward order.
+
+    For ``f(x) = A_L σ(A_{L−1} σ(⋯ σ(A_1 x)))`` (plus biases) this returns ``[A_1, …, A_L]``,
+    detached copies that share no memory with the parameters. Order is module registration
+    order, which is the forward order for ``nn.Sequential`` and for :func:`structnets.models.mlp`.
+    Parameter-free modules are skipped: activations, and fixed maps such as the ``ZeroPad`` /
+    ``TakeFirst`` ends of ``dlor_mlp``. A norm-1 fixed embedding or coordinate projection leaves
+    the bounds of :mod:`structnets.analysis.bounds` valid (input norms are kept, output
+    differences can only shrink), but the list is then not the full end-to-end factorisation.
+
+    Args:
+        model: see :func:`linear_layers`.
+
+    Returns:
+        a list of 2-D tensors, in the parameters' dtype and device.
+    """
+    matrices: list[torch.Tensor] = []
+    with torch.no_grad():
+        for name, layer in linear_layers(model):
+            matrix = layer.weight if isinstance(layer, nn.Linear) else layer.to_dense()
+            if not isinstance(matrix, torch.Tensor) or matrix.ndim != 2:
+                raise TypeError(
+                    f"layer {name!r} ({type(layer).__name__}) must give a 2-D matrix, got "
+                    f"{getattr(matrix, 'shape', type(matrix).__name__)}"
+                )
+            matrices.append(matrix.detach().clone())
+    return matrices
+
+
+def hidden_representations(model: nn.Sequential, inputs: torch.Tensor) -> list[torch.Tensor]:
+    """The output of every nonlinearity of a sequential model on ``inputs``.
+
+    For ``nn.Sequential(Linear, σ, Linear, σ, …, Linear)`` these are the hidden layers'
+    activations ``h_i = σ(A_i h_{i−1} + b_i)``, i = 1 … L−1, the matrices whose rank is the
+    bottleneck rank (:func:`structnets.analysis.bottleneck_rank`).
+
+    Args:
+        model: an ``nn.Sequential``; the outputs recorded are those of its children that are
+            not linear layers.
+        inputs: ``(N, in_features)`` tensor.
+
+    Returns:
+        a list of ``(N, W_i)`` tensors, computed under ``torch.no_grad``.
+    """
+    if not isinstance(model, nn.Sequential):
+        raise TypeError(f"`model` must be a torch.nn.Sequential, got {type(model).__name__}")
+    if not isinstance(inputs, torch.Tensor) or inputs.ndim != 2:
+        raise ValueError(
+            f"`inputs` must be a 2-D (N, in_features) tensor, got {getattr(inputs, 'shape', type(inputs).__name__)}"
+        )
+    outputs: list[torch.Tensor] = []
+    with torch.no_grad():
+        hidden = inputs
+        for child in model:
+            hidden = child(hidden)
+            if not _is_linear(child) and not isinstance(child, nn.Sequential):
+                outputs.append(hidden)
+    return outputs

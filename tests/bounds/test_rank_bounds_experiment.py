@@ -1,0 +1,62 @@
+"""The rank-bounds experiment: config checks, units, one real unit, report and figures."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from structnets.experiments import get, names
+from structnets.experiments.rank_bounds import EXPERIMENT, RankBoundsConfig
+
+
+def test_registered_and_config_validated() -> None:
+    assert "rank-bounds" in names()
+    assert get("rank-bounds") is EXPERIMENT
+    quick = RankBoundsConfig.quick()
+    units = EXPERIMENT.units(quick, pd.DataFrame())
+    assert len(units) == 2 * 3 * 2 * 2 * 2  # data sets × widths × depths × decays × variants
+    assert len({u.key for u in units}) == len(units)
+    with pytest.raises(ValueError, match="`depths`"):
+        RankBoundsConfig(depths=(1,))
+    with pytest.raises(ValueError, match="`datasets`"):
+        RankBoundsConfig(datasets=("cifar",))
+    with pytest.raises(ValueError, match="`ps`"):
+        RankBoundsConfig(ps=(-1.0,))
+
+
+def test_one_unit_report_and_figures(uci_data: Path, tmp_path: Path) -> None:
+    config = replace(
+        RankBoundsConfig.quick(), datasets=("rice",), widths=(16, 32), depths=(3,), weight_decays=(0.0,),
+        ranks=(None, 2), n_train=300, n_test=200, epochs=2, probe_size=100, rank_checkpoints=2,
+    )
+    units = EXPERIMENT.units(config, pd.DataFrame())
+    rows = []
+    for unit in units:
+        row = EXPERIMENT.run_unit(json.loads(json.dumps(unit.params)))
+        assert all(not isinstance(v, float) or math.isfinite(v) for v in row.values())
+        rows.append({"key": unit.key, **row})
+    results = pd.DataFrame(rows)
+    low = results[results["variant"] == "rank=2"].iloc[0]
+    # layers 1 and 2 are exact rank-2 factorisations; the rank class (p = 0) sees it
+    assert json.loads(low["weight_ranks"])[:2] == [2, 2]
+    assert low["rs0_sc"] < low["param_sc"]
+    # the theorem behind the weight-decay claim: Σ‖W_i‖_F² ≥ L ‖Π W_i‖_{S_{2/L}}^{2/L}
+    assert bool((results["frobenius_sum"] >= results["end_to_end_schatten"] * (1 - 1e-9)).all())
+    # every rank-sparse bound is at most the parameter count (it takes the smaller covering)
+    for p in config.ps:
+        column = "rs" + f"{p:g}".replace(".", "_") + "_sc"
+        assert bool((results[column] <= results["param_sc"] * (1 + 1e-9)).all())
+    history = json.loads(low["rank_history"])
+    assert history["epoch"] == [0, 1, 2]
+    text = EXPERIMENT.report(results, config)
+    assert "| bottleneck rank (dense nets) |" in text and "rank=2" in text
+    paths = EXPERIMENT.figures(results, config, tmp_path)
+    assert {p.name for p in paths} == {
+        "bound_vs_width.png", "rank_vs_layer.png", "bound_vs_gap.png", "rank_during_training.png"
+    }
+    assert all(p.stat().st_size > 1000 for p in paths)
