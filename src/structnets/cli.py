@@ -94,6 +94,16 @@ def _parser() -> argparse.ArgumentParser:
     data = sub.add_parser("data", help="where data files live, and verify them", description="Data files.")
     data.add_argument("action", choices=("path", "verify"), help="path: print the data folder; verify: check every file's SHA-256")
     data.add_argument("--data-dir", type=Path, default=None, metavar="DIR", help="data folder to use instead of the default")
+
+    analyze = sub.add_parser(
+        "analyze", help="per-layer spectrum table of a saved model",
+        description="Print each layer's norms, Schatten quasi-norms and ranks for a saved state dict "
+        "(loaded with torch.load(weights_only=True) only).",
+    )
+    analyze.add_argument("model", type=Path, metavar="MODEL.pt", help="a file saved with torch.save(model.state_dict())")
+    analyze.add_argument("--p", dest="ps", type=float, nargs="+", default=[0.5, 1.0, 2.0], help="Schatten exponents (default 0.5 1 2)")
+    analyze.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance of the numerical rank (default 1e-3)")
+    analyze.add_argument("--top", type=_positive_int, default=5, help="largest singular values to show (default 5)")
     return parser
 
 
@@ -253,7 +263,10 @@ def _cmd_data(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not hasattr(data, "verify"):
         raise _UsageError("structnets.data does not provide verify()")
-    statuses = list(data.verify(data_dir=args.data_dir))
+    try:
+        statuses = list(data.verify(data_dir=args.data_dir))
+    except ValueError as e:  # --data-dir or STRUCTNETS_DATA is not an existing folder
+        raise _UsageError(str(e)) from e
     rows = [
         (s.dataset, s.filename, "ok" if s.ok else "FAIL", s.message or "", "-" if s.path is None else str(s.path))
         for s in statuses
@@ -270,7 +283,27 @@ def _cmd_data(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"list": _cmd_list, "run": _cmd_run, "report": _cmd_report, "data": _cmd_data}
+# -- analyze --------------------------------------------------------------------------------------
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from .analysis import format_spectrum_table, spectrum_table
+
+    try:
+        table = spectrum_table(args.model, ps=tuple(args.ps), rtol=args.rtol, top=args.top)
+    except (ValueError, FileNotFoundError) as e:
+        raise _UsageError(str(e)) from e
+    print(format_spectrum_table(table))
+    return EXIT_OK
+
+
+_COMMANDS = {
+    "list": _cmd_list,
+    "run": _cmd_run,
+    "report": _cmd_report,
+    "data": _cmd_data,
+    "analyze": _cmd_analyze,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
