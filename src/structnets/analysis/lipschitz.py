@@ -1,0 +1,226 @@
+"""Lipschitz constants in ℓ₂: certified upper bounds, empirical lower bounds, certified accuracy.
+
+Upper bound: Lip(f ∘ g) ≤ Lip(f)·Lip(g), so a sequential model's constant is at most the product
+of its layers' certified constants (``layer.lipschitz_bound()`` where a layer provides it, the
+certified spectral bound of ``nn.Linear`` weights, known constants of activations).
+
+Lower bound: any ‖J_f(x)‖₂ and any ratio ‖f(x) − f(y)‖/‖x − y‖ is ≤ Lip(f); we take the largest
+over the given inputs and over pairs improved by gradient ascent on the ratio.
+
+Certified accuracy: if f is L-Lipschitz in ℓ₂ and the margin m(x) = f_y(x) − max_{j≠y} f_j(x)
+satisfies m(x) ≥ √2·L·ε, no perturbation with ‖δ‖₂ < ε changes the prediction, because each
+difference f_y − f_j is √2·L-Lipschitz (Tsuzuku, Sato, Sugiyama, NeurIPS 2018, Prop. 1). For one
+output (binary, sign of f) the margin is |f(x)| and the factor is L.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validation import check_int, check_real
+from ..nn._spectral import spectral_norm_bound
+
+# Certified ℓ₂ Lipschitz constants of elementwise activations (max |σ'|).
+_ACTIVATION_CONSTANTS: dict[type[nn.Module], float] = {
+    nn.ReLU: 1.0,
+    nn.Tanh: 1.0,
+    nn.Sigmoid: 0.25,
+    nn.Identity: 1.0,
+    nn.Flatten: 1.0,
+    nn.Dropout: 1.0,  # identity in eval mode
+    nn.SiLU: 1.0999,  # max σ(x)(1 + x(1 − σ(x))) = 1.09984… at x ≈ 2.3994
+    nn.GELU: 1.1290,  # max Φ(x) + xφ(x) = 1.12899… at x = √2
+}
+
+
+@torch.no_grad()
+def lipschitz_upper_bound(model: nn.Module) -> float:
+    """Return a certified upper bound on the ℓ₂ Lipschitz constant of ``model`` (eval mode).
+
+    Args:
+        model: an ``nn.Sequential`` (or nested ones) of layers each of which either has a
+            ``lipschitz_bound()`` method (the structnets layers), is an ``nn.Linear`` (bound
+            B(W) ≥ ‖W‖₂, certified float64 Gram eigenvalue), a ``LeakyReLU`` (max(1, |slope|)),
+            or one of the activations with a known constant (ReLU, Tanh, Sigmoid, SiLU, GELU, ...).
+
+    Returns:
+        Π over layers of their certified constants (a float ≥ the true Lipschitz constant).
+
+    Raises:
+        TypeError: naming a layer whose Lipschitz constant is unknown.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
+    if hasattr(model, "lipschitz_bound"):
+        return float(model.lipschitz_bound())
+    if isinstance(model, nn.Sequential):
+        product = 1.0
+        for layer in model:
+            product *= lipschitz_upper_bound(layer)
+        return product
+    if isinstance(model, nn.Linear):
+        return float(spectral_norm_bound(model.weight.detach()))
+    if isinstance(model, nn.LeakyReLU):
+        return max(1.0, abs(model.negative_slope))
+    for kind, constant in _ACTIVATION_CONSTANTS.items():
+        if type(model) is kind:
+            return constant
+    raise TypeError(
+        f"`model` contains a layer of type {type(model).__name__} whose Lipschitz constant is unknown; "
+        "give it a `lipschitz_bound()` method"
+    )
+
+
+def jacobian_spectral_norms(model: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor) -> torch.Tensor:
+    """Return ‖J_f(xᵢ)‖₂ for every row xᵢ of ``inputs``.
+
+    Args:
+        model: a function ``(n, d) -> (n, k)`` acting row by row.
+        inputs: (n, d) points.
+
+    Returns:
+        (n,) float64 tensor of Jacobian spectral norms (each a lower bound on Lip(f)).
+    """
+    x = inputs.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        out = model(x)
+        if out.dim() == 1:
+            out = out[:, None]
+        rows = []
+        for k in range(out.shape[1]):
+            (grad,) = torch.autograd.grad(out[:, k].sum(), x, retain_graph=k + 1 < out.shape[1])
+            rows.append(grad)
+    jac = torch.stack(rows, dim=1).to(torch.float64)  # (n, k, d)
+    return torch.linalg.matrix_norm(jac, ord=2)
+
+
+def lipschitz_lower_bound(
+    model: Callable[[torch.Tensor], torch.Tensor],
+    inputs: torch.Tensor | np.ndarray,
+    *,
+    steps: int = 50,
+    lr: float = 0.01,
+    pairs: int = 64,
+    seed: int = 0,
+) -> float:
+    """Return an empirical lower bound on the ℓ₂ Lipschitz constant of ``model``.
+
+    Two estimates, both ≤ Lip(f): (1) max over ``inputs`` of the Jacobian spectral norm
+    ‖J_f(x)‖₂; (2) gradient ascent (Adam, ``steps`` steps) on r(x, y) = ‖f(x) − f(y)‖/‖x − y‖
+    from ``pairs`` starting pairs (inputs and nearby points, and random pairs of inputs).
+
+    Args:
+        model: a function ``(n, d) -> (n, k)``; its mode is left as is (call ``eval()`` first to
+            measure the deployed model).
+        inputs: (n, d) points.
+        steps: ascent steps (≥ 0).
+        lr: Adam step size (> 0).
+        pairs: number of pairs ascended (≥ 1).
+        seed: seeds the choice of pairs.
+
+    Returns:
+        max of all Jacobian norms and all ratios seen (a float ≤ Lip(f)).
+    """
+    steps = check_int("steps", steps, low=0)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
+    pairs = check_int("pairs", pairs, low=1)
+    x = torch.as_tensor(inputs)
+    if x.dim() != 2 or x.shape[0] < 1:
+        raise ValueError(f"`inputs` must be a non-empty (n, d) array, got shape {tuple(x.shape)}")
+    params = [p for p in getattr(model, "parameters", lambda: [])()]
+    dtype = params[0].dtype if params else x.dtype if x.is_floating_point() else torch.float32
+    x = x.to(dtype)
+    best = float(jacobian_spectral_norms(model, x).max())
+    if steps == 0:
+        return best
+    generator = torch.Generator().manual_seed(seed)
+    n = x.shape[0]
+    a_index = torch.randint(n, (pairs,), generator=generator)
+    b_index = torch.randint(n, (pairs,), generator=generator)
+    a = x[a_index].clone()
+    half = pairs // 2
+    b = x[b_index].clone()
+    # half the pairs start local (a + small offset), half are random pairs of inputs.
+    scale = x.std().clamp_min(1e-3) * 1e-2
+    b[:half] = a[:half] + scale * torch.randn(a[:half].shape, generator=generator, dtype=dtype)
+    a.requires_grad_(True)
+    b.requires_grad_(True)
+    optimizer = torch.optim.Adam([a, b], lr=lr)
+    requires = [p.requires_grad for p in params]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        for _ in range(steps):
+            optimizer.zero_grad()
+            ratio = _ratios(model, a, b)
+            best = max(best, float(ratio.detach().max()))
+            (-ratio.sum()).backward()
+            optimizer.step()
+        with torch.no_grad():
+            best = max(best, float(_ratios(model, a, b).max()))
+    finally:
+        for p, flag in zip(params, requires):
+            p.requires_grad_(flag)
+    return best
+
+
+def _ratios(model: Callable[[torch.Tensor], torch.Tensor], a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    out_a, out_b = model(a), model(b)
+    num = torch.linalg.vector_norm((out_a - out_b).reshape(a.shape[0], -1).to(torch.float64), dim=1)
+    den = torch.linalg.vector_norm((a - b).to(torch.float64), dim=1)
+    return torch.where(den > 0, num / den.clamp_min(1e-300), torch.zeros_like(num))
+
+
+def certified_accuracy(
+    logits: torch.Tensor | np.ndarray,
+    labels: torch.Tensor | np.ndarray,
+    eps: float,
+    lipschitz: float = 1.0,
+) -> float:
+    """Fraction of points correctly classified with a margin that certifies ℓ₂ radius ``eps``.
+
+    Multiclass (k ≥ 2 logits): correct and f_y − max_{j≠y} f_j ≥ √2·L·ε (Tsuzuku et al. 2018).
+    One logit (binary, class 1 iff f > 0): correct and |f| ≥ L·ε. ε = 0 gives clean accuracy
+    (ties count as wrong).
+
+    Args:
+        logits: (n, k) or (n,) / (n, 1) outputs of an L-Lipschitz model.
+        labels: (n,) class indices (0/1 for one logit).
+        eps: ℓ₂ radius ≥ 0.
+        lipschitz: L > 0, a certified upper bound of the model's Lipschitz constant.
+
+    Returns:
+        the certified accuracy in [0, 1].
+    """
+    eps = check_real("eps", eps, low=0.0)
+    lipschitz = check_real("lipschitz", lipschitz, low=0.0, low_open=True)
+    z = torch.as_tensor(np.asarray(logits) if not torch.is_tensor(logits) else logits).detach().to(torch.float64)
+    y = torch.as_tensor(np.asarray(labels) if not torch.is_tensor(labels) else labels).detach().long()
+    if z.dim() == 2 and z.shape[1] == 1:
+        z = z[:, 0]
+    if y.dim() != 1 or z.shape[0] != y.shape[0]:
+        raise ValueError(f"`labels` must be (n,) matching `logits` {tuple(z.shape)}, got {tuple(y.shape)}")
+    if z.shape[0] == 0:
+        raise ValueError("`logits` must hold at least one row, got 0")
+    if z.dim() == 1:
+        if ((y != 0) & (y != 1)).any():
+            raise ValueError("`labels` must be 0/1 for a single logit")
+        signed = torch.where(y == 1, z, -z)
+        ok = (signed > 0) & (signed >= lipschitz * eps)
+        return float(ok.double().mean())
+    k = z.shape[1]
+    if ((y < 0) | (y >= k)).any():
+        raise ValueError(f"`labels` must be in [0, {k}), got values outside")
+    true = z.gather(1, y[:, None])[:, 0]
+    others = z.scatter(1, y[:, None], -math.inf).max(dim=1).values
+    margin = true - others
+    ok = (margin > 0) & (margin >= math.sqrt(2.0) * lipschitz * eps)
+    return float(ok.double().mean())
+
+
+__all__ = ["certified_accuracy", "jacobian_spectral_norms", "lipschitz_lower_bound", "lipschitz_upper_bound"]

@@ -1,0 +1,176 @@
+"""Exact networks for piecewise-affine 1-Lipschitz functions from their max-min representation.
+
+Every continuous piecewise-affine f: ℝᵈ → ℝ with affine pieces ℓ₁, …, ℓ_K has a lattice
+(max-min) representation f = max_i min_{j ∈ S_i} ℓ_j (Ovchinnikov, *Max-min representation of
+piecewise linear functions*, 2002; S_i = {j : ℓ_j ≥ ℓ_i on the region where f = ℓ_i}). If f is
+1-Lipschitz, every piece has ‖∇ℓ_j‖₂ ≤ 1. Murari, Furuya, Schönlieb (*Approximation theory for
+1-Lipschitz ResNets*, NeurIPS 2025, arXiv 2505.12003) show such f are represented exactly by their
+networks through max{x, y} = x + σ(y − x) and min{x, y} = x − σ(x − y); both are computed at once
+by one gradient-step layer with τ = 2/‖W‖₂², i.e. :class:`structnets.nn.MaxMin`.
+
+Our network (float64 by default):
+
+1. lift Q(x) = (A x + c)/s, a :class:`NormConstrainedLinear` with ‖A/s‖₂ ≤ 1, where the rows of
+   A and c are the pieces (each group padded to M = 2^⌈log₂ max|S_i|⌉ by repeating a piece, and
+   the groups padded to G' = 2^⌈log₂ G⌉ by repeating a group, which changes neither min nor max),
+   and s = max(1, B(A)) with B(A) ≥ ‖A‖₂ certified;
+2. log₂ M min-levels then log₂ G' max-levels, each ``MaxMin`` (sort pairs) followed by a
+   selection ``NormConstrainedLinear`` whose rows are distinct unit vectors e₂ᵢ₊₁ (min) or e₂ᵢ
+   (max), so norm 1; max and min commute with the positive scaling 1/s;
+3. head y ↦ s·y (``nn.Linear(1, 1)``).
+
+The output equals f(x) up to rounding. Every layer but the head is certified 1-Lipschitz; the head
+has norm s ≤ √(M·G'), so the layer-wise certified bound of this exact network is s even though f
+itself is 1-Lipschitz (s = 1 whenever ‖A‖₂ ≤ 1, e.g. one piece or orthogonal pieces).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..nn import MaxMin, NormConstrainedLinear
+from ..nn._spectral import spectral_norm_bound
+
+Piece = tuple[Sequence[float], float]
+
+
+def _validate(pieces: Sequence[Sequence[Piece]]) -> tuple[list[list[tuple[np.ndarray, float]]], int]:
+    if isinstance(pieces, (str, bytes)) or not isinstance(pieces, Sequence) or len(pieces) == 0:
+        raise ValueError(f"`pieces` must be a non-empty sequence of groups of (a, c) pairs, got {pieces!r}")
+    groups: list[list[tuple[np.ndarray, float]]] = []
+    dim: int | None = None
+    for i, group in enumerate(pieces):
+        if not isinstance(group, Sequence) or len(group) == 0:
+            raise ValueError(f"`pieces[{i}]` must be a non-empty sequence of (a, c) pairs, got {group!r}")
+        parsed = []
+        for j, piece in enumerate(group):
+            try:
+                a, c = piece
+                a = np.asarray(a, dtype=np.float64).reshape(-1)
+                c = float(c)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"`pieces[{i}][{j}]` must be a pair (a, c), got {piece!r}") from error
+            if dim is None:
+                dim = a.size
+            if a.size != dim or dim == 0:
+                raise ValueError(f"`pieces[{i}][{j}]` must have a gradient of length {dim}, got {a.size}")
+            if not (np.isfinite(a).all() and math.isfinite(c)):
+                raise ValueError(f"`pieces[{i}][{j}]` must be finite, got {piece!r}")
+            norm = float(np.linalg.norm(a))
+            if norm > 1.0 + 1e-12:
+                raise ValueError(
+                    f"`pieces[{i}][{j}]` must be 1-Lipschitz (‖a‖₂ ≤ 1), got ‖a‖₂ = {norm:.6g}"
+                )
+            parsed.append((a, c))
+        groups.append(parsed)
+    assert dim is not None
+    return groups, dim
+
+
+def evaluate_maxmin(pieces: Sequence[Sequence[Piece]], x: np.ndarray) -> np.ndarray:
+    """Evaluate f(x) = max_i min_{(a, c) ∈ pieces[i]} (aᵀx + c) in float64 (the reference).
+
+    Args:
+        pieces: groups of (a, c) pairs, a of length d.
+        x: (n, d) points.
+
+    Returns:
+        (n,) values.
+    """
+    groups, dim = _validate(pieces)
+    x = np.asarray(x, dtype=np.float64).reshape(-1, dim)
+    values = [np.min(np.stack([x @ a + c for a, c in group]), axis=0) for group in groups]
+    return np.max(np.stack(values), axis=0)
+
+
+def maxmin_network(
+    pieces: Sequence[Sequence[Piece]], *, dtype: torch.dtype = torch.float64
+) -> nn.Sequential:
+    """Build the exact network of f(x) = max_i min_{(a, c) ∈ pieces[i]} (aᵀx + c).
+
+    Args:
+        pieces: a max-min representation: ``pieces[i]`` is a non-empty list of affine pieces
+            (a, c) with a of length d and ‖a‖₂ ≤ 1 (f is then 1-Lipschitz).
+        dtype: parameter dtype (float64 for exactness to ~1e-15).
+
+    Returns:
+        an ``nn.Sequential`` ``(*, d) → (*, 1)`` of ``NormConstrainedLinear``, ``MaxMin`` and a
+        final scalar ``nn.Linear(1, 1)`` whose output equals f (see the module docstring).
+    """
+    groups, dim = _validate(pieces)
+    size = 1 << max(0, math.ceil(math.log2(max(len(g) for g in groups))))
+    padded = [g + [g[-1]] * (size - len(g)) for g in groups]
+    count = 1 << max(0, math.ceil(math.log2(len(padded))))
+    padded = padded + [padded[-1]] * (count - len(padded))
+    rows = [piece for group in padded for piece in group]
+    A = torch.tensor(np.stack([a for a, _ in rows]), dtype=torch.float64)
+    c = torch.tensor([c for _, c in rows], dtype=torch.float64)
+    scale = max(1.0, float(spectral_norm_bound(A)))
+    width = A.shape[0]
+    layers: list[nn.Module] = []
+    lift = NormConstrainedLinear(dim, width, dtype=dtype)
+    with torch.no_grad():
+        lift.raw_weight.copy_(A / scale)
+        lift.bias.copy_(c / scale)
+    layers.append(lift)
+    ops = ["min"] * int(math.log2(size)) + ["max"] * int(math.log2(count))
+    for op in ops:
+        layers.append(MaxMin(width, dtype=dtype))
+        select = NormConstrainedLinear(width, width // 2, bias=False, dtype=dtype)
+        weight = torch.zeros(width // 2, width, dtype=dtype)
+        index = torch.arange(width // 2)
+        weight[index, 2 * index + (1 if op == "min" else 0)] = 1.0
+        with torch.no_grad():
+            select.raw_weight.copy_(weight)
+        layers.append(select)
+        width //= 2
+    head = nn.Linear(1, 1, bias=False, dtype=dtype)
+    with torch.no_grad():
+        head.weight.fill_(scale)
+    layers.append(head)
+    return nn.Sequential(*layers)
+
+
+def lattice_pieces_1d(knots: Sequence[float], values: Sequence[float]) -> list[list[Piece]]:
+    """Max-min representation of the piecewise-linear interpolant of (knots, values) on ℝ.
+
+    Pieces ℓ_k(t) = v_k + m_k (t − t_k) on [t_k, t_{k+1}] (extended affinely beyond the ends);
+    S_k = {j : ℓ_j ≥ ℓ_k at t_k and t_{k+1}} (Ovchinnikov 2002, Thm. 2.1: f = max_k min_{j∈S_k} ℓ_j).
+
+    Args:
+        knots: strictly increasing t₀ < … < t_n (n ≥ 1).
+        values: f(t_k), with every slope |m_k| ≤ 1 (f 1-Lipschitz).
+
+    Returns:
+        ``pieces`` for :func:`maxmin_network` / :func:`evaluate_maxmin`.
+    """
+    t = np.asarray(knots, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64)
+    if t.ndim != 1 or t.size < 2 or not np.all(np.diff(t) > 0):
+        raise ValueError(f"`knots` must be strictly increasing with at least 2 entries, got {knots!r}")
+    if v.shape != t.shape or not np.isfinite(v).all():
+        raise ValueError(f"`values` must be {t.size} finite numbers, got {values!r}")
+    slopes = np.diff(v) / np.diff(t)
+    if np.abs(slopes).max() > 1.0 + 1e-12:
+        raise ValueError(f"`values` must give slopes of magnitude ≤ 1, got max |slope| {np.abs(slopes).max():.6g}")
+    affine = [(np.array([m]), float(v[k] - m * t[k])) for k, m in enumerate(slopes)]
+
+    def at(j: int, s: float) -> float:
+        return float(affine[j][0][0] * s + affine[j][1])
+
+    pieces: list[list[Piece]] = []
+    for k in range(len(affine)):
+        ends = (t[k], t[k + 1])
+        group = [
+            affine[j] for j in range(len(affine)) if all(at(j, s) >= at(k, s) - 1e-12 for s in ends)
+        ]
+        pieces.append(group)
+    return pieces
+
+
+__all__ = ["evaluate_maxmin", "lattice_pieces_1d", "maxmin_network"]

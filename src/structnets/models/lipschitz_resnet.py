@@ -1,0 +1,146 @@
+"""1-Lipschitz ResNets vᵀ∘Φ_L∘…∘Φ_1∘Q with every map constrained (Murari, Furuya, Schönlieb, 2025)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .._validation import check_choice, check_int, check_real
+from ..nn import GradientStepResidual, NormConstrainedLinear
+from ..nn._spectral import spectral_norm_bound
+
+VARIANTS: tuple[str, ...] = ("gradient-step", "fixed-width", "unconstrained")
+
+
+class UnconstrainedResidual(nn.Module):
+    """Plain residual block ``x + U ReLU(W x + b)`` (the unconstrained baseline).
+
+    Args:
+        features: input and output size d.
+        hidden: hidden width h.
+        device, dtype: where to allocate parameters.
+
+    Shape: ``(*, features)`` → ``(*, features)``.
+    """
+
+    def __init__(
+        self,
+        features: int,
+        hidden: int,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.features = check_int("features", features, low=1)
+        self.hidden = check_int("hidden", hidden, low=1)
+        factory = {"device": device, "dtype": dtype}
+        self.inner = nn.Linear(self.features, self.hidden, **factory)
+        self.outer = nn.Linear(self.hidden, self.features, bias=False, **factory)
+
+    def reset_parameters(self) -> None:
+        self.inner.reset_parameters()
+        self.outer.reset_parameters()
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return input + self.outer(torch.relu(self.inner(input)))
+
+    @torch.no_grad()
+    def lipschitz_bound(self) -> float:
+        """Certified bound 1 + ‖U‖₂‖W‖₂ (triangle inequality, ReLU 1-Lipschitz)."""
+        return 1.0 + float(
+            spectral_norm_bound(self.outer.weight.detach()) * spectral_norm_bound(self.inner.weight.detach())
+        )
+
+    def extra_repr(self) -> str:
+        return f"features={self.features}, hidden={self.hidden}"
+
+
+def lipschitz_resnet(
+    in_features: int,
+    out_features: int,
+    width: int,
+    depth: int,
+    variant: str = "gradient-step",
+    hidden: int | None = None,
+    step: float = 1.0,
+    learnable_step: bool = True,
+    bound: str = "exact",
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> nn.Sequential:
+    """Build a ResNet ``head ∘ Φ_L ∘ … ∘ Φ_1 ∘ lift`` that is 1-Lipschitz in ℓ₂ by construction.
+
+    Layouts (all maps constrained except in ``"unconstrained"``):
+
+    * ``"gradient-step"``: ``NormConstrainedLinear(in→width)``, ``depth`` ×
+      ``GradientStepResidual(width, hidden)``, ``NormConstrainedLinear(width→out)``
+      (the networks vᵀ∘Φ_L∘…∘Φ_1∘Q of Murari, Furuya, Schönlieb, arXiv 2505.12003, Thm. on density
+      as width and depth grow; our lift Q and head are constrained too, unlike the authors' code).
+    * ``"fixed-width"``: as above with a ``NormConstrainedLinear(width→width)`` inserted after
+      every residual block (the paper's fixed-width theorem: density at hidden width d + 3 with
+      norm-constrained affine maps between blocks).
+    * ``"unconstrained"``: ``Linear``, ``depth`` × ``x + U ReLU(Wx + b)``, ``Linear``: the
+      baseline, with no Lipschitz control.
+
+    Each constrained map is 1-Lipschitz (‖A‖₂ ≤ 1, τ ≤ 2/‖W‖₂² with certified B ≥ ‖W‖₂), so the
+    composition is: Lip(f) ≤ Π Lip(layer) ≤ 1.
+
+    Args:
+        in_features, out_features: input and output sizes.
+        width: residual width (≥ 1).
+        depth: number of residual blocks (≥ 1).
+        variant: one of :data:`VARIANTS`.
+        hidden: rows of each W (default ``width``).
+        step: initial s ∈ (0, 2) of τ = s/‖W‖² (s ∈ [0, 2] when not learnable; CPL uses s = 2).
+        learnable_step: learn s per block.
+        bound: spectral bound of every constrained map (see :class:`GradientStepResidual`).
+        device, dtype: where to allocate parameters.
+
+    Returns:
+        an ``nn.Sequential``; ``(*, in_features)`` → ``(*, out_features)``.
+    """
+    in_features = check_int("in_features", in_features, low=1)
+    out_features = check_int("out_features", out_features, low=1)
+    width = check_int("width", width, low=1)
+    depth = check_int("depth", depth, low=1)
+    check_choice("variant", variant, VARIANTS)
+    hidden = width if hidden is None else check_int("hidden", hidden, low=1)
+    if learnable_step:
+        check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
+    else:
+        check_real("step", step, low=0.0, high=2.0)
+    factory = {"device": device, "dtype": dtype}
+    if variant == "unconstrained":
+        layers: list[nn.Module] = [nn.Linear(in_features, width, **factory)]
+        layers += [UnconstrainedResidual(width, hidden, **factory) for _ in range(depth)]
+        layers.append(nn.Linear(width, out_features, **factory))
+        return nn.Sequential(*layers)
+    layers = [NormConstrainedLinear(in_features, width, bound=bound, **factory)]
+    for _ in range(depth):
+        layers.append(GradientStepResidual(width, hidden, step=step, learnable_step=learnable_step, bound=bound, **factory))
+        if variant == "fixed-width":
+            layers.append(NormConstrainedLinear(width, width, bound=bound, **factory))
+    layers.append(NormConstrainedLinear(width, out_features, bound=bound, **factory))
+    return nn.Sequential(*layers)
+
+
+@torch.no_grad()
+def export_model(model: nn.Sequential) -> nn.Sequential:
+    """Return a copy of ``model`` made of plain torch layers (each layer's ``export()``).
+
+    Args:
+        model: an ``nn.Sequential`` whose structnets layers have ``export()``.
+
+    Returns:
+        an ``nn.Sequential`` with identical outputs (eval-mode, certified steps frozen).
+    """
+    if not isinstance(model, nn.Sequential):
+        raise TypeError(f"`model` must be an nn.Sequential, got {type(model).__name__}")
+    import copy
+
+    return nn.Sequential(*[layer.export() if hasattr(layer, "export") else copy.deepcopy(layer) for layer in model])
+
+
+__all__ = ["VARIANTS", "UnconstrainedResidual", "export_model", "lipschitz_resnet"]

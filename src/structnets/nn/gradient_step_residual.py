@@ -1,0 +1,204 @@
+"""1-Lipschitz residual layer Φ(x) = x − τ Wᵀσ(Wx + b) (Murari, Furuya, Schönlieb, NeurIPS 2025)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .._validation import check_choice, check_int, check_real
+from ._spectral import BOUNDS, power_iteration, spectral_norm_bound
+
+
+class ResidualExport(nn.Module):
+    """Plain-torch residual ``x + body(x)``: what :meth:`GradientStepResidual.export` returns.
+
+    Args:
+        body: a module mapping ``(*, features)`` to ``(*, features)``.
+    """
+
+    def __init__(self, body: nn.Module) -> None:
+        super().__init__()
+        self.body = body
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return input + self.body(input)
+
+
+class GradientStepResidual(nn.Module):
+    """Explicit Euler step of a negative gradient flow: ``Φ(x) = x − τ Wᵀ ReLU(W x + b)``.
+
+    Φ is the gradient step x − τ∇f(x) on the convex potential f(x) = Σᵢ Γ(wᵢᵀx + bᵢ), Γ' = ReLU,
+    whose gradient is ‖W‖₂²-Lipschitz; so Φ is 1-Lipschitz in ℓ₂ whenever 0 ≤ τ ≤ 2/‖W‖₂²
+    (its Jacobian I − τ WᵀDW, D = diag(σ'), has eigenvalues in [1 − τ‖W‖₂², 1] ⊂ [−1, 1]).
+    This is the residual layer of Murari, Furuya, Schönlieb, *Approximation theory for 1-Lipschitz
+    ResNets* (NeurIPS 2025, arXiv 2505.12003), and of CPL (Meunier et al., ICML 2022) at τ = 2/‖W‖².
+
+    The step is τ = s / B², where s ∈ [0, 2] is ``step`` (learnable if ``learnable_step``, then
+    s = 2·sigmoid(θ) ∈ (0, 2)) and B ≥ ‖W‖₂ is a *certified* upper bound
+    (:func:`structnets.nn._spectral.spectral_norm_bound`), never a power-iteration estimate, which
+    can undershoot. With ``bound="exact"`` (default) every forward pass is certified. With
+    ``bound="power"`` training-mode passes use the paper's cheap persistent power-iteration
+    estimate (one step per call; uncertified while training), and every eval-mode pass uses the
+    exact certified bound, recomputed whenever the weight has changed (tracked by its version
+    counter), so the deployed layer is 1-Lipschitz in fact.
+
+    Args:
+        features: input and output size d.
+        hidden: number of rows h of W (the hidden width), ≥ 1.
+        bias: whether to learn b of shape (h,).
+        step: s in [0, 2] (in (0, 2) when learnable); τ = s/B². s = 2 is the largest certified step
+            and the one the exact max/min representation max{x, y} = x + σ(y − x) needs.
+        learnable_step: learn s through θ with s = 2·sigmoid(θ).
+        bound: ``"exact"``, ``"gram"``, ``"frobenius"`` (certified at every call) or ``"power"``.
+        device, dtype: where to allocate parameters.
+
+    Attributes:
+        weight: (hidden, features) W.
+        bias: (hidden,) b or None.
+        step_logit: 0-d θ (only when ``learnable_step``).
+        power_vector: (features,) persistent power-iteration vector (buffer).
+
+    Shape: ``(*, features)`` → ``(*, features)``.
+    """
+
+    def __init__(
+        self,
+        features: int,
+        hidden: int,
+        bias: bool = True,
+        step: float = 2.0,
+        learnable_step: bool = False,
+        bound: str = "exact",
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.features = check_int("features", features, low=1)
+        self.hidden = check_int("hidden", hidden, low=1)
+        if not isinstance(bias, bool):
+            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        if not isinstance(learnable_step, bool):
+            raise TypeError(f"`learnable_step` must be a bool, got {learnable_step!r}")
+        self.learnable_step = learnable_step
+        if learnable_step:
+            self.step = check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
+        else:
+            self.step = check_real("step", step, low=0.0, high=2.0)
+        self.bound = check_choice("bound", bound, (*BOUNDS, "power"))
+        factory = {"device": device, "dtype": dtype}
+        self.weight = nn.Parameter(torch.empty(self.hidden, self.features, **factory))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(self.hidden, **factory))
+        else:
+            self.register_parameter("bias", None)
+        if learnable_step:
+            self.step_logit = nn.Parameter(torch.empty((), **factory))
+        else:
+            self.register_parameter("step_logit", None)
+        self.register_buffer("power_vector", torch.empty(self.features, **factory))
+        self._cache: tuple[tuple[int, int, torch.dtype], torch.Tensor] | None = None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Initialise W, b like ``nn.Linear(features, hidden)``, θ so that s = ``step``."""
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1.0 / math.sqrt(self.features)
+            nn.init.uniform_(self.bias, -bound, bound)
+        with torch.no_grad():
+            if self.step_logit is not None:
+                self.step_logit.fill_(math.log(self.step / (2.0 - self.step)))
+            self.power_vector.normal_()
+            self.power_vector.div_(torch.linalg.vector_norm(self.power_vector))
+        self._cache = None
+
+    # ----------------------------------------------------------------------------------------
+
+    def step_size(self) -> torch.Tensor:
+        """Return s ∈ [0, 2] as a 0-d tensor (differentiable when learnable)."""
+        if self.step_logit is not None:
+            return 2.0 * torch.sigmoid(self.step_logit)
+        return torch.tensor(self.step, dtype=self.weight.dtype, device=self.weight.device)
+
+    def weight_norm_bound(self) -> torch.Tensor:
+        """Return B ≥ ‖W‖₂ as used by the current mode (certified unless ``power`` in training)."""
+        if self.bound == "power":
+            if self.training and torch.is_grad_enabled():
+                power_iteration(self.weight, self.power_vector)
+                # σ̂ = ‖W v‖ with v held fixed: the paper's estimate, a lower bound on ‖W‖₂.
+                return torch.linalg.vector_norm(self.weight @ self.power_vector.clone())
+            return self._cached_exact()
+        if torch.is_grad_enabled() and self.weight.requires_grad:
+            return spectral_norm_bound(self.weight, self.bound)
+        return self._cached_exact() if self.bound == "exact" else spectral_norm_bound(self.weight, self.bound)
+
+    def _cached_exact(self) -> torch.Tensor:
+        key = (self.weight._version, self.weight.data_ptr(), self.weight.dtype)
+        if self._cache is None or self._cache[0] != key:
+            with torch.no_grad():
+                self._cache = (key, spectral_norm_bound(self.weight.detach(), "exact"))
+        return self._cache[1]
+
+    def tau(self) -> torch.Tensor:
+        """Return the step τ = s / B² (0 when W = 0, where any τ is admissible)."""
+        bound = self.weight_norm_bound()
+        if not bound > 0:
+            return torch.zeros((), dtype=self.weight.dtype, device=self.weight.device)
+        return self.step_size() / bound.square()
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if input.shape[-1] != self.features:
+            raise ValueError(
+                f"`input` must have last dimension features={self.features}, got shape {tuple(input.shape)}"
+            )
+        hidden = torch.relu(nn.functional.linear(input, self.weight, self.bias))
+        # Scale the (hidden, features) matrix, not the (batch, features) activations: fewer flops.
+        return input + hidden @ (self.weight * -self.tau())
+
+    def lipschitz_bound(self) -> float:
+        """Certified ℓ₂ Lipschitz constant of the eval-mode layer: 1 (τ ≤ 2/‖W‖₂²)."""
+        return 1.0
+
+    @torch.no_grad()
+    def export(self) -> ResidualExport:
+        """Return plain torch layers with identical outputs: ``x + Linear(−τWᵀ)(ReLU(Linear(W, b)(x)))``.
+
+        τ is frozen at its certified eval-mode value.
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            tau = self.tau().detach()
+        finally:
+            self.train(was_training)
+        factory = {"device": self.weight.device, "dtype": self.weight.dtype}
+        inner = nn.Linear(self.features, self.hidden, bias=self.bias is not None, **factory)
+        outer = nn.Linear(self.hidden, self.features, bias=False, **factory)
+        inner.weight.copy_(self.weight)
+        if self.bias is not None:
+            inner.bias.copy_(self.bias)
+        outer.weight.copy_(-(tau * self.weight.T))
+        return ResidualExport(nn.Sequential(inner, nn.ReLU(), outer))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):  # type: ignore[no-untyped-def]
+        # A checkpoint with NaN/inf weights would give NaN steps silently: reject it by name.
+        for name, tensor in state_dict.items():
+            if name.startswith(prefix) and torch.is_tensor(tensor) and tensor.is_floating_point():
+                if not torch.isfinite(tensor).all():
+                    raise ValueError(f"`state_dict[{name!r}]` must be finite, got non-finite values")
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        self._cache = None
+
+    def extra_repr(self) -> str:
+        return (
+            f"features={self.features}, hidden={self.hidden}, bias={self.bias is not None}, "
+            f"step={self.step}, learnable_step={self.learnable_step}, bound={self.bound!r}"
+        )
+
+
+__all__ = ["GradientStepResidual", "ResidualExport"]

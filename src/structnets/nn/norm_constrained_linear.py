@@ -1,0 +1,150 @@
+"""Affine map x ↦ A x + b with ‖A‖₂ ≤ 1 guaranteed (Murari, Furuya, Schönlieb, NeurIPS 2025, Sec. 5)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .._validation import check_choice, check_int
+from ._spectral import BOUNDS, power_iteration, spectral_norm_bound
+
+
+class NormConstrainedLinear(nn.Module):
+    """Norm-constrained affine map ``y = A x + b`` with ``A = V / max(1, B(V))``, B(V) ≥ ‖V‖₂.
+
+    The free parameter V is rescaled onto the spectral-norm unit ball only when it leaves it, so
+    every V is admissible and ‖A‖₂ ≤ ‖V‖₂ / max(1, B(V)) ≤ 1 *for certain* (B is certified, see
+    :func:`structnets.nn._spectral.spectral_norm_bound`). These are the norm-constrained linear
+    maps inserted between residual blocks in the fixed-width theorem of *Approximation theory for
+    1-Lipschitz ResNets* (arXiv 2505.12003), and the lift and head of :func:`lipschitz_resnet`.
+    A checkpoint whose V breaks the constraint is therefore re-projected on use, never used as is;
+    one with non-finite values is rejected with a ``ValueError``.
+
+    Args:
+        in_features: input size n.
+        out_features: output size m.
+        bias: whether to learn b of shape (m,).
+        bound: how B is computed: ``"exact"`` (default), ``"gram"`` or ``"frobenius"`` (certified at
+            every call), or ``"power"``: training-mode passes use a persistent power-iteration
+            estimate (cheap, uncertified while training), eval-mode passes the exact certified bound.
+        device, dtype: where to allocate parameters.
+
+    Attributes:
+        raw_weight: (out_features, in_features) free parameter V (the applied matrix is
+            :meth:`to_dense`).
+        bias: (out_features,) or None.
+        power_vector: (in_features,) persistent power-iteration vector (buffer).
+
+    Shape: ``(*, in_features)`` → ``(*, out_features)``.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        bound: str = "exact",
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_features = check_int("in_features", in_features, low=1)
+        self.out_features = check_int("out_features", out_features, low=1)
+        if not isinstance(bias, bool):
+            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        self.bound = check_choice("bound", bound, (*BOUNDS, "power"))
+        factory = {"device": device, "dtype": dtype}
+        self.raw_weight = nn.Parameter(torch.empty(self.out_features, self.in_features, **factory))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(self.out_features, **factory))
+        else:
+            self.register_parameter("bias", None)
+        self.register_buffer("power_vector", torch.empty(self.in_features, **factory))
+        self._cache: tuple[tuple[int, int, torch.dtype], torch.Tensor] | None = None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Initialise V and b as ``nn.Linear`` does (then A = V / max(1, B(V)))."""
+        nn.init.kaiming_uniform_(self.raw_weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1.0 / math.sqrt(self.in_features)
+            nn.init.uniform_(self.bias, -bound, bound)
+        with torch.no_grad():
+            self.power_vector.normal_()
+            self.power_vector.div_(torch.linalg.vector_norm(self.power_vector))
+        self._cache = None
+
+    def _scale(self) -> torch.Tensor:
+        """max(1, B(V)), certified; cached per weight version when no gradient is needed."""
+        weight = self.raw_weight
+        method = "exact" if self.bound == "power" else self.bound
+        if self.bound == "power" and self.training and torch.is_grad_enabled():
+            power_iteration(weight, self.power_vector)
+            bound = torch.linalg.vector_norm(weight @ self.power_vector.clone())  # estimate, ≤ ‖V‖₂
+        elif torch.is_grad_enabled() and weight.requires_grad and self.bound != "power":
+            bound = spectral_norm_bound(weight, method)
+        else:
+            key = (weight._version, weight.data_ptr(), weight.dtype)
+            if self._cache is None or self._cache[0] != key:
+                with torch.no_grad():
+                    self._cache = (key, spectral_norm_bound(weight.detach(), method))
+            bound = self._cache[1]
+        return bound.clamp_min(1.0)
+
+    def to_dense(self) -> torch.Tensor:
+        """Return the applied (out_features, in_features) matrix A = V / max(1, B(V)), ‖A‖₂ ≤ 1."""
+        return self.raw_weight / self._scale()
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if input.shape[-1] != self.in_features:
+            raise ValueError(
+                f"`input` must have last dimension in_features={self.in_features}, got shape {tuple(input.shape)}"
+            )
+        return nn.functional.linear(input, self.to_dense(), self.bias)
+
+    @torch.no_grad()
+    def lipschitz_bound(self) -> float:
+        """Certified ℓ₂ Lipschitz constant: B(V) / max(1, B(V)) ≥ ‖A‖₂ (at most 1)."""
+        bound = spectral_norm_bound(self.raw_weight.detach(), "exact" if self.bound == "power" else self.bound)
+        return float(bound / bound.clamp_min(1.0))
+
+    @torch.no_grad()
+    def to_linear(self) -> nn.Linear:
+        """Return an ``nn.Linear`` with weight A and the same bias (identical outputs)."""
+        linear = nn.Linear(
+            self.in_features,
+            self.out_features,
+            bias=self.bias is not None,
+            device=self.raw_weight.device,
+            dtype=self.raw_weight.dtype,
+        )
+        linear.weight.copy_(self.to_dense())
+        if self.bias is not None:
+            linear.bias.copy_(self.bias)
+        return linear
+
+    def export(self) -> nn.Linear:
+        """Plain torch layer with identical outputs (same as :meth:`to_linear`)."""
+        return self.to_linear()
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):  # type: ignore[no-untyped-def]
+        for name, tensor in state_dict.items():
+            if name.startswith(prefix) and torch.is_tensor(tensor) and tensor.is_floating_point():
+                if not torch.isfinite(tensor).all():
+                    raise ValueError(f"`state_dict[{name!r}]` must be finite, got non-finite values")
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        self._cache = None
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}, bound={self.bound!r}"
+        )
+
+
+__all__ = ["NormConstrainedLinear"]
