@@ -1,0 +1,570 @@
+"""The explicit low-rank Swish network that approximates a Hölder function (a proof as code).
+
+Li, Li, Wang, Tang, *Approximation to Smooth Functions by Low-Rank Swish Networks* (ICML 2025),
+Sec. 4 (Taylor patches localised by Swish bumps, products by Swish sub-networks). For f in the
+Hölder ball C^{β,R}([0,1]^d) (derivatives up to order κ = ⌈β⌉ − 1, and every κ-th derivative
+(β−κ)-Hölder with constant R in the ‖·‖_∞ distance), with grid points c_m = m/M, m ∈ {0..M}^d:
+
+    F^τ(x) = Σ_m φ_m^τ(x) P_m(x),   φ_m^τ(x) = Π_i ψ^τ(3M x_i − 3m_i),
+    P_m(x) = Σ_{|α|≤κ} D^α f(c_m)/α! · (x − c_m)^α.
+
+We expand P_m in monomials, P_m(x) = Σ_γ a_{m,γ} x^γ, so F^τ = Σ_γ x^γ Φ_γ with
+Φ_γ = Σ_m a_{m,γ} φ_m^τ: a linear layer, so only C(d+κ, d) − 1 final products are needed
+instead of one per cell (the function computed is the paper's Σ_m P_m φ_m^τ).
+
+Swish sub-networks (exact algebra, ρ(z) = zσ(z)):
+  * identity:  ρ(z) − ρ(−z) = z exactly (2 units);
+  * square:    2λ²(ρ(a/λ) + ρ(−a/λ)) = 2λ² h(a/λ), h(z) = z·tanh(z/2) ∈ [z²/2 − z⁴/24, z²/2],
+               so |2λ²h(a/λ) − a²| ≤ a⁴/(12λ²) (2 units);
+  * product:   ab = ((sa + b/s)² − (sa − b/s)²)/4 from two squares (4 units); with s² = B/A
+               for |a| ≤ A, |b| ≤ B the error is ≤ A²B²/(3λ²).
+
+The error bound proven (and evaluated) here, for every x ∈ [0,1]^d:
+
+    |nn(x) − f(x)| ≤ T + L + P, where
+    T = C_T R (2/(3M))^β,  C_T = d^κ/κ! ≤ C(κ+d−1, d−1)              (Taylor term, c₄M^{−β})
+    L = C_T R (3M)^{−β}[2^β((1+ε_A)^d − 1) + d(1+ε_A)^{d−1} D] + ‖f‖_∞((1+ε_T)^d − 1)
+                                                                    (bump term, c₅-like)
+    P = propagated error of the Swish products (∝ (M+1)^d/λ² at leading order, c₃).
+
+Proof sketch. f − F^τ = Σ_m φ_m^τ (f − P_m) + f(1 − Σ_m φ_m^τ). Taylor's theorem with integral
+remainder gives |f(x) − P_m(x)| ≤ (Σ_{|α|=κ} 1/α!) R ‖x − c_m‖_∞^β = C_T R ‖x − c_m‖_∞^β.
+With u_i = 3Mx_i − 3m_i, max_i |u_i|^β ≤ 2^β + Σ_i (|u_i|^β − 2^β)_+, and the tensor-product
+structure factorises Σ_m |φ_m^τ| max_i|u_i|^β ≤ 2^β A^d + d A^{d−1} D (A, D, ε_T in
+:mod:`.swish_bump`); Σ_m φ_m^τ = Π_i (one telescoping sum) is within (1+ε_T)^d − 1 of 1.
+The network computes F^τ except for the product approximations, tracked as (value bound,
+error bound) pairs through every layer. Bounds are for exact arithmetic; float64 rounding adds
+about λ·2⁻⁵² per product, negligible for λ ≤ 10⁶.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validation import check_int, check_real
+from ..nn import LowRankLinear, Swish
+from .swish_bump import BUMP_MAX, absolute_sum_excess, far_moment, partition_sum_error
+
+Target = Callable[[torch.Tensor], torch.Tensor]
+Derivatives = Callable[[tuple[int, ...], torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class ErrorBound:
+    """The three terms of the construction's sup-error bound (see the module docstring).
+
+    Attributes:
+        taylor: T = C_T R (2/(3M))^β, the Taylor-patch term (c₄ M^{−β}).
+        leakage: L, what the smooth Swish bump adds over the ReLU trapezoid (c₅ term).
+        product: P, the propagated error of the Swish square/product sub-networks (c₃/λ² term).
+        total: T + L + P, a bound on sup_{x∈[0,1]^d} |nn(x) − f(x)|.
+    """
+
+    taylor: float
+    leakage: float
+    product: float
+
+    @property
+    def total(self) -> float:
+        return self.taylor + self.leakage + self.product
+
+
+@dataclass(frozen=True)
+class SwishApproximation:
+    """What :func:`swish_approximator` returns.
+
+    Attributes:
+        network: ``nn.Sequential``: ``Linear(d→W)``, Swish, then (``LowRankLinear(W, W, H_k)``,
+            Swish) per further nonlinear layer, then ``Linear(W→1)``; input (n, d) → (n, 1).
+        bound: the evaluated :class:`ErrorBound`.
+        width: W, the nonlinear width of every Swish layer.
+        stage_widths: units each Swish layer actually uses (≤ W; the rest are zero units).
+        ranks: H_k, the widths of the bias-free linear layers between Swish layers.
+        kappa: Taylor order κ = ⌈β⌉ − 1.
+        f_sup: the bound used for ‖f‖_∞.
+        paper_width: the width formula of the paper, 2C(d+1,d−1) + 4C(d+κ−2,d−1) +
+            4C(d+κ−1,d−1) + 6(M+1)^d, for comparison with ``width``.
+        details: the constants entering the bound: ε_A, ε_T, D (see :mod:`.swish_bump`) and C_T.
+    """
+
+    network: nn.Sequential
+    bound: ErrorBound
+    width: int
+    stage_widths: tuple[int, ...]
+    ranks: tuple[int, ...]
+    kappa: int
+    f_sup: float
+    paper_width: int
+    details: dict[str, float] = field(default_factory=dict)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """Evaluate the network on (n, d) points; returns (n,)."""
+        return self.network(x).squeeze(-1)
+
+
+def multi_indices(d: int, max_degree: int) -> list[tuple[int, ...]]:
+    """All α ∈ ℕ^d with |α| ≤ max_degree, ordered by degree then lexicographically (descending)."""
+    out = [a for a in itertools.product(range(max_degree + 1), repeat=d) if sum(a) <= max_degree]
+    return sorted(out, key=lambda a: (sum(a), tuple(-v for v in a)))
+
+
+def taylor_constant(d: int, kappa: int) -> float:
+    """C_T = Σ_{|α|=κ} 1/α! = d^κ/κ! (multinomial theorem): |f − P_m| ≤ C_T R ‖x − c_m‖_∞^β."""
+    return d**kappa / math.factorial(kappa)
+
+
+def construction_width(d: int, kappa: int, M: int) -> tuple[int, ...]:
+    """Units used by each Swish layer of :func:`swish_approximator` (closed form).
+
+    Layer 1: 4 bump units per (coordinate, grid index) and 2 identity units per coordinate:
+    4d(M+1) + 2d. Product layers s = 2..S−1 (S − 2 = max(d−1, κ−1, 0) of them): 4 units per
+    product (partial bump products over the first s coordinates, (M+1)^s of them while s ≤ d; new
+    monomials of degree s while s ≤ κ) and 2 per carried quantity. Last layer: 4 per monomial of
+    degree 1..κ and 2 for Φ_0.
+    """
+    return tuple(len(stage.units) for stage in _plan(d, kappa, M, np.zeros((0,)), 1.0, 1.0)[0])
+
+
+def paper_width(d: int, kappa: int, M: int) -> int:
+    """The width formula of Li et al. (ICML 2025): 2C(d+1,d−1) + 4C(d+κ−2,d−1) + 4C(d+κ−1,d−1) + 6(M+1)^d.
+
+    C(n, k) is taken as 0 when n < k or n < 0.
+    """
+
+    def comb(n: int, k: int) -> int:
+        return math.comb(n, k) if 0 <= k <= n else 0
+
+    return 2 * comb(d + 1, d - 1) + 4 * comb(d + kappa - 2, d - 1) + 4 * comb(d + kappa - 1, d - 1) + 6 * (M + 1) ** d
+
+
+def swish_approximator(
+    f: Target,
+    derivatives: Derivatives,
+    d: int,
+    beta: float,
+    M: int,
+    kappa: int | None = None,
+    tau: float = 40.0,
+    lam: float = 1e4,
+    *,
+    R: float,
+    f_sup: float | None = None,
+) -> SwishApproximation:
+    """Build the explicit low-rank Swish network approximating f and evaluate its error bound.
+
+    Args:
+        f: the target, (n, d) float64 tensor → (n,) tensor; f ∈ C^{β,R}([0,1]^d).
+        derivatives: ``derivatives(alpha, x)`` = D^α f(x), (n, d) → (n,), for every multi-index
+            α with |α| ≤ κ (``alpha`` a tuple of d ints; α = 0 is f itself).
+        d: input dimension (≥ 1).
+        beta: Hölder smoothness β > 0.
+        M: grid resolution (≥ 1); (M+1)^d Taylor patches at the points m/M.
+        kappa: Taylor order; must equal ⌈β⌉ − 1 (the default), the order the Hölder class fixes.
+        tau: bump sharpness τ > 0 (bump leakage falls like 1/τ near breakpoints and e^{−τ} away).
+        lam: product scale λ > 0 (product error ∝ 1/λ²).
+        R: Hölder constant of the κ-th derivatives in the ‖·‖_∞ distance (> 0).
+        f_sup: a bound on ‖f‖_∞; when None it is bounded from the patches as
+            max_m Σ_α |D^α f(c_m)|/α!·(2M)^{−|α|} + C_T R (2M)^{−β}.
+
+    Returns:
+        a :class:`SwishApproximation`: the float64 network and its :class:`ErrorBound`
+        (sup_{[0,1]^d} |network − f| ≤ bound.total; the construction of Li et al., ICML 2025, Sec. 4).
+    """
+    if not callable(f):
+        raise ValueError(f"`f` must be callable, got {f!r} ({type(f).__name__})")
+    if not callable(derivatives):
+        raise ValueError(f"`derivatives` must be callable, got {derivatives!r} ({type(derivatives).__name__})")
+    d = check_int("d", d, low=1)
+    beta = check_real("beta", beta, low=0.0, low_open=True)
+    M = check_int("M", M, low=1)
+    tau = check_real("tau", tau, low=0.0, low_open=True)
+    lam = check_real("lam", lam, low=0.0, low_open=True)
+    R = check_real("R", R, low=0.0, low_open=True)
+    order = math.ceil(beta) - 1
+    if kappa is None:
+        kappa = order
+    kappa = check_int("kappa", kappa, low=0)
+    if kappa != order:
+        raise ValueError(f"`kappa` must equal ceil(beta) - 1 = {order} for beta={beta}, got {kappa}")
+    if f_sup is not None:
+        f_sup = check_real("f_sup", f_sup, low=0.0)
+
+    grid = _grid(d, M)
+    coeffs, derived_sup = _monomial_coefficients(f, derivatives, d, beta, M, kappa, R, grid)
+    f_sup = derived_sup if f_sup is None else f_sup
+
+    stages, outputs, product_error = _plan(d, kappa, M, coeffs, tau, lam)
+    network, width, ranks = _assemble(stages, outputs, d)
+
+    c_t = taylor_constant(d, kappa)
+    eps_a = absolute_sum_excess(tau)
+    eps_t = partition_sum_error(tau)
+    moment = far_moment(tau, beta)
+    a_sum = 1.0 + eps_a
+    scale = c_t * R * (3.0 * M) ** (-beta)
+    taylor = scale * 2.0**beta
+    leakage = scale * (2.0**beta * (a_sum**d - 1.0) + d * a_sum ** (d - 1) * moment) + f_sup * (
+        (1.0 + eps_t) ** d - 1.0
+    )
+    return SwishApproximation(
+        network=network,
+        bound=ErrorBound(taylor=taylor, leakage=leakage, product=product_error),
+        width=width,
+        stage_widths=tuple(len(s.units) for s in stages),
+        ranks=ranks,
+        kappa=kappa,
+        f_sup=f_sup,
+        paper_width=paper_width(d, kappa, M),
+        details={"eps_A": eps_a, "eps_T": eps_t, "D": moment, "C_T": c_t},
+    )
+
+
+def taylor_polynomial(
+    derivatives: Derivatives, center: torch.Tensor, kappa: int, x: torch.Tensor
+) -> torch.Tensor:
+    """Evaluate P(x) = Σ_{|α|≤κ} D^α f(c)/α! · (x − c)^α, the Taylor polynomial of order κ at c.
+
+    Args:
+        derivatives: ``derivatives(alpha, points)`` = D^α f(points), (n, d) → (n,).
+        center: (d,) expansion point c.
+        kappa: order κ ≥ 0.
+        x: (n, d) evaluation points.
+
+    Returns:
+        (n,) values; for f ∈ C^{β,R}, |f(x) − P(x)| ≤ (d^κ/κ!)·R·‖x − c‖_∞^β (Taylor's theorem
+        with integral remainder; Li et al., ICML 2025, Lemma on |f − P_m|).
+    """
+    kappa = check_int("kappa", kappa, low=0)
+    center = torch.as_tensor(center, dtype=torch.float64).reshape(1, -1)
+    d = center.shape[1]
+    total = torch.zeros(x.shape[0], dtype=torch.float64)
+    for alpha in multi_indices(d, kappa):
+        value = torch.as_tensor(derivatives(alpha, center), dtype=torch.float64).reshape(())
+        power = torch.prod((x - center) ** torch.tensor(alpha, dtype=torch.float64), dim=1)
+        total = total + value / math.prod(math.factorial(a) for a in alpha) * power
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+# Taylor coefficients
+
+
+def _grid(d: int, M: int) -> torch.Tensor:
+    axes = [torch.arange(M + 1, dtype=torch.float64) / M] * d
+    return torch.cartesian_prod(*axes).reshape(-1, d)  # row index = Σ_i m_i (M+1)^{d−1−i}
+
+
+def _monomial_coefficients(
+    f: Target,
+    derivatives: Derivatives,
+    d: int,
+    beta: float,
+    M: int,
+    kappa: int,
+    R: float,
+    grid: torch.Tensor,
+) -> tuple[np.ndarray, float]:
+    """a_{m,γ} with P_m(x) = Σ_γ a_{m,γ} x^γ, shape ((M+1)^d, #γ), and the derived ‖f‖_∞ bound.
+
+    a_{m,γ} = Σ_{α ≥ γ} D^α f(c)/α! · Π_i C(α_i, γ_i)(−c_i)^{α_i−γ_i}.
+    """
+    probe = torch.full((2, d), 0.5, dtype=torch.float64)
+    try:
+        value = f(probe)
+    except Exception as error:  # a dimension mismatch surfaces as any error inside f
+        raise ValueError(f"`f` could not be evaluated on points of shape (2, d={d}): {error}") from error
+    if not isinstance(value, torch.Tensor) or tuple(value.shape) != (2,):
+        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        raise ValueError(f"`f` must map (n, d={d}) points to (n,) values, got {shape} for n=2")
+    indices = multi_indices(d, kappa)
+    derivs = {}
+    for alpha in indices:
+        try:
+            values = derivatives(alpha, grid)
+        except Exception as error:
+            raise ValueError(f"`derivatives` failed for alpha={alpha} on (n, d={d}) points: {error}") from error
+        values = torch.as_tensor(values, dtype=torch.float64)
+        if tuple(values.shape) != (grid.shape[0],):
+            raise ValueError(
+                f"`derivatives` must return shape ({grid.shape[0]},) for alpha={alpha}, got {tuple(values.shape)}"
+            )
+        derivs[alpha] = values.numpy()
+    if not np.allclose(derivs[(0,) * d][:2], f(grid[:2]).detach().numpy(), rtol=1e-10, atol=1e-12):
+        raise ValueError("`derivatives` at alpha=0 must equal `f` (they disagree on the grid)")
+    centres = grid.numpy()
+    coeffs = np.zeros((grid.shape[0], len(indices)))
+    for g_index, gamma in enumerate(indices):
+        for alpha in indices:
+            if any(a < g for a, g in zip(alpha, gamma)):
+                continue
+            term = derivs[alpha] / math.prod(math.factorial(a) for a in alpha)
+            for i in range(d):
+                term = term * math.comb(alpha[i], gamma[i]) * (-centres[:, i]) ** (alpha[i] - gamma[i])
+            coeffs[:, g_index] += term
+    half = 1.0 / (2 * M)
+    patch = sum(
+        np.abs(derivs[alpha]) / math.prod(math.factorial(a) for a in alpha) * half ** sum(alpha)
+        for alpha in indices
+    )
+    f_sup = float(np.max(patch)) + taylor_constant(d, kappa) * R * half**beta
+    return coeffs, f_sup
+
+
+# --------------------------------------------------------------------------------------------
+# The layer program: quantities with (value bound, error bound), groups of Swish units
+
+
+@dataclass
+class _Quantity:
+    """A scalar the bottleneck carries: |true value| ≤ bound, |computed − true| ≤ error."""
+
+    bound: float
+    error: float
+
+
+@dataclass
+class _Stage:
+    """One Swish layer: unit pre-activations over the incoming quantities, and group readouts.
+
+    ``units``: (weights {quantity index: coefficient}, bias); ``groups``: (unit indices,
+    readout coefficients) → one output each; ``carry``: next quantities as {output: coef}.
+    """
+
+    units: list[tuple[dict[int, float], float]] = field(default_factory=list)
+    groups: list[tuple[list[int], list[float]]] = field(default_factory=list)
+    next_quantities: list[dict[int, float]] = field(default_factory=list)
+
+    def add_group(self, units: list[tuple[dict[int, float], float]], readout: list[float]) -> int:
+        start = len(self.units)
+        self.units.extend(units)
+        self.groups.append((list(range(start, start + len(units))), readout))
+        return len(self.groups) - 1
+
+    def carry(self, q: int) -> int:
+        """Identity ρ(z) − ρ(−z) = z (exact)."""
+        return self.add_group([({q: 1.0}, 0.0), ({q: -1.0}, 0.0)], [1.0, -1.0])
+
+    def product(self, a: int, b: int, scale: float, lam: float) -> int:
+        """(λ²/2)(h(w₁) − h(w₂)), w = (s·a ± b/s)/λ, h(z) = ρ(z) + ρ(−z) ≈ ab."""
+        plus = _combine({a: scale / lam}, {b: 1.0 / (scale * lam)})
+        minus = _combine({a: scale / lam}, {b: -1.0 / (scale * lam)})
+        neg = lambda w: {k: -v for k, v in w.items()}  # noqa: E731
+        half = lam * lam / 2.0
+        return self.add_group(
+            [(plus, 0.0), (neg(plus), 0.0), (minus, 0.0), (neg(minus), 0.0)], [half, half, -half, -half]
+        )
+
+
+def _combine(u: dict[int, float], v: dict[int, float]) -> dict[int, float]:
+    out = dict(u)
+    for k, c in v.items():
+        out[k] = out.get(k, 0.0) + c
+    return out
+
+
+def _product_bounds(a: _Quantity, b: _Quantity, lam: float) -> tuple[_Quantity, float]:
+    """Bounds of the Swish product of a and b, and the balancing scale s = √(B̃/Ã).
+
+    |computed − ab| ≤ Ã²B̃²/(3λ²) + A·E_b + B·E_a + E_a·E_b with Ã = A + E_a, B̃ = B + E_b.
+    """
+    a_t, b_t = a.bound + a.error, b.bound + b.error
+    scale = math.sqrt(b_t / a_t) if a_t > 0 and b_t > 0 else 1.0
+    error = (a_t * b_t) ** 2 / (3.0 * lam * lam) + a.bound * b.error + b.bound * a.error + a.error * b.error
+    return _Quantity(a.bound * b.bound, error), scale
+
+
+def _plan(
+    d: int, kappa: int, M: int, coeffs: np.ndarray, tau: float, lam: float
+) -> tuple[list[_Stage], dict[int, float], float]:
+    """Lay out the Swish layers and propagate error bounds.
+
+    Returns the stages, the final readout {output index of the last stage: coefficient}, and the
+    product-error bound P. With an empty ``coeffs`` only the layout is produced (for widths).
+    """
+    indices = multi_indices(d, kappa)
+    have_coeffs = coeffs.size > 0
+    cells = list(itertools.product(range(M + 1), repeat=d))
+    cell_row = {m: sum(mi * (M + 1) ** (d - 1 - i) for i, mi in enumerate(m)) for m in cells}
+    a_sum = 1.0 + absolute_sum_excess(tau)
+
+    # Stage 1 reads the input x (quantities 0..d−1) directly.
+    stage = _Stage()
+    x_out = [stage.carry(i) for i in range(d)]
+    bump_out: dict[tuple[int, int], int] = {}
+    for i in range(d):
+        for m in range(M + 1):
+            units = [({i: 3.0 * M * tau}, tau * (s - 3.0 * m)) for s in (2.0, 1.0, -1.0, -2.0)]
+            bump_out[(i, m)] = stage.add_group(units, [1 / tau, -1 / tau, -1 / tau, 1 / tau])
+    stages = [stage]
+
+    # Symbolic state after each stage: named quantities → (linear form over stage outputs, bounds).
+    def phi_sums(partial: dict[tuple[int, ...], tuple[dict[int, float], _Quantity]]):
+        """Φ_γ = Σ_m a_{m,γ} φ_m as linear forms over outputs, with bounds."""
+        result = {}
+        for g_index, gamma in enumerate(indices):
+            form: dict[int, float] = {}
+            error = 0.0
+            largest = 0.0
+            for m in cells:
+                coef = float(coeffs[cell_row[m], g_index]) if have_coeffs else 1.0
+                lin, q = partial[m]
+                for k, c in lin.items():
+                    form[k] = form.get(k, 0.0) + coef * c
+                error += abs(coef) * q.error
+                largest = max(largest, abs(coef))
+            # |Φ_γ| ≤ max_m |a_{m,γ}| · Σ_m |φ_m^τ| ≤ max |a| (1 + ε_A)^d.
+            result[("Phi",) + gamma] = (form, _Quantity(largest * a_sum**d, error))
+        return result
+
+    # Current "pending" quantities: name → (linear form over the last stage's outputs, bounds).
+    pending: dict[tuple, tuple[dict[int, float], _Quantity]] = {}
+    for i in range(d):
+        if kappa >= 1:
+            unit = tuple(1 if j == i else 0 for j in range(d))
+            pending[("mono",) + unit] = ({x_out[i]: 1.0}, _Quantity(1.0, 0.0))
+    if d == 1:
+        partial = {(m,): ({bump_out[(0, m)]: 1.0}, _Quantity(BUMP_MAX, 0.0)) for m in range(M + 1)}
+        pending.update(phi_sums(partial))
+    else:
+        for i in range(d):
+            for m in range(M + 1):
+                pending[("psi", i, m)] = ({bump_out[(i, m)]: 1.0}, _Quantity(BUMP_MAX, 0.0))
+
+    product_stages = max(d - 1, kappa - 1, 0)
+    for s in range(2, 2 + product_stages):
+        stage = _Stage()
+        names = list(pending)
+        index = {name: k for k, name in enumerate(names)}
+        stage_quantities = [pending[name][1] for name in names]
+        stages[-1].next_quantities = [pending[name][0] for name in names]
+        new: dict[tuple, tuple[dict[int, float], _Quantity]] = {}
+        # Partial bump products over the first s coordinates (while s ≤ d).
+        if s <= d:
+            prefix_prev = s - 1
+            for m in itertools.product(range(M + 1), repeat=s):
+                if prefix_prev == 1:
+                    left = ("psi", 0, m[0])
+                else:
+                    left = ("part",) + m[:-1]
+                right = ("psi", s - 1, m[-1])
+                q, scale = _product_bounds(stage_quantities[index[left]], stage_quantities[index[right]], lam)
+                new[("part",) + m] = ({stage.product(index[left], index[right], scale, lam): 1.0}, q)
+        # Monomials of degree s (while s ≤ κ): x^γ = x^{γ − e_i}·x_i, i the first nonzero index.
+        if s <= kappa:
+            for gamma in indices:
+                if sum(gamma) != s:
+                    continue
+                i = next(j for j, g in enumerate(gamma) if g > 0)
+                lower = tuple(g - (1 if j == i else 0) for j, g in enumerate(gamma))
+                unit = tuple(1 if j == i else 0 for j in range(d))
+                a, b = index[("mono",) + lower], index[("mono",) + unit]
+                q, scale = _product_bounds(stage_quantities[a], stage_quantities[b], lam)
+                new[("mono",) + gamma] = ({stage.product(a, b, scale, lam): 1.0}, q)
+        # Carry what later stages still need.
+        for name in names:
+            # Φ_γ and monomials are read by the last stage; ψ of coordinate i by stage i + 1.
+            kind = name[0]
+            needed = kind in ("Phi", "mono") or (kind == "psi" and name[1] >= s)
+            if not needed:
+                continue
+            new[name] = ({stage.carry(index[name]): 1.0}, stage_quantities[index[name]])
+        if s == d:
+            partial = {m: new.pop(("part",) + m) for m in cells}
+            for key in [k for k in new if k[0] == "psi"]:
+                new.pop(key)
+            new.update(phi_sums(partial))
+        stages.append(stage)
+        pending = new
+
+    # Last stage: Σ_γ x^γ Φ_γ (products for |γ| ≥ 1, Φ_0 carried).
+    stage = _Stage()
+    names = list(pending)
+    index = {name: k for k, name in enumerate(names)}
+    stages[-1].next_quantities = [pending[name][0] for name in names]
+    stage_quantities = [pending[name][1] for name in names]
+    readout: dict[int, float] = {}
+    product_error = 0.0
+    for gamma in indices:
+        phi = index[("Phi",) + gamma]
+        if sum(gamma) == 0:
+            readout[stage.carry(phi)] = 1.0
+            product_error += stage_quantities[phi].error
+            continue
+        mono = index[("mono",) + gamma]
+        q, scale = _product_bounds(stage_quantities[mono], stage_quantities[phi], lam)
+        readout[stage.product(mono, phi, scale, lam)] = 1.0
+        product_error += q.error
+    stages.append(stage)
+    return stages, readout, product_error
+
+
+def _assemble(stages: list[_Stage], readout: dict[int, float], d: int) -> tuple[nn.Sequential, int, tuple[int, ...]]:
+    """Turn the stages into Linear / Swish / LowRankLinear layers in float64."""
+    ranks = tuple(len(s.next_quantities) for s in stages[:-1])
+    width = max(max(len(s.units) for s in stages), 3 * max(ranks, default=1))
+    dtype = torch.float64
+
+    def pre_activation(stage: _Stage, n_in: int) -> tuple[torch.Tensor, torch.Tensor]:
+        weight = torch.zeros(width, n_in, dtype=dtype)
+        bias = torch.zeros(width, dtype=dtype)
+        for row, (lin, b) in enumerate(stage.units):
+            for k, c in lin.items():
+                weight[row, k] += c
+            bias[row] = b
+        return weight, bias
+
+    def group_readout(stage: _Stage) -> torch.Tensor:
+        out = torch.zeros(len(stage.groups), width, dtype=dtype)
+        for g, (units, coefs) in enumerate(stage.groups):
+            for u, c in zip(units, coefs):
+                out[g, u] = c
+        return out
+
+    def forms(stage: _Stage, rows: list[dict[int, float]]) -> torch.Tensor:
+        out = torch.zeros(len(rows), len(stage.groups), dtype=dtype)
+        for r, lin in enumerate(rows):
+            for k, c in lin.items():
+                out[r, k] += c
+        return out
+
+    layers: list[nn.Module] = []
+    first = nn.Linear(d, width, dtype=dtype)
+    weight, bias = pre_activation(stages[0], d)
+    with torch.no_grad():
+        first.weight.copy_(weight)
+        first.bias.copy_(bias)
+    layers += [first, Swish(dtype=dtype)]
+    for previous, stage, rank in zip(stages[:-1], stages[1:], ranks):
+        block = LowRankLinear(width, width, rank, bias=True, dtype=dtype)
+        down = forms(previous, previous.next_quantities) @ group_readout(previous)
+        weight, bias = pre_activation(stage, rank)
+        with torch.no_grad():
+            block.V.copy_(down)
+            block.U.copy_(weight)
+            block.bias.copy_(bias)
+        layers += [block, Swish(dtype=dtype)]
+    last = nn.Linear(width, 1, dtype=dtype)
+    with torch.no_grad():
+        last.weight.copy_(forms(stages[-1], [readout]) @ group_readout(stages[-1]))
+        last.bias.zero_()
+    layers.append(last)
+    return nn.Sequential(*layers), width, ranks
+
+
+__all__ = [
+    "ErrorBound",
+    "SwishApproximation",
+    "construction_width",
+    "multi_indices",
+    "paper_width",
+    "swish_approximator",
+    "taylor_constant",
+    "taylor_polynomial",
+]

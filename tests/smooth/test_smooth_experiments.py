@@ -1,0 +1,89 @@
+"""The two experiments of the smooth-activation issue, run end to end on tiny configurations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from structnets import runner
+from structnets.experiments import get, names
+from structnets.experiments.smoothness_rates import (
+    SmoothnessRatesConfig,
+    parameter_count,
+    train_ensemble,
+    width_for_parameters,
+)
+from structnets.experiments.swish_construction import SwishConstructionConfig, parse_target
+from structnets.models import mlp
+
+
+def test_registered() -> None:
+    assert {"swish-construction", "smoothness-rates"} <= set(names())
+
+
+def test_swish_construction_runs_and_every_error_is_below_its_bound(tmp_path: Path) -> None:
+    config = SwishConstructionConfig(
+        targets=("power:1:1.5", "sine:2:2"), Ms_1d=(4, 8, 16), Ms_2d=(3, 6), taus=(4.0,), lams=(64.0,),
+        sweep_M_1d=8, sweep_M_2d=3, grid_1d=2001, grid_2d=41,
+    )
+    results = runner.run(get("swish-construction"), config, tmp_path / "run")
+    assert len(results) == 2 * (3 + 1 + 1) - 1  # (target × sweeps) − the 2-D M sweep has 2 points
+    assert (results["error"] <= results["bound"]).all()
+    assert (results["width"] <= results["paper_width"]).all()
+    table = (tmp_path / "run" / "table.md").read_text()
+    assert "paper slope −β" in table and "power:1:1.5" in table
+    assert (tmp_path / "run" / "figures" / "error_vs_M.png").exists()
+
+
+def test_parse_target_rejects_bad_specs() -> None:
+    assert parse_target("power:2:1.5").d == 2
+    with pytest.raises(ValueError, match="`targets`"):
+        parse_target("cosine:1:1")
+    with pytest.raises(ValueError, match="`targets`"):
+        parse_target("power-1-1")
+
+
+@pytest.mark.parametrize(("d", "depth"), [(1, 2), (1, 6), (4, 3)])
+def test_width_solves_the_parameter_budget(d: int, depth: int) -> None:
+    for N in (20, 100, 1000, 5000):
+        width = width_for_parameters(N, d, depth)
+        model = mlp(d, 1, width, depth - 1)
+        assert parameter_count(d, width, depth) == sum(p.numel() for p in model.parameters())
+        neighbours = [parameter_count(d, w, depth) for w in (width - 1, width, width + 1) if w >= 2]
+        assert min(abs(v - N) for v in neighbours) == abs(parameter_count(d, width, depth) - N) or width == 2
+
+
+def test_ensemble_members_train_independently_and_learn() -> None:
+    torch.manual_seed(0)
+    X = torch.rand(3, 200, 1, dtype=torch.float64)
+    y = torch.sin(3 * X[..., 0])
+    X_test = torch.rand(500, 1, dtype=torch.float64)
+    f_test = torch.sin(3 * X_test[:, 0])
+    activations = ["tanh", "relu", "tanh"]
+    train, test = train_ensemble(X, y, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1)
+    y_changed = y.clone()
+    y_changed[2] = -y_changed[2]  # another member's data must not move member 0 or 1
+    train2, test2 = train_ensemble(X, y_changed, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1)
+    np.testing.assert_allclose(train[:2], train2[:2], rtol=1e-6)
+    np.testing.assert_allclose(test[:2], test2[:2], rtol=1e-6)
+    assert test2[2] > 0.3  # member 2 learned −sin, far from f
+    assert np.all(train < 5e-3) and np.all(test[:2] < 5e-3)  # each fits its own data
+
+
+def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
+    config = SmoothnessRatesConfig(
+        targets=((1, 1.0),), sizes=(20, 40, 80), seeds=(0, 1), depths=(2,), steps=30,
+        approx_targets=((1, 3.0),), approx_widths=(2, 4, 8), approx_steps=30, approx_train=64, approx_seeds=(0,), levels=4, test_points=256,
+    )
+    results = runner.run(get("smoothness-rates"), config, tmp_path / "run")
+    assert len(results) == 6
+    columns = [c for c in results.columns if c.endswith("/test_mse")]
+    assert len(columns) == 4 * 2  # activations × seeds (approximation rows use seed 0 only)
+    table = (tmp_path / "run" / "table.md").read_text()
+    assert "−2s/(2s+d)" in table and "| 1 | 1 | 2 | relu | -0.667 |" in table
+    assert (tmp_path / "run" / "figures" / "estimation.png").exists()
+    with pytest.raises(ValueError, match="`activations`"):
+        SmoothnessRatesConfig(activations=("swishy",))
