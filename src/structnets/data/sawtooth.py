@@ -1,0 +1,64 @@
+"""Sawtooth targets, the synthetic family of the DLoR experiments (Chen et al., arXiv 2605.05659).
+
+The family, with ``teeth`` = T ≥ 1 and input dimension ``dim`` = d ≥ 1, on the cube [0, 1]^d:
+
+    f_{T,d}(x) = (1/d) Σ_{i=1}^{d} tri(T·x_i),    tri(t) = 1 − |2·frac(t) − 1|,
+
+where tri is the triangle wave of period 1 (tri(0) = 0, tri(1/2) = 1). In one dimension f_{T,1}
+has T teeth, rises and falls 2T times, and is Telgarsky's sawtooth for T = 2^{k−1}; in d
+dimensions it is a sum of d such ridges along the coordinate axes, which no function of one
+projection vᵀx can fit (the rank-1 blind spot). f takes values in [0, 1]; under x ~ U[0, 1]^d its
+variance is 1/(12d) (tri(U) is uniform on [0, 1]), the MSE of the best constant predictor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_int
+
+
+def triangle_wave(t: np.ndarray) -> np.ndarray:
+    """tri(t) = 1 − |2·frac(t) − 1|: period 1, 0 at the integers, 1 at the half-integers."""
+    t = np.asarray(t, dtype=np.float64)
+    return 1.0 - np.abs(2.0 * (t - np.floor(t)) - 1.0)
+
+
+def sawtooth(x: np.ndarray, teeth: int) -> np.ndarray:
+    """f_{T,d}(x) = mean_i tri(T·x_i) for x of shape (n, d); returns shape (n,)."""
+    teeth = check_int("teeth", teeth, low=1)
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"`x` must have shape (n, d), got shape {x.shape}")
+    return triangle_wave(teeth * x).mean(axis=1)
+
+
+def make_sawtooth(
+    n: int, dim: int = 1, teeth: int = 2, *, seed: int = 0, grid: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sample ``(X, y)`` from the sawtooth target f_{T,d} on [0, 1]^d.
+
+    Args:
+        n: number of points (≥ 1). With ``grid=True``, points per axis (n^d points in all).
+        dim: input dimension d ≥ 1.
+        teeth: T ≥ 1.
+        seed: seeds the uniform sample (ignored for a grid).
+        grid: a regular grid with spacing 1/(n−1) (cell midpoints when n = 1) instead of a
+            uniform sample; used for test sets.
+
+    Returns:
+        X of shape (points, d), float64 in [0, 1]; y = f_{T,d}(X) of shape (points,).
+    """
+    n = check_int("n", n, low=1)
+    dim = check_int("dim", dim, low=1)
+    teeth = check_int("teeth", teeth, low=1)
+    seed = check_int("seed", seed, low=0)
+    if grid:
+        axis = np.linspace(0.0, 1.0, n) if n > 1 else np.array([0.5])
+        X = np.stack([g.ravel() for g in np.meshgrid(*[axis] * dim, indexing="ij")], axis=1)
+    else:
+        X = np.random.default_rng(seed).random((n, dim))
+    return X, sawtooth(X, teeth)
+
+
+__all__ = ["make_sawtooth", "sawtooth", "triangle_wave"]

@@ -1,0 +1,335 @@
+"""Constructions of the DLoR paper, checked exactly in float64."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from structnets.constructive import dlor_network_from_dense, dlor_product, dlor_sum, rank_one_interpolant
+from structnets.constructive.dlor import DLoRFactor, dense_product, dense_sum
+from structnets.models import mlp
+from structnets.models.dlor_mlp import TakeFirst, ZeroPad
+from structnets.nn import DLoRLinear, LowRankLinear, RankOneLinear
+
+F64 = torch.float64
+SIZES_AND_RANKS = [(n, r) for n in (2, 3, 5, 8, 16, 33) for r in sorted({1, 2, n // 2, n - 1}) if 1 <= r <= n - 1]
+
+
+def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float(torch.linalg.matrix_norm(a - b) / max(float(torch.linalg.matrix_norm(b)), 1e-300))
+
+
+def _random(n: int, seed: int) -> torch.Tensor:
+    return torch.randn(n, n, generator=torch.Generator().manual_seed(seed), dtype=F64)
+
+
+def _check_factors(factors: list[DLoRFactor], n: int, r: int) -> None:
+    for f in factors:
+        assert f.U.shape == f.V.shape == (n, r)
+        assert f.U.dtype == f.V.dtype == F64
+        torch.testing.assert_close(f.dense(), f.alpha * torch.eye(n, dtype=F64) + f.U @ f.V.T, rtol=0, atol=0)
+
+
+# --------------------------------------------------------------------------------------------
+# dlor_sum
+
+
+@pytest.mark.parametrize(("n", "r"), SIZES_AND_RANKS)
+def test_dlor_sum_reconstructs_random_matrices(n: int, r: int) -> None:
+    W = _random(n, 10 * n + r)
+    factors = dlor_sum(W, r)
+    _check_factors(factors, n, r)
+    assert _relative(dense_sum(factors), W) <= 1e-10
+    assert len(factors) == math.ceil(n / r)  # a generic W − τI has full rank
+
+
+def test_dlor_sum_uses_one_term_for_alpha_identity_plus_rank_r() -> None:
+    g = torch.Generator().manual_seed(0)
+    U, V = torch.randn(10, 3, generator=g, dtype=F64), torch.randn(10, 3, generator=g, dtype=F64)
+    V = V - V.mean(0)  # choose tr(UVᵀ) = 0 so τ = tr(W)/N is exactly the 2.5 of 2.5·I
+    V[:, 0] -= (U[:, 0] @ V[:, 0]) / (U[:, 0] @ U[:, 0]) * U[:, 0]
+    V[:, 1] -= (U[:, 1] @ V[:, 1]) / (U[:, 1] @ U[:, 1]) * U[:, 1]
+    V[:, 2] -= (U[:, 2] @ V[:, 2]) / (U[:, 2] @ U[:, 2]) * U[:, 2]
+    W = 2.5 * torch.eye(10, dtype=F64) + U @ V.T
+    factors = dlor_sum(W, 3)
+    assert len(factors) == 1
+    assert math.isclose(factors[0].alpha, 2.5, rel_tol=1e-12)
+    assert _relative(dense_sum(factors), W) <= 1e-12
+
+
+def test_dlor_sum_partial_sums_are_best_low_rank_approximations() -> None:
+    W = _random(8, 1)
+    factors = dlor_sum(W, 2)
+    tau = float(torch.trace(W)) / 8
+    singular = torch.linalg.svdvals(W - tau * torch.eye(8, dtype=F64))
+    partial = sum((f.U @ f.V.T for f in factors[:2]), torch.zeros(8, 8, dtype=F64))
+    residual = W - tau * torch.eye(8, dtype=F64) - partial
+    # Eckart–Young: the error of the best rank-4 approximation is √(Σ_{i>4} σ_i²)
+    best = float(singular[4:].square().sum().sqrt())
+    assert math.isclose(float(torch.linalg.matrix_norm(residual)), best, rel_tol=1e-10)
+
+
+# --------------------------------------------------------------------------------------------
+# dlor_product
+
+
+@pytest.mark.parametrize(("n", "r"), SIZES_AND_RANKS)
+def test_dlor_product_reconstructs_random_matrices(n: int, r: int) -> None:
+    W = _random(n, 1000 + 10 * n + r)
+    factors = dlor_product(W, r)
+    _check_factors(factors, n, r)
+    assert all(f.alpha == 1.0 for f in factors)
+    assert len(factors) <= math.ceil((2 * n - 1) / r)
+    assert _relative(dense_product(factors), W) <= 1e-10
+
+
+def _singular_cases() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(3)
+    low = torch.randn(7, 2, generator=g, dtype=F64) @ torch.randn(2, 7, generator=g, dtype=F64)
+    zero_column = torch.randn(6, 6, generator=g, dtype=F64)
+    zero_column[:, 2] = 0
+    zero_row = torch.randn(6, 6, generator=g, dtype=F64)
+    zero_row[0] = 0
+    nilpotent = torch.triu(torch.randn(5, 5, generator=g, dtype=F64), diagonal=1)
+    projection = torch.eye(4, dtype=F64)
+    projection[3, 3] = 0
+    return {
+        "rank-2 of 7": low,
+        "zero column": zero_column,
+        "zero first row": zero_row,
+        "nilpotent": nilpotent,
+        "projection": projection,
+        "zero": torch.zeros(3, 3, dtype=F64),
+        "rank-1 ones": torch.ones(4, 4, dtype=F64),
+    }
+
+
+@pytest.mark.parametrize("name", list(_singular_cases()))
+@pytest.mark.parametrize("r", [1, 2])
+def test_dlor_product_is_exact_for_singular_matrices(name: str, r: int) -> None:
+    """Documented behaviour: no error; the product is exactly W and some factors are singular."""
+    W = _singular_cases()[name]
+    factors = dlor_product(W, r)
+    product = dense_product(factors)
+    if float(torch.linalg.matrix_norm(W)) == 0.0:
+        assert torch.count_nonzero(product) == 0
+    else:
+        assert _relative(product, W) <= 1e-10
+    singular_factors = [f for f in factors if abs(float(torch.linalg.det(f.dense()))) < 1e-12]
+    assert singular_factors, "a singular product needs a singular factor"
+
+
+@pytest.mark.parametrize("permutation", [[1, 0], [2, 0, 1], [4, 3, 2, 1, 0], [0, 1, 2, 5, 3, 4]])
+def test_dlor_product_of_a_permutation_is_exact(permutation: list[int]) -> None:
+    P = torch.eye(len(permutation), dtype=F64)[permutation]
+    factors = dlor_product(P, 1)
+    assert torch.equal(dense_product(factors), P)  # no rounding at all: entries 0, ±1
+    # one reflector per transposition: N − (number of cycles) factors, nothing for R = I
+    seen, cycles = set(), 0
+    for start in range(len(permutation)):
+        if start not in seen:
+            cycles += 1
+            while start not in seen:
+                seen.add(start)
+                start = permutation[start]
+    assert len(factors) == len(permutation) - cycles
+
+
+def test_a_transposition_is_a_single_rank_one_dlor_factor() -> None:
+    e = torch.eye(5, dtype=F64)
+    d = e[1] - e[3]
+    transposition = e - torch.outer(d, d)  # I − (e_i − e_j)(e_i − e_j)ᵀ swaps i and j
+    assert torch.equal(transposition, e[[0, 3, 2, 1, 4]])
+    factors = dlor_product(transposition, 1)
+    assert len(factors) == 1 and factors[0].alpha == 1.0
+    torch.testing.assert_close(factors[0].dense(), transposition, rtol=0, atol=1e-15)
+
+
+def test_dlor_product_of_identity_is_one_identity_factor() -> None:
+    factors = dlor_product(np.eye(4), 2)
+    assert len(factors) == 1 and torch.equal(factors[0].dense(), torch.eye(4, dtype=F64))
+
+
+def test_factors_load_into_dlor_layers() -> None:
+    W = _random(6, 5)
+    for factor in dlor_product(W, 2) + dlor_sum(W, 2):
+        layer = factor.to_layer()
+        assert isinstance(layer, DLoRLinear) and layer.rank == 2
+        torch.testing.assert_close(layer.to_dense(), factor.dense(), rtol=0, atol=0)
+
+
+def test_inputs_may_be_lists_arrays_or_float32_tensors() -> None:
+    W = [[2.0, 1.0], [0.5, -1.0]]
+    for value in (W, np.array(W), torch.tensor(W, dtype=torch.float32)):
+        assert _relative(dense_product(dlor_product(value, 1)), torch.tensor(W, dtype=F64)) <= 1e-15
+        assert _relative(dense_sum(dlor_sum(value, 1)), torch.tensor(W, dtype=F64)) <= 1e-15
+
+
+@pytest.mark.parametrize("function", [dlor_sum, dlor_product])
+@pytest.mark.parametrize(
+    ("W", "rank", "error", "pattern"),
+    [
+        (np.ones((3, 4)), 1, ValueError, r"`W` must be a square matrix, got shape \(3, 4\)"),
+        (np.ones(4), 1, ValueError, r"`W` must be a square matrix, got shape \(4,\)"),
+        (np.ones((1, 1)), 1, ValueError, r"`W` must be at least 2×2, got shape \(1, 1\)"),
+        (np.array([[1.0, np.nan], [0.0, 1.0]]), 1, ValueError, r"`W` must be finite, got nan at index \(0, 1\)"),
+        (np.array([[1.0, 0.0], [np.inf, 1.0]]), 1, ValueError, r"`W` must be finite, got inf at index \(1, 0\)"),
+        (np.eye(4), 0, ValueError, r"`rank` must be an int in \[1, 3\], got 0"),
+        (np.eye(4), 4, ValueError, r"`rank` must be an int in \[1, 3\], got 4"),
+        (np.eye(4), 2.0, TypeError, r"`rank` must be an int"),
+        ("matrix", 1, TypeError, r"`W` must be a real square matrix"),
+    ],
+)
+def test_bad_input_names_the_argument_and_value(function, W, rank, error, pattern) -> None:
+    with pytest.raises(error, match=pattern):
+        function(W, rank)
+
+
+# --------------------------------------------------------------------------------------------
+# rank_one_interpolant
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh", "sigmoid", "swish", "softplus"])
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_rank_one_interpolant_fits_exactly(activation: str, d: int) -> None:
+    rng = np.random.default_rng(d)
+    x = rng.uniform(-3, 3, (50, d)) if d > 1 else rng.uniform(-3, 3, 50)
+    y = rng.normal(0, 2, 50)
+    net = rank_one_interpolant(x, y, activation)
+    inputs = torch.as_tensor(x if d > 1 else x[:, None])
+    with torch.no_grad():
+        assert float((net(inputs)[:, 0] - torch.as_tensor(y)).abs().max()) <= 1e-8
+    # Purely rank-1: two RankOneLinear maps around σ, every weight of rank exactly 1.
+    linear = [m for m in net if isinstance(m, RankOneLinear)]
+    assert len(linear) == 2 and len(net) == 3
+    assert all(int(torch.linalg.matrix_rank(m.to_dense())) == 1 for m in linear)
+    assert linear[0].out_features == 50
+
+
+def test_rank_one_interpolant_is_blind_orthogonally_to_its_projection() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (30, 2))
+    net = rank_one_interpolant(X, X[:, 0] * X[:, 1])
+    v = net[0].v.detach()
+    w = torch.stack([-v[1], v[0]])
+    grid = torch.rand(100, 2, dtype=F64)
+    torch.testing.assert_close(net(grid + 0.3 * w), net(grid), rtol=0, atol=1e-10)
+
+
+def test_rank_one_interpolant_single_point() -> None:
+    net = rank_one_interpolant([0.5], [2.0])
+    with torch.no_grad():
+        assert abs(float(net(torch.tensor([[0.5]], dtype=F64))) - 2.0) <= 1e-12
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "pattern"),
+    [
+        ([0.0, 1.0, 0.0], [1.0, 2.0, 3.0], r"`x` must have distinct inputs, got x\[0\] == x\[2\] == 0.0"),
+        (
+            [[0.0, 1.0], [2.0, 1.0], [0.0, 1.0]],
+            [1.0, 2.0, 3.0],
+            r"`x` must have distinct inputs, got x\[0\] == x\[2\] == \[0.0, 1.0\]",
+        ),
+        ([0.0, 1.0], [1.0], r"`y` must have shape \(2,\)"),
+        ([0.0, np.nan], [1.0, 2.0], r"`x` must be finite, got nan"),
+        ([0.0, 1.0], [1.0, np.inf], r"`y` must be finite, got inf"),
+        ([], [], r"`x` must have shape"),
+    ],
+)
+def test_rank_one_interpolant_rejects_bad_data(x, y, pattern) -> None:
+    with pytest.raises(ValueError, match=pattern):
+        rank_one_interpolant(x, y)
+
+
+def test_rank_one_interpolant_rejects_the_identity_activation() -> None:
+    with pytest.raises(ValueError, match="`activation`"):
+        rank_one_interpolant([0.0, 1.0], [0.0, 1.0], "identity")
+
+
+# --------------------------------------------------------------------------------------------
+# dlor_network_from_dense
+
+HS = (1e-1, 1e-2, 1e-3, 1e-4)
+
+
+def _dense(activation: str, in_features: int = 2, width: int = 6, depth: int = 2, seed: int = 0) -> nn.Sequential:
+    torch.manual_seed(seed)
+    return mlp(in_features, 1, width, depth, activation, dtype=F64)
+
+
+def _sup_errors(dense: nn.Sequential, mode: str, rank: int = 2, **kwargs) -> list[float]:
+    x = torch.rand(300, dense[0].in_features, generator=torch.Generator().manual_seed(1), dtype=F64) * 2 - 1
+    with torch.no_grad():
+        reference = dense(x)
+        networks = [dlor_network_from_dense(dense, mode, h, rank=rank, **kwargs) for h in HS]
+        return [float((network(x) - reference).abs().max()) for network in networks]
+
+
+@pytest.mark.parametrize("activation", ["swish", "tanh", "relu", "gelu"])
+def test_wide_network_is_exact_at_every_h(activation: str) -> None:
+    assert max(_sup_errors(_dense(activation), "wide")) <= 1e-12
+
+
+@pytest.mark.parametrize(
+    ("activation", "order"), [("swish", 1), ("gelu", 1), ("softplus", 1), ("tanh", 2), ("sigmoid", 2)]
+)
+def test_deep_network_error_falls_as_h_falls(activation: str, order: int) -> None:
+    """O(h) in general, O(h²) when σ''(0) = 0: a factor ≈ 10^order per decade of h."""
+    errors = _sup_errors(_dense(activation), "deep")
+    assert errors[-1] <= 1e-3
+    for coarse, fine in zip(errors[1:], errors[2:]):
+        assert 0.5 * 10**order <= coarse / fine <= 2 * 10**order, errors
+
+
+def test_deep_relu_network_is_exact_in_the_linear_region() -> None:
+    errors = _sup_errors(_dense("relu"), "deep")
+    assert max(errors[1:]) <= 1e-10  # h·max|z| < c = 1 from h = 1e-2 on
+
+
+@pytest.mark.parametrize("mode", ["deep", "wide"])
+def test_network_has_no_dense_matrix(mode: str) -> None:
+    net = dlor_network_from_dense(_dense("tanh"), mode, 1e-3, rank=1)
+    allowed = (ZeroPad, TakeFirst, DLoRLinear, nn.Tanh)
+    for module in net:
+        if hasattr(module, "branches"):
+            assert all(isinstance(b, DLoRLinear) for b in module.branches)
+        else:
+            assert isinstance(module, allowed), type(module)
+    assert all(p.dtype == F64 for p in net.parameters())
+
+
+def test_narrow_dense_network_is_zero_padded() -> None:
+    dense = _dense("tanh", in_features=5, width=3, depth=3)  # width < input size: N = 5
+    errors = _sup_errors(dense, "wide", rank=1)
+    assert max(errors) <= 1e-12
+    assert _sup_errors(dense, "deep", rank=4)[-1] <= 1e-5
+
+
+def test_low_rank_hidden_layers_are_accepted() -> None:
+    dense = _dense("tanh", depth=3)
+    torch.manual_seed(0)
+    dense[2] = LowRankLinear(6, 6, 2, dtype=F64)
+    assert max(_sup_errors(dense, "wide")) <= 1e-12
+
+
+def test_dlor_network_from_dense_rejects_bad_arguments() -> None:
+    dense = _dense("tanh")
+    with pytest.raises(ValueError, match="`mode`"):
+        dlor_network_from_dense(dense, "tall", 1e-3)
+    for h in (0.0, 2.0, float("nan")):
+        with pytest.raises(ValueError, match="`h`"):
+            dlor_network_from_dense(dense, "deep", h)
+    with pytest.raises(ValueError, match="`rank`"):
+        dlor_network_from_dense(dense, "deep", 1e-3, rank=6)
+    with pytest.raises(ValueError, match="`mlp`"):
+        dlor_network_from_dense(nn.Linear(2, 2), "deep", 1e-3)
+    mixed = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+    with pytest.raises(ValueError, match="one activation"):
+        dlor_network_from_dense(mixed, "wide", 1e-3)
+    with pytest.raises(ValueError, match="`center`"):
+        dlor_network_from_dense(_dense("relu"), "deep", 1e-3, center=-1.0)

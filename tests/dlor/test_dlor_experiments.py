@@ -1,0 +1,192 @@
+"""dlor-sawtooth and dlor-blindspot: batched seeds equal separate trainings; the blind-spot floor;
+tiny end-to-end runs through the runner."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from structnets.experiments import get, names
+from structnets.experiments import dlor_blindspot as blindspot
+from structnets.experiments import dlor_sawtooth as sawtooth_exp
+from structnets.models import dlor_mlp, dlor_parameter_count, rank_one_mlp
+
+F64 = torch.float64
+
+
+def test_registered_under_their_names() -> None:
+    assert {"dlor-sawtooth", "dlor-blindspot"} <= set(names())
+    assert get("dlor-sawtooth") is sawtooth_exp.EXPERIMENT
+    assert get("dlor-blindspot") is blindspot.EXPERIMENT
+
+
+@pytest.mark.parametrize(("mode", "depth", "branches"), [("deep", 3, 1), ("wide", 2, 3)])
+def test_batched_net_equals_each_seed_model(mode: str, depth: int, branches: int) -> None:
+    models = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        models.append(dlor_mlp(2, 1, 6, depth, 2, mode, "tanh", branches, dtype=F64))
+    net = sawtooth_exp.BatchedDLoRNet(models)
+    x = torch.rand(11, 2, dtype=F64)
+    out = net(x)
+    assert out.shape == (3, 11, 1)
+    for s, model in enumerate(models):
+        torch.testing.assert_close(out[s], model(x), rtol=1e-12, atol=1e-12)
+    assert sum(p[:, 0].numel() for p in net.parameters()) == dlor_parameter_count(6, depth, 2, mode, branches)
+    assert len(list(net.parameters())) == 4  # alpha, U, V, bias: all layers and seeds stacked
+    for s, rebuilt in enumerate(net.to_models()):
+        torch.testing.assert_close(rebuilt(x), models[s](x), rtol=0, atol=0)
+        torch.testing.assert_close(net.dense(0)[s], rebuilt[1].to_dense(), rtol=1e-13, atol=1e-13)
+
+
+def _train_separately(model: torch.nn.Module, X, y, epochs: int, lr: float) -> None:
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs, eta_min=lr / 100)
+    for _ in range(epochs):
+        optimizer.zero_grad()
+        ((model(X)[:, 0] - y) ** 2).mean().backward()
+        optimizer.step()
+        scheduler.step()
+
+
+@pytest.mark.parametrize("mode", ["deep", "wide"])
+def test_batched_training_equals_separate_trainings(mode: str) -> None:
+    """Adam is elementwise and Σ_s MSE_s separates, so one batched run = S separate runs."""
+    torch.manual_seed(0)
+    X, y = torch.rand(40, 1, dtype=F64), torch.rand(40, dtype=F64)
+    models = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        models.append(dlor_mlp(1, 1, 4, 2, 1, mode, "tanh", 1 if mode == "deep" else 2, dtype=F64))
+    separate = [copy.deepcopy(m) for m in models]
+    net = sawtooth_exp.BatchedDLoRNet(models)
+    history = sawtooth_exp.train_batched(net, X, y, X, y, epochs=7, lr=1e-2, eval_every=3)
+    assert history.eval_epochs == [0, 3, 6, 7]
+    for s, model in enumerate(separate):
+        _train_separately(model, X, y, epochs=7, lr=1e-2)
+        torch.testing.assert_close(net.to_models()[s](X), model(X), rtol=1e-10, atol=1e-10)
+        mse = float(((model(X)[:, 0] - y) ** 2).mean().detach())
+        assert math.isclose(history.final_test_mse[s], mse, rel_tol=1e-9)
+
+
+def test_vmapped_training_equals_separate_trainings() -> None:
+    X, y = torch.rand(30, 2, dtype=F64), torch.rand(30, dtype=F64)
+    models = []
+    for seed in range(2):
+        torch.manual_seed(seed)
+        models.append(rank_one_mlp(2, 1, 5, 2, "tanh", dtype=F64))
+    separate = [copy.deepcopy(m) for m in models]
+    test, train, trained = blindspot.train_vmapped(models, X, y, X, y, epochs=6, lr=1e-2)
+    for s, model in enumerate(separate):
+        _train_separately(model, X, y, epochs=6, lr=1e-2)
+        torch.testing.assert_close(trained[s](X), model(X), rtol=1e-10, atol=1e-10)
+        assert math.isclose(test[s], train[s])
+
+
+def test_epochs_to_threshold_is_the_first_evaluation_below_it() -> None:
+    torch.manual_seed(0)
+    net = sawtooth_exp.BatchedDLoRNet([dlor_mlp(1, 1, 4, 1, 1, "deep", "tanh", dtype=F64)])
+    X = torch.rand(20, 1, dtype=F64)
+    with torch.no_grad():
+        y = net(X)[0, :, 0] + 0.01  # MSE exactly 1e-4 at epoch 0
+    history = sawtooth_exp.train_batched(net, X, y, X, y, epochs=2, lr=1e-3, eval_every=1, threshold=2e-4)
+    assert history.epochs_to_threshold == [0]
+    history = sawtooth_exp.train_batched(net, X, y, X, y, epochs=2, lr=1e-3, eval_every=1, threshold=1e-12)
+    assert history.epochs_to_threshold == [None]
+
+
+@pytest.mark.parametrize(("width", "rank", "wide_depth", "branches"), [(8, 1, 3, 4), (16, 2, 1, 4), (10, 3, 2, 2)])
+def test_matched_depth_matches_parameter_counts(width: int, rank: int, wide_depth: int, branches: int) -> None:
+    depth = sawtooth_exp.matched_deep_depth(width, rank, wide_depth, branches)
+    wide = dlor_parameter_count(width, wide_depth, rank, "wide", branches)
+    per_layer = 2 * width * rank + 1 + width
+    assert abs(dlor_parameter_count(width, depth, rank, "deep") - wide) <= per_layer / 2
+
+
+def test_parse_target() -> None:
+    assert sawtooth_exp.parse_target("d2t4") == (2, 4)
+    for bad in ("d0t2", "2x4", "d1t0"):
+        with pytest.raises(ValueError, match="`targets`"):
+            sawtooth_exp.parse_target(bad)
+
+
+def test_ridge_floor_of_the_saddle_is_4_over_135() -> None:
+    """Best ridge fit of x₁x₂ on [−1, 1]² is along (1, 1)/√2 with MSE E[(√2 − |t|)⁴]/45 = 4/135."""
+    X, y = blindspot.saddle_data(200_000, seed=3)
+    floor, theta = blindspot.ridge_floor(X, y, directions=36, bins=200)
+    assert abs(floor - 4 / 135) < 0.03 * 4 / 135
+    assert min(abs(theta - np.pi / 4), abs(theta - 3 * np.pi / 4)) < 1e-9
+    # a ridge target has no floor
+    X2 = np.random.default_rng(0).uniform(-1, 1, (50_000, 2))
+    ridge_floor, _ = blindspot.ridge_floor(X2, np.sin(3 * (X2[:, 0] - X2[:, 1])), directions=36, bins=200)
+    assert ridge_floor < 1e-3
+
+
+def test_trained_rank_one_networks_stay_above_the_floor_and_dlor_goes_below() -> None:
+    X, y = (torch.as_tensor(a, dtype=torch.float32) for a in blindspot.saddle_data(512, seed=0))
+    X_test, y_test = (torch.as_tensor(a, dtype=torch.float32) for a in blindspot.saddle_grid(40))
+    rank_one = [rank_one_mlp(2, 1, 16, 2, "tanh") for _ in range(2)]
+    test, _, trained = blindspot.train_vmapped(rank_one, X, y, X_test, y_test, epochs=300, lr=1e-2)
+    assert min(test) >= 0.9 * 4 / 135
+    for net in trained:  # training cannot remove the blind spot
+        net = net.double()
+        v = net[0].v.detach()
+        w = torch.stack([-v[1], v[0]])
+        x = X_test.double()
+        torch.testing.assert_close(net(x + 0.2 * w), net(x), rtol=0, atol=1e-12)
+    torch.manual_seed(0)
+    dlor = [dlor_mlp(2, 1, 16, 2, 1, "deep", "tanh") for _ in range(2)]
+    test, _, _ = blindspot.train_vmapped(dlor, X, y, X_test, y_test, epochs=300, lr=1e-2)
+    assert max(test) < 0.5 * 4 / 135
+
+
+def test_sawtooth_experiment_end_to_end(tmp_path) -> None:
+    config = sawtooth_exp.DLoRSawtoothConfig(
+        targets=("d1t2", "d2t1"), seeds=(0, 1), budgets=(5, 10), width=4, wide_depth=1, branches=2,
+        n_train=16, test_points=32, eval_every=5, dense_width=4, dense_epochs=20, hs=(1e-1, 1e-3),
+        correspondence_seeds=(0,),
+    )
+    results = sawtooth_exp.run(config, tmp_path)
+    assert len(results) == 2 * 2 * 2 + 2
+    train = results[results["stage"] == "train"]
+    assert set(train["mode"]) == {"deep", "wide"}
+    for _, row in train.iterrows():
+        assert len(json.loads(row["final_test_mse"])) == 2
+    corr = results[results["stage"] == "correspondence"]
+    for _, row in corr.iterrows():
+        curves = json.loads(row["curves"])
+        assert max(curves["wide"]["sup_error"]) < 1e-12
+        assert curves["deep"]["sup_error"][1] < curves["deep"]["sup_error"][0]
+    table = (tmp_path / "table.md").read_text()
+    assert "## Fixed budgets" in table and "## h → 0" in table and "## Spectra" in table
+    figures = {p.name for p in (tmp_path / "figures").iterdir()}
+    assert {"training_curves.png", "h_convergence.png", "spectra.png", "fits.png"} <= figures
+
+
+def test_blindspot_experiment_end_to_end(tmp_path) -> None:
+    config = blindspot.DLoRBlindspotConfig(
+        widths=(2, 4), seeds=(0, 1), epochs=10, n_train=64, test_per_axis=10, interpolation_sizes=(3, 20),
+        floor_samples=20_000, floor_directions=8,
+    )
+    results = blindspot.run(config, tmp_path)
+    interp = results[results["stage"] == "interpolate"]
+    assert (interp["max_error_scalar_inputs"] <= 1e-8).all() and (interp["max_error_2d_inputs"] <= 1e-8).all()
+    train = results[results["stage"] == "train"]
+    assert (train[train["model"] == "rank1"]["max_orthogonal_change"] < 1e-5).all()
+    assert (tmp_path / "figures" / "blindspot.png").exists()
+    assert "blind-spot floor" in (tmp_path / "table.md").read_text().lower()
+
+
+def test_quick_presets_are_small() -> None:
+    quick = sawtooth_exp.DLoRSawtoothConfig.quick()
+    assert max(quick.budgets) <= 2000 and len(quick.targets) == 1
+    full = sawtooth_exp.DLoRSawtoothConfig()
+    assert set(full.budgets) == {5000, 50000} and len(full.seeds) >= 5
+    units = sawtooth_exp.EXPERIMENT.units(full, pd.DataFrame())
+    assert len({u.key for u in units}) == len(units)
