@@ -42,6 +42,9 @@ estimators reuse).
 from .dataset import Dataset, check_finite
 from .files import DataFileError, FileStatus, cache_dir, data_dir, verify
 from .loader import load, names
+from .sawtooth import make_sawtooth, sawtooth, triangle_wave  # synthetic DLoR targets
+from .moons import make_moons
+from .smooth_targets import SmoothTarget, lacunary_target, power_target, sine_target  # noqa: F401
 
 __all__ = [
     "DataFileError",
@@ -51,6 +54,9 @@ __all__ = [
     "check_finite",
     "data_dir",
     "load",
+    "make_moons",
     "names",
     "verify",
 ]
+__all__ += ["make_sawtooth", "sawtooth", "triangle_wave"]
+__all__ += ["SmoothTarget", "lacunary_target", "power_target", "sine_target"]

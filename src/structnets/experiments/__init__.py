@@ -10,6 +10,12 @@ from ..runner.experiment import Experiment
 # name -> module path; modules are imported on demand so `structnets list` stays fast.
 _MODULES: dict[str, str] = {
     "lowrank-uci": "structnets.experiments.lowrank_uci",
+    "dlor-blindspot": "structnets.experiments.dlor_blindspot", "dlor-sawtooth": "structnets.experiments.dlor_sawtooth",
+    "swish-construction": "structnets.experiments.swish_construction",
+    "smoothness-rates": "structnets.experiments.smoothness_rates",
+    "lipschitz-moons": "structnets.experiments.lipschitz_moons",
+    "lipschitz-mnist": "structnets.experiments.lipschitz_mnist",
+    "rank-bounds": "structnets.experiments.rank_bounds",
 }
 
 

@@ -1,0 +1,340 @@
+"""Parameter, FLOP and activation-memory counts of a model, measured on one forward pass.
+
+Shapes are never guessed: :func:`cost` runs the model once on ``torch.zeros(input_shape)`` under
+``torch.no_grad()`` with forward hooks on the modules it knows how to count, and every count is
+computed from the tensors those hooks see.
+
+Conventions (exact):
+
+* ``macs``: multiply-accumulates of the linear maps. ``nn.Linear(in, out)`` costs ``in·out`` per
+  row; ``LowRankLinear(in, out, r)`` costs ``r·(in + out)`` per row (``V x`` then ``U h``). A *row*
+  is one input vector: ``input.numel() // in_features``, so every batch dimension in
+  ``input_shape`` multiplies the count.
+* ``flops = 2·macs + adds``: a multiply-add is 2 FLOPs; each bias addition is 1 FLOP per output
+  element (``out`` per row when the layer has a bias).
+* Activations are **excluded** from ``flops``; their scalar evaluations are counted separately in
+  ``activation_evaluations`` (one per output element of an activation module; ``nn.Identity`` is
+  zero), because an ``exp`` or ``erf`` has no agreed FLOP price. Multiply by your own price per
+  evaluation if you need one.
+* ``activation_memory``: bytes of **all layer outputs** of the forward pass, not of the tensors
+  autograd saves for backward (for that, see :func:`structnets.analysis.memory.saved_activation_bytes`).
+  Precisely: the storage bytes of every distinct tensor output by a counted module (an output that
+  shares storage with the input or an earlier output — ``nn.Identity``, ``nn.Flatten``, in-place
+  activations — adds nothing), plus the internal intermediates a layer materialises
+  (``LowRankLinear``: its ``rows × r`` hidden ``V x``). The model input and the parameters are
+  excluded; the final output is included.
+* ``parameters``: elements of ``model.parameters()`` (shared parameters once, unused ones too).
+
+Modules are counted as units: a registered module (see :func:`register_counter`) is counted by its
+counter and its children are not visited. Work done by an unregistered *container's* own
+``forward`` (e.g. a residual addition) is invisible to hooks and not counted. An executed module
+that is neither registered nor a pure container (a leaf of unknown type, or a module with its own
+parameters) raises ``TypeError`` unless ``strict=False``, in which case it counts zero FLOPs and is
+listed in ``Cost.uncounted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import prod
+
+import torch
+from torch import nn
+
+from .._validation import check_int
+from ..nn import LowRankLinear, Swish
+
+
+@dataclass(frozen=True)
+class LeafCount:
+    """What one call of a module costs; returned by a counter.
+
+    Attributes:
+        macs: multiply-accumulates.
+        adds: additions that are not part of a multiply-add (bias), 1 FLOP each.
+        evaluations: scalar nonlinearity evaluations.
+        intermediate_elements: elements of tensors the module materialises besides its output.
+    """
+
+    macs: int = 0
+    adds: int = 0
+    evaluations: int = 0
+    intermediate_elements: int = 0
+
+
+Counter = Callable[[nn.Module, torch.Tensor, torch.Tensor], LeafCount]
+"""``counter(module, input, output) -> LeafCount`` for one call; ``input`` is the first positional argument."""
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """Cost of one call of one module (a module called twice appears twice).
+
+    Attributes:
+        name: qualified name in ``model.named_modules()`` (``""`` for the model itself).
+        kind: class name.
+        input_shape, output_shape: shapes seen by the hook.
+        parameters: elements of the module's parameters.
+        macs, flops, activation_evaluations, activation_memory: as in :class:`Cost`, for this call.
+        counted: False for a module of unknown type met with ``strict=False`` (its FLOPs are 0).
+    """
+
+    name: str
+    kind: str
+    input_shape: tuple[int, ...]
+    output_shape: tuple[int, ...]
+    parameters: int
+    macs: int
+    flops: int
+    activation_evaluations: int
+    activation_memory: int
+    counted: bool = True
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Cost of one forward pass on an input of the given shape (see the module docstring).
+
+    Attributes:
+        parameters: number of parameter elements.
+        flops: ``2·macs + adds`` of the linear maps (activations excluded).
+        macs: multiply-accumulates.
+        activation_evaluations: scalar activation-function evaluations.
+        activation_memory: bytes of all layer outputs and declared intermediates.
+        per_layer: one :class:`LayerCost` per module call, in call order.
+        uncounted: names of executed modules of unknown type (only with ``strict=False``).
+    """
+
+    parameters: int
+    flops: int
+    macs: int
+    activation_evaluations: int
+    activation_memory: int
+    per_layer: tuple[LayerCost, ...]
+    uncounted: tuple[str, ...] = ()
+
+
+def _linear_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    rows = output.numel() // module.out_features
+    return LeafCount(
+        macs=rows * module.in_features * module.out_features,
+        adds=rows * module.out_features if module.bias is not None else 0,
+    )
+
+
+def _low_rank_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    rows = output.numel() // module.out_features
+    return LeafCount(
+        macs=rows * module.rank * (module.in_features + module.out_features),
+        adds=rows * module.out_features if module.bias is not None else 0,
+        intermediate_elements=rows * module.rank,
+    )
+
+
+def _elementwise_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    return LeafCount(evaluations=output.numel())
+
+
+def _free(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    return LeafCount()
+
+
+_COUNTERS: dict[type[nn.Module], Counter] = {
+    nn.Linear: _linear_count,
+    LowRankLinear: _low_rank_count,
+    nn.Identity: _free,
+    nn.Flatten: _free,
+    nn.Unflatten: _free,
+    nn.Dropout: _free,  # a mask, not model arithmetic; the identity in eval mode
+}
+for _activation in (
+    Swish, nn.SiLU, nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.PReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU,
+    nn.Tanh, nn.Sigmoid, nn.Softplus, nn.Softsign, nn.Mish, nn.Hardtanh, nn.Hardswish,
+    nn.Hardsigmoid, nn.LogSigmoid, nn.Tanhshrink,
+):  # fmt: skip
+    _COUNTERS[_activation] = _elementwise_count
+
+_CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
+
+
+def register_counter(module_type: type[nn.Module], counter: Counter) -> None:
+    """Teach :func:`cost` to count ``module_type`` (exact type; subclasses register separately).
+
+    Args:
+        module_type: an ``nn.Module`` subclass.
+        counter: ``counter(module, input, output) -> LeafCount`` for one call. The module is then
+            counted as a unit: its children are not visited.
+    """
+    if not (isinstance(module_type, type) and issubclass(module_type, nn.Module)):
+        raise TypeError(f"`module_type` must be an nn.Module subclass, got {module_type!r}")
+    if not callable(counter):
+        raise TypeError(f"`counter` must be callable, got {counter!r}")
+    _COUNTERS[module_type] = counter
+
+
+def _first_tensor(value: object) -> torch.Tensor | None:
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            found = _first_tensor(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _tensors(value: object) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _tensors(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item)]
+    return []
+
+
+def _reference_parameter(model: nn.Module) -> torch.Tensor | None:
+    for tensor in [*model.parameters(), *model.buffers()]:
+        if tensor.is_floating_point():
+            return tensor
+    return None
+
+
+def cost(
+    model: nn.Module,
+    input_shape: Sequence[int],
+    *,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+    strict: bool = True,
+) -> Cost:
+    """Count parameters, FLOPs, activation evaluations and activation memory of one forward pass.
+
+    The model runs once on ``torch.zeros(input_shape)`` under ``torch.no_grad()``; counts come
+    from forward hooks (conventions in the module docstring). For ``nn.Linear(in, out)`` on rows
+    vectors: ``flops = rows·(2·in·out + out)``; for ``LowRankLinear(in, out, r)``:
+    ``rows·(2·r·(in + out) + out)``, i.e. ``width² → 2·H·width`` multiply-adds per hidden block of
+    the low-rank Swish network (Li et al., ICML 2025, Sec. 3).
+
+    Args:
+        model: the module; its training mode and parameters are left unchanged.
+        input_shape: full input shape, batch dimensions included, e.g. ``(batch, in_features)``.
+        dtype, device: of the zero input; by default those of the model's first floating
+            parameter or buffer (else the default dtype, CPU).
+        strict: raise ``TypeError`` on an executed module of unknown type (default); if False,
+            count it as zero FLOPs and list it in ``Cost.uncounted``.
+
+    Returns:
+        a frozen :class:`Cost`.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(input_shape, (str, bytes)) or not isinstance(input_shape, Sequence) or not input_shape:
+        raise TypeError(f"`input_shape` must be a non-empty sequence of ints, got {input_shape!r}")
+    shape = tuple(check_int("input_shape", dim, low=0) for dim in input_shape)
+    if not isinstance(strict, bool):
+        raise TypeError(f"`strict` must be a bool, got {strict!r}")
+    reference = _reference_parameter(model)
+    if dtype is None:
+        dtype = reference.dtype if reference is not None else torch.get_default_dtype()
+    if device is None:
+        device = reference.device if reference is not None else torch.device("cpu")
+    names: dict[nn.Module, str] = {}
+    for name, module in model.named_modules(remove_duplicate=False):
+        names.setdefault(module, name)  # a shared module is reported under its first name
+
+    records: list[LayerCost] = []
+    unknown: list[str] = []
+    keep_alive: list[torch.Tensor] = []  # so freed storages cannot be reused and miscounted as seen
+    seen_storages: set[int] = set()
+    inside: list[nn.Module] = []  # registered modules currently running: their children are not visited
+
+    def new_bytes(tensors: list[torch.Tensor]) -> int:
+        total = 0
+        for tensor in tensors:
+            storage = tensor.untyped_storage()
+            pointer = storage.data_ptr()
+            keep_alive.append(tensor)
+            if storage.nbytes() == 0 or pointer in seen_storages:
+                continue
+            seen_storages.add(pointer)
+            total += storage.nbytes()
+        return total
+
+    def record(module: nn.Module, args: tuple, output: object, count: LeafCount | None) -> None:
+        first_in = _first_tensor(args)
+        first_out = _first_tensor(output)
+        memory = new_bytes(_tensors(output))
+        if count is not None and count.intermediate_elements and first_out is not None:
+            memory += count.intermediate_elements * first_out.element_size()
+        count = count or LeafCount()
+        records.append(
+            LayerCost(
+                name=names.get(module, ""),
+                kind=type(module).__name__,
+                input_shape=tuple(first_in.shape) if first_in is not None else (),
+                output_shape=tuple(first_out.shape) if first_out is not None else (),
+                parameters=sum(p.numel() for p in module.parameters()),
+                macs=count.macs,
+                flops=2 * count.macs + count.adds,
+                activation_evaluations=count.evaluations,
+                activation_memory=memory,
+                counted=type(module) in _COUNTERS,
+            )
+        )
+
+    def pre_known(module: nn.Module, args: tuple) -> None:
+        inside.append(module)
+
+    def post_known(module: nn.Module, args: tuple, output: object) -> None:
+        inside.pop()
+        if inside:
+            return
+        first_in = _first_tensor(args)
+        first_out = _first_tensor(output)
+        if first_in is None or first_out is None:
+            raise TypeError(f"cost() expects {type(module).__name__} to take and return tensors")
+        record(module, args, output, _COUNTERS[type(module)](module, first_in, first_out))
+
+    def post_unknown(module: nn.Module, args: tuple, output: object) -> None:
+        if inside:
+            return
+        unknown.append(f"{names.get(module, '') or '<model>'} ({type(module).__name__})")
+        record(module, args, output, None)
+
+    handles = []
+    for module in model.modules():
+        if type(module) in _COUNTERS:
+            handles.append(module.register_forward_pre_hook(pre_known))
+            handles.append(module.register_forward_hook(post_known))
+        elif isinstance(module, _CONTAINERS):
+            continue
+        elif not list(module.children()) or list(module.parameters(recurse=False)):
+            handles.append(module.register_forward_hook(post_unknown))
+
+    x = torch.zeros(shape, dtype=dtype, device=device)
+    seen_storages.add(x.untyped_storage().data_ptr())
+    try:
+        with torch.no_grad():
+            try:
+                model(x)
+            except RuntimeError as error:
+                raise ValueError(f"`input_shape`={shape} does not fit the model: {error}") from error
+    finally:
+        for handle in handles:
+            handle.remove()
+    if unknown and strict:
+        raise TypeError(
+            f"cost() cannot count {len(unknown)} executed module(s) of unknown type: {', '.join(unknown)}; "
+            "register one with structnets.analysis.register_counter(type, counter) or pass strict=False"
+        )
+    return Cost(
+        parameters=sum(p.numel() for p in model.parameters()),
+        flops=sum(r.flops for r in records),
+        macs=sum(r.macs for r in records),
+        activation_evaluations=sum(r.activation_evaluations for r in records),
+        activation_memory=sum(r.activation_memory for r in records),
+        per_layer=tuple(records),
+        uncounted=tuple(unknown),
+    )

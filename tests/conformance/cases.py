@@ -1,0 +1,135 @@
+"""The layers every conformance test runs on. Adding a layer is one line in ``CASES``.
+
+A :class:`LayerCase` builds a fresh layer of a given dtype; the suite in
+``test_layer_conformance.py`` checks it against its own dense matrix (``to_dense()``), gradcheck,
+state_dict round trips, repr, reset_parameters and dtype handling. :data:`INVALID` lists
+constructor calls that must be rejected with an error naming the argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from structnets.nn import LowRankLinear
+from structnets.nn import DLoRLinear, RankOneLinear  # DLoR (issue 3)
+from structnets.nn import GradientStepResidual, MaxMin, NormConstrainedLinear  # 1-Lipschitz (issue 6)
+
+
+def _dense_of(layer: nn.Module) -> torch.Tensor:
+    return layer.to_dense()
+
+
+def _natural_layout(layer: LowRankLinear) -> LowRankLinear:
+    """Force the row-major intermediate (the path large ranks take) on a small, gradcheckable layer."""
+    layer.transpose_below_rank = 0
+    return layer
+
+
+@dataclass(frozen=True)
+class LayerCase:
+    """One layer configuration under test.
+
+    Attributes:
+        name: test id.
+        factory: ``factory(dtype) -> module``; a fresh, randomly initialised layer each call.
+        in_features: size of the last input dimension.
+        dense: ``dense(module) -> (out, in)`` weight the layer applies; ``to_dense()`` by default
+            (only baselines without ``to_dense`` need another).
+        structured: whether the layer is a structnets layer bound by the full contract
+            (``to_dense``, validated constructor, ``extra_repr`` naming every argument).
+    """
+
+    name: str
+    factory: Callable[[torch.dtype], nn.Module]
+    in_features: int
+    dense: Callable[[nn.Module], torch.Tensor] = field(default=_dense_of)
+    structured: bool = True
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A constructor call that must raise ``error`` whose message names ``argument`` and its value."""
+
+    layer: type[nn.Module]
+    kwargs: dict[str, Any]
+    argument: str
+    error: type[Exception]
+
+    @property
+    def id(self) -> str:
+        return f"{self.layer.__name__}-{self.argument}={self.kwargs[self.argument]!r}"
+
+
+CASES: list[LayerCase] = [
+    LayerCase("lowrank-8to6-r3", lambda dt: LowRankLinear(8, 6, 3, dtype=dt), 8),
+    LayerCase("lowrank-5to7-r5-full-nobias", lambda dt: LowRankLinear(5, 7, 5, bias=False, dtype=dt), 5),
+    LayerCase("lowrank-9to9-r1", lambda dt: LowRankLinear(9, 9, 1, dtype=dt), 9),
+    LayerCase("lowrank-12to12-r4-nobias", lambda dt: LowRankLinear(12, 12, 4, bias=False, dtype=dt), 12),
+    LayerCase("dlor-8-r3", lambda dt: DLoRLinear(8, 3, dtype=dt), 8),  # DLoR (issue 3)
+    LayerCase("dlor-2-r1-nobias-alpha-neg", lambda dt: DLoRLinear(2, 1, bias=False, alpha=-0.5, dtype=dt), 2),
+    LayerCase("dlor-9-r8", lambda dt: DLoRLinear(9, 8, alpha=2.0, dtype=dt), 9),
+    LayerCase("rank1-3to5", lambda dt: RankOneLinear(3, 5, dtype=dt), 3),
+    LayerCase("rank1-6to6-nobias", lambda dt: RankOneLinear(6, 6, bias=False, dtype=dt), 6),
+    LayerCase("rank1-4to1", lambda dt: RankOneLinear(4, 1, dtype=dt), 4),
+    LayerCase("lowrank-8to6-r3-natural-layout", lambda dt: _natural_layout(LowRankLinear(8, 6, 3, dtype=dt)), 8),
+    LayerCase(
+        "lowrank-5to7-r4-nobias-natural-layout",
+        lambda dt: _natural_layout(LowRankLinear(5, 7, 4, bias=False, dtype=dt)),
+        5,
+    ),
+    # Baselines: PyTorch's own layer must pass the same maths (guards the suite itself).
+    LayerCase("baseline-linear", lambda dt: nn.Linear(6, 4, dtype=dt), 6, lambda m: m.weight, False),
+    LayerCase(
+        "baseline-linear-nobias", lambda dt: nn.Linear(3, 5, bias=False, dtype=dt), 3, lambda m: m.weight, False
+    ),
+]
+
+_LR = {"in_features": 8, "out_features": 6, "rank": 3}
+
+INVALID: list[Invalid] = [
+    Invalid(LowRankLinear, {**_LR, "rank": 0}, "rank", ValueError),
+    Invalid(LowRankLinear, {**_LR, "rank": 7}, "rank", ValueError),  # > min(8, 6)
+    Invalid(LowRankLinear, {**_LR, "rank": -1}, "rank", ValueError),
+    Invalid(LowRankLinear, {**_LR, "rank": 2.5}, "rank", TypeError),
+    Invalid(LowRankLinear, {**_LR, "rank": True}, "rank", TypeError),
+    Invalid(LowRankLinear, {**_LR, "rank": "3"}, "rank", TypeError),
+    Invalid(LowRankLinear, {**_LR, "in_features": 0}, "in_features", ValueError),
+    Invalid(LowRankLinear, {**_LR, "in_features": 8.0}, "in_features", TypeError),
+    Invalid(LowRankLinear, {**_LR, "out_features": 0}, "out_features", ValueError),
+    Invalid(LowRankLinear, {**_LR, "out_features": None}, "out_features", TypeError),
+    Invalid(LowRankLinear, {**_LR, "bias": "yes"}, "bias", TypeError),
+    Invalid(LowRankLinear, {**_LR, "bias": 1}, "bias", TypeError),
+]
+_DL = {"features": 8, "rank": 3}  # DLoR (issue 3)
+INVALID += [
+    Invalid(DLoRLinear, {**_DL, "rank": 0}, "rank", ValueError),
+    Invalid(DLoRLinear, {**_DL, "rank": 8}, "rank", ValueError),  # rank must be < features
+    Invalid(DLoRLinear, {**_DL, "rank": 11}, "rank", ValueError),
+    Invalid(DLoRLinear, {**_DL, "rank": -2}, "rank", ValueError),
+    Invalid(DLoRLinear, {**_DL, "rank": 1.5}, "rank", TypeError),
+    Invalid(DLoRLinear, {**_DL, "rank": True}, "rank", TypeError),
+    Invalid(DLoRLinear, {**_DL, "features": 1, "rank": 1}, "features", ValueError),
+    Invalid(DLoRLinear, {**_DL, "features": 8.0}, "features", TypeError),
+    Invalid(DLoRLinear, {**_DL, "alpha": float("nan")}, "alpha", ValueError),
+    Invalid(DLoRLinear, {**_DL, "alpha": float("inf")}, "alpha", ValueError),
+    Invalid(DLoRLinear, {**_DL, "alpha": "1"}, "alpha", TypeError),
+    Invalid(DLoRLinear, {**_DL, "bias": 1}, "bias", TypeError),
+    Invalid(RankOneLinear, {"in_features": 0, "out_features": 3}, "in_features", ValueError),
+    Invalid(RankOneLinear, {"in_features": 2, "out_features": 0}, "out_features", ValueError),
+    Invalid(RankOneLinear, {"in_features": 2, "out_features": 2.0}, "out_features", TypeError),
+    Invalid(RankOneLinear, {"in_features": 2, "out_features": 3, "bias": None}, "bias", TypeError),
+]
+CASES += [LayerCase("normcon-8to6", lambda dt: NormConstrainedLinear(8, 6, dtype=dt), 8), LayerCase("normcon-5to9-nobias-gram", lambda dt: NormConstrainedLinear(5, 9, bias=False, bound="gram", dtype=dt), 5), LayerCase("normcon-7to3-active", lambda dt: _scaled(NormConstrainedLinear(7, 3, dtype=dt), 4.0), 7), LayerCase("normcon-4to4-frobenius", lambda dt: _scaled(NormConstrainedLinear(4, 4, bound="frobenius", dtype=dt), 3.0), 4)]  # 1-Lipschitz (issue 6); the nonlinear GradientStepResidual/MaxMin are covered in tests/lipschitz
+INVALID += [Invalid(NormConstrainedLinear, {"in_features": 0, "out_features": 3}, "in_features", ValueError), Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 2.5}, "out_features", TypeError), Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bias": 1}, "bias", TypeError), Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bound": "power-iteration"}, "bound", ValueError), Invalid(GradientStepResidual, {"features": 0, "hidden": 3}, "features", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 0}, "hidden", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 2.0}, "hidden", TypeError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.5}, "step", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": -0.1}, "step", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": float("nan")}, "step", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.0, "learnable_step": True}, "step", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "bound": "svd"}, "bound", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "bias": "no"}, "bias", TypeError), Invalid(MaxMin, {"features": 0}, "features", ValueError), Invalid(MaxMin, {"features": 2.0}, "features", TypeError)]  # 1-Lipschitz (issue 6)
+
+
+def _scaled(layer: nn.Module, factor: float) -> nn.Module:
+    """Scale a NormConstrainedLinear's free weight so its norm constraint is active (issue 6)."""
+    with torch.no_grad():
+        layer.raw_weight.mul_(factor / float(torch.linalg.matrix_norm(layer.raw_weight.double(), 2)))
+    return layer
