@@ -30,6 +30,7 @@ from structnets.nn import LowRankLinear
 SIZES = (256, 512, 1024, 2048, 4096)
 BATCHES = (1024, 4096)
 MODES = ("forward", "train")
+NOISY_LOAD = 0.10  # other processes' CPU share above which a row is flagged: 2 threads on 2 cores then stall
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -37,6 +38,16 @@ def _ints(text: str) -> tuple[int, ...]:
     if not values or any(v < 3 for v in values):
         raise argparse.ArgumentTypeError(f"expected comma-separated ints >= 3, got {text!r}")
     return values
+
+
+def _count(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _modes(text: str) -> tuple[str, ...]:
@@ -168,12 +179,13 @@ def _row(row: dict[str, object], with_naive: bool) -> str:
     if with_naive:
         naive: RatioStats = row["naive"]  # type: ignore[assignment]
         cells.append(f"{naive.median:.3f}")
-    cells.append("n/a" if load is None else f"{100 * load:.0f}%")
+    cells.append("n/a" if load is None else f"{100 * load:.0f}%" + (" ⚠" if load > NOISY_LOAD else ""))
     return "| " + " | ".join(cells) + " |"
 
 
 def _header(with_naive: bool) -> str:
-    names = ["n", "batch", "mode", "FLOP ratio", "time ratio (median)", "IQR", "best/best", "dense ms", "low-rank ms"]
+    names = ["n", "batch", "mode", "FLOP ratio", "time ratio (median)", "IQR", "best/best"]
+    names += ["dense ms", "low-rank ms"]
     if with_naive:
         names.append("naive 2×Linear ratio")
     names.append("other load")
@@ -185,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=_ints, default=SIZES, help="comma-separated n (default %(default)s)")
     parser.add_argument("--batches", type=_ints, default=BATCHES, help="comma-separated batch sizes")
     parser.add_argument("--modes", type=_modes, default=MODES, help="forward,train")
-    parser.add_argument("--pairs", type=int, default=15, help="interleaved pairs per row")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed calls of each before timing")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--pairs", type=_count(1), default=15, help="interleaved pairs per row")
+    parser.add_argument("--warmup", type=_count(0), default=3, help="untimed calls of each before timing")
+    parser.add_argument("--threads", type=_count(1), default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--naive", action="store_true", help="also time Linear(n→r, no bias)+Linear(r→n)")
     parser.add_argument(
         "--settle",
@@ -217,7 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(_header(args.naive), flush=True)
     start = time.perf_counter()
-    run(args)
+    rows = run(args)
+    if any((row["other_load"] or 0.0) > NOISY_LOAD for row in rows):
+        print(
+            f"\n⚠ other processes used more than {NOISY_LOAD:.0%} of the CPUs during these rows; with as many "
+            "threads as cores their timings are unreliable: rerun them on an idle machine (or use --settle)."
+        )
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
     return 0
 

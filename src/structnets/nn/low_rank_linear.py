@@ -82,7 +82,7 @@ class LowRankLinear(nn.Module):
         ``nn.Linear`` does. For a small rank (< ``transpose_below_rank``) the intermediate is
         formed transposed, ``Hᵀ = V Xᵀ`` of shape ``(rank, rows)``: its contiguous dimension is
         then the long row dimension instead of the short ``rank``, which lets MKL vectorise and
-        split the first GEMM across threads along the rows (6-19% faster at n = 256, rank 85;
+        split the first GEMM across threads along the rows (5-19% faster at n = 256, rank 85;
         1-4% slower at rank 341, hence the threshold). Autograd's matmul backward keeps these
         layouts, so the gradients come out contiguous either way.
         """
