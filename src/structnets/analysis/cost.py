@@ -43,7 +43,16 @@ import torch
 from torch import nn
 
 from .._validation import check_int
-from ..nn import LowRankLinear, Swish
+from ..models.dlor_mlp import DLoRBranches, TakeFirst, ZeroPad
+from ..nn import (
+    DLoRLinear,
+    GradientStepResidual,
+    LowRankLinear,
+    MaxMin,
+    NormConstrainedLinear,
+    RankOneLinear,
+    Swish,
+)
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,54 @@ def _low_rank_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor
     )
 
 
+def _dlor_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # αx + U(Vᵀx) + b: 2·N·r multiply-adds for the low-rank part, N for αx, N adds to sum them.
+    rows = output.numel() // module.features
+    n, r = module.features, module.rank
+    return LeafCount(
+        macs=rows * (2 * n * r + n),
+        adds=rows * (n + (n if module.bias is not None else 0)),
+        intermediate_elements=rows * r,
+    )
+
+
+def _rank_one_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    rows = output.numel() // module.out_features
+    return LeafCount(
+        macs=rows * (module.in_features + module.out_features),
+        adds=rows * module.out_features if module.bias is not None else 0,
+        intermediate_elements=rows,
+    )
+
+
+def _gradient_step_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # x − τ Wᵀσ(Wx + b): two (hidden × features) products, the τ scaling, bias and residual adds.
+    rows = output.numel() // module.features
+    n, h = module.features, module.hidden
+    return LeafCount(
+        macs=rows * (2 * n * h + h),
+        adds=rows * (n + (h if module.bias is not None else 0)),
+        evaluations=rows * h,
+        intermediate_elements=2 * rows * h,
+    )
+
+
+def _maxmin_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # One comparison per pair, counted as an activation evaluation per output element.
+    return LeafCount(evaluations=output.numel())
+
+
+def _dlor_branches_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # B parallel DLoR maps summed before the activation, with one shared bias.
+    rows = output.numel() // module.features
+    n, r, b = module.features, module.rank, len(module.branches)
+    return LeafCount(
+        macs=rows * b * (2 * n * r + n),
+        adds=rows * (b * n + (n if module.bias is not None else 0)),
+        intermediate_elements=rows * b * (r + n),
+    )
+
+
 def _elementwise_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     return LeafCount(evaluations=output.numel())
 
@@ -143,6 +200,15 @@ def _free(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafC
 _COUNTERS: dict[type[nn.Module], Counter] = {
     nn.Linear: _linear_count,
     LowRankLinear: _low_rank_count,
+    DLoRLinear: _dlor_count,
+    RankOneLinear: _rank_one_count,
+    # The normalisation A = V / max(1, B(V)) is per weight, not per row: only the product counts.
+    NormConstrainedLinear: _linear_count,
+    GradientStepResidual: _gradient_step_count,
+    MaxMin: _maxmin_count,
+    DLoRBranches: _dlor_branches_count,
+    ZeroPad: _free,
+    TakeFirst: _free,
     nn.Identity: _free,
     nn.Flatten: _free,
     nn.Unflatten: _free,
