@@ -42,6 +42,9 @@ class LayerCase:
             (only baselines without ``to_dense`` need another).
         structured: whether the layer is a structnets layer bound by the full contract
             (``to_dense``, validated constructor, ``extra_repr`` naming every argument).
+        reference: for a *nonlinear* layer, ``reference(module, x)`` computes its output from the
+            paper's formula in float64 (output, Jacobian and gradients are checked against it, and
+            ``to_dense``/``to_linear`` are not required); None for affine layers.
     """
 
     name: str
@@ -49,6 +52,12 @@ class LayerCase:
     in_features: int
     dense: Callable[[nn.Module], torch.Tensor] = field(default=_dense_of)
     structured: bool = True
+    reference: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None
+
+    @property
+    def affine(self) -> bool:
+        """Affine layers are checked against ``to_dense()``; nonlinear ones against ``reference``."""
+        return self.reference is None
 
 
 @dataclass(frozen=True)
@@ -124,8 +133,68 @@ INVALID += [
     Invalid(RankOneLinear, {"in_features": 2, "out_features": 2.0}, "out_features", TypeError),
     Invalid(RankOneLinear, {"in_features": 2, "out_features": 3, "bias": None}, "bias", TypeError),
 ]
-CASES += [LayerCase("normcon-8to6", lambda dt: NormConstrainedLinear(8, 6, dtype=dt), 8), LayerCase("normcon-5to9-nobias-gram", lambda dt: NormConstrainedLinear(5, 9, bias=False, bound="gram", dtype=dt), 5), LayerCase("normcon-7to3-active", lambda dt: _scaled(NormConstrainedLinear(7, 3, dtype=dt), 4.0), 7), LayerCase("normcon-4to4-frobenius", lambda dt: _scaled(NormConstrainedLinear(4, 4, bound="frobenius", dtype=dt), 3.0), 4)]  # 1-Lipschitz (issue 6); the nonlinear GradientStepResidual/MaxMin are covered in tests/lipschitz
-INVALID += [Invalid(NormConstrainedLinear, {"in_features": 0, "out_features": 3}, "in_features", ValueError), Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 2.5}, "out_features", TypeError), Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bias": 1}, "bias", TypeError), Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bound": "power-iteration"}, "bound", ValueError), Invalid(GradientStepResidual, {"features": 0, "hidden": 3}, "features", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 0}, "hidden", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 2.0}, "hidden", TypeError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.5}, "step", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": -0.1}, "step", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": float("nan")}, "step", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.0, "learnable_step": True}, "step", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "bound": "svd"}, "bound", ValueError), Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "bias": "no"}, "bias", TypeError), Invalid(MaxMin, {"features": 0}, "features", ValueError), Invalid(MaxMin, {"features": 2.0}, "features", TypeError)]  # 1-Lipschitz (issue 6)
+def _gradient_step(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Φ(x) = x − τ Wᵀ ReLU(W x + b) (Murari et al., NeurIPS 2025, eq. 2), τ the layer's certified step."""
+    pre = x @ layer.weight.T
+    if layer.bias is not None:
+        pre = pre + layer.bias
+    return x - layer.tau() * (torch.relu(pre) @ layer.weight)
+
+
+def _maxmin(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Sort each consecutive pair descending, (x₂ᵢ, x₂ᵢ₊₁) ↦ (max, min); an odd last entry passes."""
+    pairs = x.shape[-1] // 2 * 2
+    head = x[..., :pairs].unflatten(-1, (-1, 2))
+    top = torch.maximum(head[..., 0], head[..., 1])
+    bottom = torch.minimum(head[..., 0], head[..., 1])
+    return torch.cat([torch.stack([top, bottom], dim=-1).flatten(-2), x[..., pairs:]], dim=-1)
+
+
+# 1-Lipschitz layers (issue 6). NormConstrainedLinear is affine; GradientStepResidual and MaxMin are
+# nonlinear and are checked against their formulas.
+CASES += [
+    LayerCase("normcon-8to6", lambda dt: NormConstrainedLinear(8, 6, dtype=dt), 8),
+    LayerCase(
+        "normcon-5to9-nobias-gram",
+        lambda dt: NormConstrainedLinear(5, 9, bias=False, bound="gram", dtype=dt),
+        5,
+    ),
+    LayerCase("normcon-7to3-active", lambda dt: _scaled(NormConstrainedLinear(7, 3, dtype=dt), 4.0), 7),
+    LayerCase(
+        "normcon-4to4-frobenius",
+        lambda dt: _scaled(NormConstrainedLinear(4, 4, bound="frobenius", dtype=dt), 3.0),
+        4,
+    ),
+    LayerCase(
+        "gradient-step-6h9", lambda dt: GradientStepResidual(6, 9, dtype=dt), 6, reference=_gradient_step
+    ),
+    LayerCase(
+        "gradient-step-5h3-nobias-learnable",
+        lambda dt: GradientStepResidual(5, 3, bias=False, step=1.5, learnable_step=True, dtype=dt),
+        5,
+        reference=_gradient_step,
+    ),
+    LayerCase("maxmin-6", lambda dt: MaxMin(6, dtype=dt), 6, reference=_maxmin),
+    LayerCase("maxmin-5-odd", lambda dt: MaxMin(5, dtype=dt), 5, reference=_maxmin),
+]
+# 1-Lipschitz layers (issue 6)
+INVALID += [
+    Invalid(NormConstrainedLinear, {"in_features": 0, "out_features": 3}, "in_features", ValueError),
+    Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 2.5}, "out_features", TypeError),
+    Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bias": 1}, "bias", TypeError),
+    Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bound": "power-iteration"}, "bound", ValueError),
+    Invalid(GradientStepResidual, {"features": 0, "hidden": 3}, "features", ValueError),
+    Invalid(GradientStepResidual, {"features": 3, "hidden": 0}, "hidden", ValueError),
+    Invalid(GradientStepResidual, {"features": 3, "hidden": 2.0}, "hidden", TypeError),
+    Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.5}, "step", ValueError),
+    Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": -0.1}, "step", ValueError),
+    Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": float("nan")}, "step", ValueError),
+    Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.0, "learnable_step": True}, "step", ValueError),
+    Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "bound": "svd"}, "bound", ValueError),
+    Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "bias": "no"}, "bias", TypeError),
+    Invalid(MaxMin, {"features": 0}, "features", ValueError),
+    Invalid(MaxMin, {"features": 2.0}, "features", TypeError),
+]
 
 
 def _scaled(layer: nn.Module, factor: float) -> nn.Module:
@@ -133,3 +202,4 @@ def _scaled(layer: nn.Module, factor: float) -> nn.Module:
     with torch.no_grad():
         layer.raw_weight.mul_(factor / float(torch.linalg.matrix_norm(layer.raw_weight.double(), 2)))
     return layer
+
