@@ -33,7 +33,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..runner.experiment import JSONScalar, Unit
+from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 from .dlor_sawtooth import single_thread
 
 MODELS: tuple[str, ...] = ("rank1", "dlor")
@@ -414,44 +414,23 @@ def _figures(results: pd.DataFrame, config: DLoRBlindspotConfig, out_dir: Path) 
     return [path]
 
 
-@dataclass(frozen=True)
-class _DLoRBlindspot:
-    name: str = "dlor-blindspot"
-    description: str = (
+EXPERIMENT = FunctionExperiment(
+    name="dlor-blindspot",
+    description=(
         "Rank-1 networks interpolate scalar data exactly but stay at an error floor on a 2-D target; "
         "DLoR networks of the same rank do not (Chen et al., arXiv 2605.05659)"
-    )
-    config_class: type = DLoRBlindspotConfig
-
-    def units(self, config: DLoRBlindspotConfig, finished: pd.DataFrame) -> list[Unit]:
-        return _units(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return _run_unit(params)
-
-    def report(self, results: pd.DataFrame, config: DLoRBlindspotConfig) -> str:
-        return _report(results, config)
-
-    def figures(self, results: pd.DataFrame, config: DLoRBlindspotConfig, out_dir: Path) -> list[Path]:
-        return _figures(results, config, out_dir)
+    ),
+    config_class=DLoRBlindspotConfig,
+    units_fn=_units,
+    run_unit_fn=_run_unit,
+    report_fn=_report,
+    figures_fn=_figures,
+)
 
 
-EXPERIMENT = _DLoRBlindspot()
-
-
-def run(
-    config: DLoRBlindspotConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
-) -> pd.DataFrame:
-    """Run ``dlor-blindspot`` through the runner; one row per unit (DESIGN.md convention 7)."""
-    import tempfile
-
-    from .. import runner
-
-    config = DLoRBlindspotConfig() if config is None else config
-    if out_dir is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return runner.run(EXPERIMENT, config, Path(tmp), **runner_options)
-    return runner.run(EXPERIMENT, config, Path(out_dir), **runner_options)
+def run(config: DLoRBlindspotConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any) -> pd.DataFrame:
+    """Run ``dlor-blindspot`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
 __all__ = [

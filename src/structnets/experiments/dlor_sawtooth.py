@@ -40,7 +40,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..runner.experiment import JSONScalar, Unit
+from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 THRESHOLD = 1e-3
 
@@ -864,50 +864,23 @@ def _save(fig: Any, path: Path, plt: Any) -> Path:
     return path
 
 
-@dataclass(frozen=True)
-class _DLoRSawtooth:
-    name: str = "dlor-sawtooth"
-    description: str = (
+EXPERIMENT = FunctionExperiment(
+    name="dlor-sawtooth",
+    description=(
         "Deep vs wide DLoR networks on sawtooth targets at matched parameter counts, the h → 0 "
         "correspondence with a dense MLP, spectra of trained layers (Chen et al., arXiv 2605.05659)"
-    )
-    config_class: type = DLoRSawtoothConfig
-
-    def units(self, config: DLoRSawtoothConfig, finished: pd.DataFrame) -> list[Unit]:
-        return _units(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return _run_unit(params)
-
-    def report(self, results: pd.DataFrame, config: DLoRSawtoothConfig) -> str:
-        return _report(results, config)
-
-    def figures(self, results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -> list[Path]:
-        return _figures(results, config, out_dir)
+    ),
+    config_class=DLoRSawtoothConfig,
+    units_fn=_units,
+    run_unit_fn=_run_unit,
+    report_fn=_report,
+    figures_fn=_figures,
+)
 
 
-EXPERIMENT = _DLoRSawtooth()
-
-
-def run(
-    config: DLoRSawtoothConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
-) -> pd.DataFrame:
-    """Run ``dlor-sawtooth`` through the runner; one row per unit (DESIGN.md convention 7).
-
-    Args:
-        config: defaults to the full run ``DLoRSawtoothConfig()``.
-        out_dir: the run folder (resumes when it holds results); a temporary folder if None.
-        runner_options: ``backend``, ``jobs``, ``progress`` as in :func:`structnets.runner.run`.
-    """
-    import tempfile
-
-    from .. import runner
-
-    config = DLoRSawtoothConfig() if config is None else config
-    if out_dir is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return runner.run(EXPERIMENT, config, Path(tmp), **runner_options)
-    return runner.run(EXPERIMENT, config, Path(out_dir), **runner_options)
+def run(config: DLoRSawtoothConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any) -> pd.DataFrame:
+    """Run ``dlor-sawtooth`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
 __all__ = [

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..runner.experiment import JSONScalar, Unit
+from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 from .lipschitz_moons import certify, train_classifier
 
 MODELS: tuple[str, ...] = ("fixed-width", "gradient-step", "cpl", "unconstrained")
@@ -353,51 +353,23 @@ def _figures(results: pd.DataFrame, config: LipschitzMNISTConfig, out_dir: Path)
     return [path]
 
 
-@dataclass(frozen=True)
-class _LipschitzMNIST:
-    name: str = "lipschitz-mnist"
-    description: str = (
+EXPERIMENT = FunctionExperiment(
+    name="lipschitz-mnist",
+    description=(
         "1-Lipschitz ResNets on MNIST: fixed-width and gradient-step variants vs CPL-style and "
         "unconstrained baselines; certified robust accuracy, Lipschitz bounds, constraint cost"
-    )
-    config_class: type = LipschitzMNISTConfig
-
-    def units(self, config: LipschitzMNISTConfig, finished: pd.DataFrame) -> list[Unit]:
-        return _units(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return _run_unit(params)
-
-    def report(self, results: pd.DataFrame, config: LipschitzMNISTConfig) -> str:
-        return _report(results, config)
-
-    def figures(self, results: pd.DataFrame, config: LipschitzMNISTConfig, out_dir: Path) -> list[Path]:
-        return _figures(results, config, out_dir)
-
-
-EXPERIMENT = _LipschitzMNIST()
+    ),
+    config_class=LipschitzMNISTConfig,
+    units_fn=_units,
+    run_unit_fn=_run_unit,
+    report_fn=_report,
+    figures_fn=_figures,
+)
 
 
 def run(config: LipschitzMNISTConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any) -> pd.DataFrame:
-    """Run the experiment through the runner and return one row per unit (DESIGN.md convention 7).
-
-    Args:
-        config: defaults to the full preset ``LipschitzMNISTConfig()``.
-        out_dir: the run folder (resumes when it already holds results); a temporary folder if None.
-        runner_options: ``backend``, ``jobs``, ``progress`` as in :func:`structnets.runner.run`.
-
-    Returns:
-        the results, one row per unit.
-    """
-    import tempfile
-
-    from .. import runner
-
-    config = LipschitzMNISTConfig() if config is None else config
-    if out_dir is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return runner.run(EXPERIMENT, config, Path(tmp), **runner_options)
-    return runner.run(EXPERIMENT, config, Path(out_dir), **runner_options)
+    """Run ``lipschitz-mnist`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
 __all__ = ["EXPERIMENT", "run", "MODELS", "LipschitzMNISTConfig"]

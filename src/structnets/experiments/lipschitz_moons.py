@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..runner.experiment import JSONScalar, Unit
+from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 PAPER_LIPSCHITZ_AUTHORS_CODE = (19.0, 25.0)
 
@@ -407,51 +407,23 @@ def _figures(results: pd.DataFrame, config: LipschitzMoonsConfig, out_dir: Path)
     return [path]
 
 
-@dataclass(frozen=True)
-class _LipschitzMoons:
-    name: str = "lipschitz-moons"
-    description: str = (
+EXPERIMENT = FunctionExperiment(
+    name="lipschitz-moons",
+    description=(
         "1-Lipschitz ResNets on two moons: depth and width sweeps, certified robust accuracy, "
         "certified and measured Lipschitz constants (Murari, Furuya, Schönlieb, NeurIPS 2025)"
-    )
-    config_class: type = LipschitzMoonsConfig
-
-    def units(self, config: LipschitzMoonsConfig, finished: pd.DataFrame) -> list[Unit]:
-        return _units(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return _run_unit(params)
-
-    def report(self, results: pd.DataFrame, config: LipschitzMoonsConfig) -> str:
-        return _report(results, config)
-
-    def figures(self, results: pd.DataFrame, config: LipschitzMoonsConfig, out_dir: Path) -> list[Path]:
-        return _figures(results, config, out_dir)
-
-
-EXPERIMENT = _LipschitzMoons()
+    ),
+    config_class=LipschitzMoonsConfig,
+    units_fn=_units,
+    run_unit_fn=_run_unit,
+    report_fn=_report,
+    figures_fn=_figures,
+)
 
 
 def run(config: LipschitzMoonsConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any) -> pd.DataFrame:
-    """Run the experiment through the runner and return one row per unit (DESIGN.md convention 7).
-
-    Args:
-        config: defaults to the full preset ``LipschitzMoonsConfig()``.
-        out_dir: the run folder (resumes when it already holds results); a temporary folder if None.
-        runner_options: ``backend``, ``jobs``, ``progress`` as in :func:`structnets.runner.run`.
-
-    Returns:
-        the results, one row per unit.
-    """
-    import tempfile
-
-    from .. import runner
-
-    config = LipschitzMoonsConfig() if config is None else config
-    if out_dir is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return runner.run(EXPERIMENT, config, Path(tmp), **runner_options)
-    return runner.run(EXPERIMENT, config, Path(out_dir), **runner_options)
+    """Run ``lipschitz-moons`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
 __all__ = ["EXPERIMENT", "run", "LipschitzMoonsConfig", "certify", "train_classifier"]

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..runner.experiment import JSONScalar, Unit
+from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 ALL_DATASETS: tuple[str, ...] = (
     "iris",
@@ -699,48 +699,23 @@ def _figures(results: pd.DataFrame, config: LowRankUCIConfig, out_dir: Path) -> 
     return paths
 
 
-@dataclass(frozen=True)
-class _LowRankUCI:
-    name: str = "lowrank-uci"
-    description: str = (
+EXPERIMENT = FunctionExperiment(
+    name="lowrank-uci",
+    description=(
         "Low-rank vs dense Swish MLPs on 8 UCI data sets: grid search, K-fold CV, paired t-tests, "
         "efficiency, bottleneck sensitivity (Li et al., ICML 2025)"
-    )
-    config_class: type = LowRankUCIConfig
-
-    def units(self, config: LowRankUCIConfig, finished: pd.DataFrame) -> list[Unit]:
-        return _units(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return _run_unit(params)
-
-    def report(self, results: pd.DataFrame, config: LowRankUCIConfig) -> str:
-        return _report(results, config)
-
-    def figures(self, results: pd.DataFrame, config: LowRankUCIConfig, out_dir: Path) -> list[Path]:
-        return _figures(results, config, out_dir)
-
-
-EXPERIMENT = _LowRankUCI()
+    ),
+    config_class=LowRankUCIConfig,
+    units_fn=_units,
+    run_unit_fn=_run_unit,
+    report_fn=_report,
+    figures_fn=_figures,
+)
 
 
 def run(config: LowRankUCIConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any) -> pd.DataFrame:
-    """Run ``lowrank-uci`` through the runner and return one row per unit (DESIGN.md convention 7).
-
-    Args:
-        config: defaults to the full reproduction ``LowRankUCIConfig()``.
-        out_dir: the run folder (resumes when it already holds results); a temporary folder if None.
-        runner_options: ``backend``, ``jobs``, ``progress`` as in :func:`structnets.runner.run`.
-    """
-    import tempfile
-
-    from .. import runner
-
-    config = LowRankUCIConfig() if config is None else config
-    if out_dir is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return runner.run(EXPERIMENT, config, Path(tmp), **runner_options)
-    return runner.run(EXPERIMENT, config, Path(out_dir), **runner_options)
+    """Run ``lowrank-uci`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
 __all__ = ["ALL_DATASETS", "EXPERIMENT", "PAPER", "LowRankUCIConfig", "run"]

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..runner.experiment import JSONScalar, Unit
+from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 DATASETS: tuple[str, ...] = ("mnist", "rice")
 
@@ -685,48 +685,23 @@ def _figures(results: pd.DataFrame, config: RankBoundsConfig, out_dir: Path) -> 
     return paths
 
 
-@dataclass(frozen=True)
-class _RankBounds:
-    name: str = "rank-bounds"
-    description: str = (
+EXPERIMENT = FunctionExperiment(
+    name="rank-bounds",
+    description=(
         "Bottleneck rank and generalization bounds (parameter count, spectral, PAC-Bayes, "
         "rank-sparse Schatten-p) of MLPs on MNIST and Rice (Ledent, Alves, Lei, NeurIPS 2025)"
-    )
-    config_class: type = RankBoundsConfig
-
-    def units(self, config: RankBoundsConfig, finished: pd.DataFrame) -> list[Unit]:
-        return _units(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return _run_unit(params)
-
-    def report(self, results: pd.DataFrame, config: RankBoundsConfig) -> str:
-        return _report(results, config)
-
-    def figures(self, results: pd.DataFrame, config: RankBoundsConfig, out_dir: Path) -> list[Path]:
-        return _figures(results, config, out_dir)
-
-
-EXPERIMENT = _RankBounds()
+    ),
+    config_class=RankBoundsConfig,
+    units_fn=_units,
+    run_unit_fn=_run_unit,
+    report_fn=_report,
+    figures_fn=_figures,
+)
 
 
 def run(config: RankBoundsConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any) -> pd.DataFrame:
-    """Run ``rank-bounds`` through the runner and return one row per unit (DESIGN.md convention 7).
-
-    Args:
-        config: defaults to the full run ``RankBoundsConfig()``.
-        out_dir: the run folder (resumes when it already holds results); a temporary folder if None.
-        runner_options: ``backend``, ``jobs``, ``progress`` as in :func:`structnets.runner.run`.
-    """
-    import tempfile
-
-    from .. import runner
-
-    config = RankBoundsConfig() if config is None else config
-    if out_dir is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return runner.run(EXPERIMENT, config, Path(tmp), **runner_options)
-    return runner.run(EXPERIMENT, config, Path(out_dir), **runner_options)
+    """Run ``rank-bounds`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
 __all__ = ["DATASETS", "EXPERIMENT", "PAPER_CLAIMS", "RankBoundsConfig", "run"]

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..runner.experiment import JSONScalar, Unit
+from ..runner.experiment import FunctionExperiment, JSONScalar, Unit
 
 ACTIVATIONS = ("relu", "tanh", "gelu", "silu")
 SMOOTH = ("tanh", "gelu", "silu")
@@ -458,28 +458,17 @@ def _figures(results: pd.DataFrame, config: SmoothnessRatesConfig, out_dir: Path
     return paths
 
 
-@dataclass(frozen=True)
-class _SmoothnessRates:
-    name: str = "smoothness-rates"
-    description: str = (
+EXPERIMENT = FunctionExperiment(
+    name="smoothness-rates",
+    description=(
         "Error vs samples n and vs parameters N for ReLU/Tanh/GELU/SiLU at constant depth, fitted "
         "log-log slopes against -2s/(2s+d) (Liu, Wang, Wu, Zhang, arXiv 2602.19691)"
-    )
-    config_class: type = SmoothnessRatesConfig
-
-    def units(self, config: SmoothnessRatesConfig, finished: pd.DataFrame) -> list[Unit]:
-        return _units(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return _run_unit(params)
-
-    def report(self, results: pd.DataFrame, config: SmoothnessRatesConfig) -> str:
-        return _report(results, config)
-
-    def figures(self, results: pd.DataFrame, config: SmoothnessRatesConfig, out_dir: Path) -> list[Path]:
-        return _figures(results, config, out_dir)
-
-
-EXPERIMENT = _SmoothnessRates()
+    ),
+    config_class=SmoothnessRatesConfig,
+    units_fn=_units,
+    run_unit_fn=_run_unit,
+    report_fn=_report,
+    figures_fn=_figures,
+)
 
 __all__ = ["ACTIVATIONS", "EXPERIMENT", "SmoothnessRatesConfig", "parameter_count", "train_ensemble", "width_for_parameters"]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..runner.experiment import JSONScalar, Unit
+from ..runner.experiment import FunctionExperiment, JSONScalar, Unit
 
 FAMILIES = ("power", "sine", "lacunary")
 
@@ -281,28 +281,17 @@ def _figures(results: pd.DataFrame, config: SwishConstructionConfig, out_dir: Pa
     return paths
 
 
-@dataclass(frozen=True)
-class _SwishConstruction:
-    name: str = "swish-construction"
-    description: str = (
+EXPERIMENT = FunctionExperiment(
+    name="swish-construction",
+    description=(
         "Explicit low-rank Swish network (Taylor patches × Swish bumps, Swish products) vs its "
         "three-term error bound, sweeping M, τ, λ (Li et al., ICML 2025, Sec. 4)"
-    )
-    config_class: type = SwishConstructionConfig
-
-    def units(self, config: SwishConstructionConfig, finished: pd.DataFrame) -> list[Unit]:
-        return _units(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return _run_unit(params)
-
-    def report(self, results: pd.DataFrame, config: SwishConstructionConfig) -> str:
-        return _report(results, config)
-
-    def figures(self, results: pd.DataFrame, config: SwishConstructionConfig, out_dir: Path) -> list[Path]:
-        return _figures(results, config, out_dir)
-
-
-EXPERIMENT = _SwishConstruction()
+    ),
+    config_class=SwishConstructionConfig,
+    units_fn=_units,
+    run_unit_fn=_run_unit,
+    report_fn=_report,
+    figures_fn=_figures,
+)
 
 __all__ = ["EXPERIMENT", "SwishConstructionConfig", "parse_target"]

@@ -75,6 +75,61 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
+@dataclass(frozen=True)
+class FunctionExperiment:
+    """An :class:`Experiment` assembled from four module-level functions (what every paper
+    experiment in :mod:`structnets.experiments` is). Functions pickle by reference, so worker
+    processes and Ray tasks can run it.
+
+    Attributes:
+        name, description: as shown by ``structnets list``.
+        config_class: the frozen config dataclass (with a ``quick()`` preset).
+        units_fn, run_unit_fn, report_fn, figures_fn: the protocol's four methods, as functions.
+    """
+
+    name: str
+    description: str
+    config_class: type
+    units_fn: Callable[[Any, pd.DataFrame], list[Unit]]
+    run_unit_fn: Callable[[Mapping[str, Any]], dict[str, JSONScalar]]
+    report_fn: Callable[[pd.DataFrame, Any], str]
+    figures_fn: Callable[[pd.DataFrame, Any, Path], list[Path]]
+
+    def units(self, config: Any, finished: pd.DataFrame) -> list[Unit]:
+        return self.units_fn(config, finished)
+
+    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+        return self.run_unit_fn(params)
+
+    def report(self, results: pd.DataFrame, config: Any) -> str:
+        return self.report_fn(results, config)
+
+    def figures(self, results: pd.DataFrame, config: Any, out_dir: Path) -> list[Path]:
+        return self.figures_fn(results, config, out_dir)
+
+
+def run_experiment(
+    experiment: Experiment, config: Any = None, out_dir: str | Path | None = None, **runner_options: Any
+) -> pd.DataFrame:
+    """Run ``experiment`` and return one row per unit (DESIGN.md convention 7: ``run(config) -> DataFrame``).
+
+    Args:
+        experiment: the experiment object.
+        config: defaults to the full preset ``experiment.config_class()``.
+        out_dir: the run folder (resumes when it already holds results); a temporary folder if None.
+        runner_options: ``backend``, ``jobs``, ``progress`` as in :func:`structnets.runner.run`.
+    """
+    import tempfile
+
+    from .orchestrate import run
+
+    config = experiment.config_class() if config is None else config
+    if out_dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return run(experiment, config, Path(tmp), **runner_options)
+    return run(experiment, config, Path(out_dir), **runner_options)
+
+
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` before each round of units and after every finished unit;
 ``total`` counts the units known so far (it grows as a staged experiment reveals later stages) and
