@@ -6,7 +6,7 @@ checks how much of that 1/3 saving shows up as wall time on this machine, for th
 (inference, under ``torch.no_grad``) and for forward + backward (training a hidden layer: the
 input requires grad, parameter grads are reset to None each step as ``optimizer.zero_grad()`` does).
 
-A and B are timed in interleaved pairs (see ``_timing.py``); the table reports the median and
+A and B are timed in interleaved pairs (``structnets.analysis.timing.interleaved_ratio``); the table reports the median and
 interquartile range of the per-pair ratios ``t_low_rank / t_dense``, and the FLOP ratio from
 ``structnets.analysis.cost``. Run ``--help`` for options; ``make bench`` runs the default set.
 """
@@ -23,8 +23,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from _timing import RatioStats, interleaved_ratio
 from structnets.analysis import cost
+from structnets.analysis.timing import TimeRatio, interleaved_ratio
 from structnets.nn import LowRankLinear
 
 SIZES = (256, 512, 1024, 2048, 4096)
@@ -137,20 +137,23 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
                 flop_ratio = cost(low, (batch, n)).flops / cost(dense, (batch, n)).flops
                 load = _other_load()
                 settle = _settler(args.settle)
+                # Ratios are t_low_rank / t_dense (A = candidate, B = baseline).
                 stats = interleaved_ratio(
-                    _step(dense, x, grad, mode),
                     _step(low, x, grad, mode),
+                    _step(dense, x, grad, mode),
                     pairs=args.pairs,
                     warmup=args.warmup,
+                    repeat=None,
                     before_pair=settle,
                 )
-                naive: RatioStats | None = None
+                naive: TimeRatio | None = None
                 if args.naive:
                     naive = interleaved_ratio(
-                        _step(dense, x, grad, mode),
                         _step(_naive(n, rank), x, grad, mode),
+                        _step(dense, x, grad, mode),
                         pairs=args.pairs,
                         warmup=args.warmup,
+                        repeat=None,
                         before_pair=settle,
                     )
                 rows.append(
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
 
 
 def _row(row: dict[str, object], with_naive: bool) -> str:
-    stats: RatioStats = row["stats"]  # type: ignore[assignment]
+    stats: TimeRatio = row["stats"]  # type: ignore[assignment]
     load = row["other_load"]
     cells = [
         str(row["n"]),
@@ -171,13 +174,13 @@ def _row(row: dict[str, object], with_naive: bool) -> str:
         str(row["mode"]),
         f"{row['flop_ratio']:.3f}",
         f"**{stats.median:.3f}**",
-        f"{stats.q25:.3f}–{stats.q75:.3f}",
-        f"{stats.best_ratio:.3f}",
-        f"{stats.baseline_seconds * 1e3:.2f}",
-        f"{stats.candidate_seconds * 1e3:.2f}",
+        f"{stats.q1:.3f}–{stats.q3:.3f}",
+        f"{stats.best:.3f}",
+        f"{stats.seconds_b * 1e3:.2f}",
+        f"{stats.seconds_a * 1e3:.2f}",
     ]
     if with_naive:
-        naive: RatioStats = row["naive"]  # type: ignore[assignment]
+        naive: TimeRatio = row["naive"]  # type: ignore[assignment]
         cells.append(f"{naive.median:.3f}")
     cells.append("n/a" if load is None else f"{100 * load:.0f}%" + (" ⚠" if load > NOISY_LOAD else ""))
     return "| " + " | ".join(cells) + " |"

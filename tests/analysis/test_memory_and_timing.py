@@ -42,3 +42,14 @@ def test_interleaved_ratio_recovers_a_known_ratio():
 def test_interleaved_ratio_rejects_bad_counts(argument, value):
     with pytest.raises(ValueError, match=argument):
         interleaved_ratio(lambda: None, lambda: None, **{argument: value})
+
+
+def test_interleaved_ratio_calibrates_repeat_and_calls_before_pair():
+    calls = []
+    result = interleaved_ratio(
+        lambda: time.sleep(0.001), lambda: time.sleep(0.001), pairs=4, warmup=0, repeat=None,
+        target_seconds=0.005, before_pair=lambda: calls.append(1),
+    )  # fmt: skip
+    assert calls == [1, 1, 1, 1]
+    assert 2 <= result.repeat <= 6  # ~5 ms samples of ~1 ms calls
+    assert 0.7 < result.best < 1.4
