@@ -33,6 +33,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 from .dlor_sawtooth import single_thread
 
@@ -407,10 +408,7 @@ def _figures(results: pd.DataFrame, config: DLoRBlindspotConfig, out_dir: Path) 
     ax.set_ylabel("test MSE on x₁x₂")
     ax.set_title("Rank-1 networks stay above the floor; DLoR does not", fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out_dir / "blindspot.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "blindspot.png")
     return [path]
 
 

@@ -40,6 +40,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 THRESHOLD = 1e-3
@@ -793,8 +794,7 @@ def _figures(results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -
             ax.set_ylabel("test MSE (median, min–max over seeds)")
             ax.set_title(f"{target}, budget {budget}", fontsize=10)
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        paths.append(_save(fig, out_dir / "training_curves.png", plt))
+        paths.append(save_figure(fig, out_dir / "training_curves.png"))
 
         one_d = [t for t in targets if parse_target(t)[0] == 1]
         if one_d:
@@ -814,8 +814,7 @@ def _figures(results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -
                     )
                 ax.set_title(f"{target}: fits after {budget} epochs", fontsize=10)
                 ax.legend(fontsize=8)
-            fig.tight_layout()
-            paths.append(_save(fig, out_dir / "fits.png", plt))
+            paths.append(save_figure(fig, out_dir / "fits.png"))
 
         fig, axes = plt.subplots(1, len(targets), figsize=(4.2 * len(targets), 3.4), squeeze=False)
         for ax, target in zip(axes[0], targets):
@@ -831,8 +830,7 @@ def _figures(results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -
             ax.set_xlabel("deep layer")
             ax.set_ylabel("singular values of αI + UVᵀ")
             ax.set_title(f"{target}: red = |α| (background)", fontsize=10)
-        fig.tight_layout()
-        paths.append(_save(fig, out_dir / "spectra.png", plt))
+        paths.append(save_figure(fig, out_dir / "spectra.png"))
 
     if not corr.empty:
         targets = [t for t in config.targets if not corr[corr["target"] == t].empty]
@@ -853,15 +851,8 @@ def _figures(results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -
                 ax.set_xlabel("h")
                 ax.invert_xaxis()
                 ax.legend(fontsize=8)
-        fig.tight_layout()
-        paths.append(_save(fig, out_dir / "h_convergence.png", plt))
+        paths.append(save_figure(fig, out_dir / "h_convergence.png"))
     return paths
-
-
-def _save(fig: Any, path: Path, plt: Any) -> Path:
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 EXPERIMENT = FunctionExperiment(

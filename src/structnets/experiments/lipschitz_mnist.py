@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 from .lipschitz_moons import certify, train_classifier
 
@@ -346,10 +347,7 @@ def _figures(results: pd.DataFrame, config: LipschitzMNISTConfig, out_dir: Path)
     ax.set_ylabel("certified upper bound")
     ax.set_title("Lipschitz constants of trained models", fontsize=10)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out_dir / "mnist.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "mnist.png")
     return [path]
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 PAPER_LIPSCHITZ_AUTHORS_CODE = (19.0, 25.0)
@@ -400,10 +401,7 @@ def _figures(results: pd.DataFrame, config: LipschitzMoonsConfig, out_dir: Path)
     ax.set_xlabel("measured lower bound (red: authors' code ~19, ~25)")
     ax.set_ylabel("certified upper bound")
     ax.set_title("Lipschitz constant: measured vs certified", fontsize=10)
-    fig.tight_layout()
-    path = out_dir / "moons.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "moons.png")
     return [path]
 
 

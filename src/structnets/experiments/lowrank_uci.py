@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 ALL_DATASETS: tuple[str, ...] = (
@@ -666,10 +667,7 @@ def _figures(results: pd.DataFrame, config: LowRankUCIConfig, out_dir: Path) -> 
         ax.set_title(dataset, fontsize=9)
         ax.set_ylabel("ACC (%)" if classification else "RMSE")
     fig.suptitle("Dense vs low-rank Swish MLP (points: folds; red stars: paper)", fontsize=10)
-    fig.tight_layout()
-    path = out_dir / "accuracy.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "accuracy.png")
     paths.append(path)
 
     # 2. Sensitivity: metric relative to dense vs bottleneck ratio.
@@ -691,10 +689,7 @@ def _figures(results: pd.DataFrame, config: LowRankUCIConfig, out_dir: Path) -> 
     ax.set_ylabel("error / dense error")
     ax.set_title("Bottleneck sensitivity (error: 1 − ACC or RMSE)", fontsize=10)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out_dir / "sensitivity.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "sensitivity.png")
     paths.append(path)
     return paths
 

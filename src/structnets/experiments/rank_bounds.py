@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 DATASETS: tuple[str, ...] = ("mnist", "rice")
@@ -611,10 +612,7 @@ def _figures(results: pd.DataFrame, config: RankBoundsConfig, out_dir: Path) -> 
         ax.set_ylabel(f"sample complexity n* (complexity ≤ {config.sample_target:g})")
         ax.set_title(f"{dataset}, {variant}, L = {deepest}, wd = {decay0:g}", fontsize=9)
         ax.legend(fontsize=6)
-    fig.tight_layout()
-    path = out_dir / "bound_vs_width.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "bound_vs_width.png")
     paths.append(path)
 
     # 2. Activation rank / width vs hidden layer index, one line per depth (widest width).
@@ -633,10 +631,7 @@ def _figures(results: pd.DataFrame, config: RankBoundsConfig, out_dir: Path) -> 
         ax.set_ylim(0, 1.05)
         ax.set_title(f"{dataset}, dense, W = {width}, wd = {decay0:g}", fontsize=10)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out_dir / "rank_vs_layer.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "rank_vs_layer.png")
     paths.append(path)
 
     # 3. Bound vs measured generalization gap: complexity terms (log) per unit.
@@ -653,10 +648,7 @@ def _figures(results: pd.DataFrame, config: RankBoundsConfig, out_dir: Path) -> 
     ax.set_ylabel("complexity term at the training n")
     ax.set_title("Bounds vs measured generalization gap", fontsize=10)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out_dir / "bound_vs_gap.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "bound_vs_gap.png")
     paths.append(path)
 
     # 4. Activation rank during training (mean over hidden layers), widest width per depth.
@@ -677,10 +669,7 @@ def _figures(results: pd.DataFrame, config: RankBoundsConfig, out_dir: Path) -> 
         ax.set_ylabel("mean activation rank / width")
         ax.set_title(f"{dataset}, dense, W = {width}, wd = {decay0:g}", fontsize=10)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out_dir / "rank_during_training.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, out_dir / "rank_during_training.png")
     paths.append(path)
     return paths
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit
 
 ACTIVATIONS = ("relu", "tanh", "gelu", "silu")
@@ -450,11 +451,7 @@ def _figures(results: pd.DataFrame, config: SmoothnessRatesConfig, out_dir: Path
         axes[0][0].set_ylabel(ylabel)
         axes[0][0].legend(fontsize=7)
         fig.suptitle(f"smoothness-rates: {part}", fontsize=10)
-        fig.tight_layout()
-        path = out_dir / f"{part}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, out_dir / f"{part}.png"))
     return paths
 
 

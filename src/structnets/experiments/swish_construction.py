@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit
 
 FAMILIES = ("power", "sine", "lacunary")
@@ -273,11 +274,7 @@ def _figures(results: pd.DataFrame, config: SwishConstructionConfig, out_dir: Pa
         axes[0][0].set_ylabel("sup error on [0,1]^d")
         axes[0][0].legend(fontsize=6)
         fig.suptitle(f"Low-rank Swish construction: error and bound vs {label}", fontsize=10)
-        fig.tight_layout()
-        path = out_dir / f"error_vs_{sweep}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, out_dir / f"error_vs_{sweep}.png"))
     return paths
 
 

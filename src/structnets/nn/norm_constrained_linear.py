@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from .._validation import check_choice, check_int
+from ._checkpoint import reject_non_finite
 from ._spectral import BOUNDS, power_iteration, spectral_norm_bound
 
 
@@ -131,10 +132,7 @@ class NormConstrainedLinear(nn.Module):
         return self.to_linear()
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):  # type: ignore[no-untyped-def]
-        for name, tensor in state_dict.items():
-            if name.startswith(prefix) and torch.is_tensor(tensor) and tensor.is_floating_point():
-                if not torch.isfinite(tensor).all():
-                    raise ValueError(f"`state_dict[{name!r}]` must be finite, got non-finite values")
+        reject_non_finite(state_dict, prefix)
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
