@@ -27,6 +27,15 @@ from .._validation import check_choice, check_int
 
 BOUNDS: tuple[str, ...] = ("exact", "gram", "frobenius")
 
+# What the constrained layers accept: the certified methods above, plus ``"power"`` (the paper's
+# power-iteration estimate while training, uncertified until eval, certified by ``"exact"``).
+LAYER_BOUNDS: tuple[str, ...] = (*BOUNDS, "power")
+
+
+def certificate_method(layer_bound: str) -> str:
+    """Return the :func:`spectral_norm_bound` method that certifies a layer with ``layer_bound``."""
+    return "exact" if layer_bound == "power" else layer_bound
+
 _UNIT_ROUNDOFF_F64 = 2.0**-53
 
 
@@ -122,4 +131,49 @@ def power_iteration(weight: torch.Tensor, vector: torch.Tensor, iters: int = 1) 
     return torch.linalg.vector_norm(w @ v)
 
 
-__all__ = ["BOUNDS", "power_iteration", "spectral_norm_bound", "spectral_norm_exact"]
+@torch.no_grad()
+def top_right_singular_vector(weight: torch.Tensor) -> torch.Tensor:
+    """Return a unit top right-singular vector of ``weight`` (float64 SVD), in its dtype.
+
+    Args:
+        weight: (m, n) matrix.
+
+    Returns:
+        an (n,) unit vector v₁ with ‖W v₁‖ = σ₁ (any unit vector when W = 0).
+    """
+    if weight.numel() == 0 or not bool(torch.isfinite(weight).all()):
+        vector = torch.ones(weight.shape[1], dtype=weight.dtype, device=weight.device)
+        return vector / max(1.0, float(weight.shape[1]) ** 0.5)
+    vector = torch.linalg.svd(weight.to(torch.float64), full_matrices=False)[2][0]
+    return vector.to(weight.dtype)
+
+
+def power_estimate(weight: torch.Tensor, vector: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One training-time power step: the estimate σ̂ = ‖W v‖ and the next vector, in three products.
+
+    σ̂ is differentiable in W (its gradient (Wv)vᵀ/σ̂ is the gradient of σ₁ once v has converged to
+    the top right-singular vector) and is a *lower* bound on ‖W‖₂, as in the paper's training
+    (never a certificate). The next vector WᵀWv/‖WᵀWv‖ reuses Wv; when Wv = 0 the old vector is
+    kept. ``vector`` is not modified, so it can stay saved for backward: callers store the new one.
+
+    Args:
+        weight: (m, n) matrix.
+        vector: (n,) unit vector.
+
+    Returns:
+        (σ̂, next vector): a 0-d tensor with autograd history and an (n,) detached unit vector.
+    """
+    image = weight @ vector
+    estimate = torch.linalg.vector_norm(image)
+    with torch.no_grad():
+        pulled = weight.detach().T @ image.detach()
+        norm = torch.linalg.vector_norm(pulled)
+        following = torch.where(norm > 0, pulled / norm.clamp_min(torch.finfo(pulled.dtype).tiny), vector)
+    return estimate, following
+
+
+__all__ = [
+    "BOUNDS",
+    "LAYER_BOUNDS",
+    "certificate_method",
+    "power_estimate", "power_iteration", "spectral_norm_bound", "spectral_norm_exact"]

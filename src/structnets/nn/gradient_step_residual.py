@@ -9,7 +9,13 @@ from torch import nn
 
 from .._validation import check_choice, check_int, check_real
 from ._checkpoint import reject_non_finite
-from ._spectral import BOUNDS, power_iteration, spectral_norm_bound
+from ._spectral import (
+    LAYER_BOUNDS,
+    certificate_method,
+    power_estimate,
+    spectral_norm_bound,
+    top_right_singular_vector,
+)
 
 
 class ResidualExport(nn.Module):
@@ -52,7 +58,8 @@ class GradientStepResidual(nn.Module):
         step: s in [0, 2] (in (0, 2) when learnable); τ = s/B². s = 2 is the largest certified step
             and the one the exact max/min representation max{x, y} = x + σ(y − x) needs.
         learnable_step: learn s through θ with s = 2·sigmoid(θ).
-        bound: ``"exact"``, ``"gram"``, ``"frobenius"`` (certified at every call) or ``"power"``.
+        bound: ``"exact"``, ``"gram"``, ``"frobenius"`` (certified at every call) or ``"power"``
+            (certified in eval mode only).
         device, dtype: where to allocate parameters.
 
     Attributes:
@@ -88,7 +95,7 @@ class GradientStepResidual(nn.Module):
             self.step = check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
         else:
             self.step = check_real("step", step, low=0.0, high=2.0)
-        self.bound = check_choice("bound", bound, (*BOUNDS, "power"))
+        self.bound = check_choice("bound", bound, LAYER_BOUNDS)
         factory = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(self.hidden, self.features, **factory))
         if bias:
@@ -112,8 +119,10 @@ class GradientStepResidual(nn.Module):
         with torch.no_grad():
             if self.step_logit is not None:
                 self.step_logit.fill_(math.log(self.step / (2.0 - self.step)))
-            self.power_vector.normal_()
-            self.power_vector.div_(torch.linalg.vector_norm(self.power_vector))
+            # Start the persistent power vector at the top right-singular vector (one SVD, as
+            # torch's spectral_norm runs 15 power steps at set-up): the training-time estimate and
+            # its gradient are then σ₁'s from the first step, and one step per call tracks it.
+            self.power_vector.copy_(top_right_singular_vector(self.weight.detach()))
         self._cache = None
 
     # ----------------------------------------------------------------------------------------
@@ -128,13 +137,14 @@ class GradientStepResidual(nn.Module):
         """Return B ≥ ‖W‖₂ as used by the current mode (certified unless ``power`` in training)."""
         if self.bound == "power":
             if self.training and torch.is_grad_enabled():
-                power_iteration(self.weight, self.power_vector)
-                # σ̂ = ‖W v‖ with v held fixed: the paper's estimate, a lower bound on ‖W‖₂.
-                return torch.linalg.vector_norm(self.weight @ self.power_vector.clone())
+                # σ̂ = ‖W v‖: the paper's estimate, a lower bound on ‖W‖₂ (not a certificate).
+                estimate, self.power_vector = power_estimate(self.weight, self.power_vector)
+                return estimate
             return self._cached_exact()
         if torch.is_grad_enabled() and self.weight.requires_grad:
             return spectral_norm_bound(self.weight, self.bound)
-        return self._cached_exact() if self.bound == "exact" else spectral_norm_bound(self.weight, self.bound)
+        method = certificate_method(self.bound)
+        return self._cached_exact() if method == "exact" else spectral_norm_bound(self.weight, method)
 
     def _cached_exact(self) -> torch.Tensor:
         key = (self.weight._version, self.weight.data_ptr(), self.weight.dtype)

@@ -9,7 +9,13 @@ from torch import nn
 
 from .._validation import check_choice, check_int
 from ._checkpoint import reject_non_finite
-from ._spectral import BOUNDS, power_iteration, spectral_norm_bound
+from ._spectral import (
+    LAYER_BOUNDS,
+    certificate_method,
+    power_estimate,
+    spectral_norm_bound,
+    top_right_singular_vector,
+)
 
 
 class NormConstrainedLinear(nn.Module):
@@ -56,7 +62,7 @@ class NormConstrainedLinear(nn.Module):
         self.out_features = check_int("out_features", out_features, low=1)
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
-        self.bound = check_choice("bound", bound, (*BOUNDS, "power"))
+        self.bound = check_choice("bound", bound, LAYER_BOUNDS)
         factory = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_features, self.in_features, **factory))
         if bias:
@@ -74,17 +80,18 @@ class NormConstrainedLinear(nn.Module):
             bound = 1.0 / math.sqrt(self.in_features)
             nn.init.uniform_(self.bias, -bound, bound)
         with torch.no_grad():
-            self.power_vector.normal_()
-            self.power_vector.div_(torch.linalg.vector_norm(self.power_vector))
+            # Start the persistent power vector at the top right-singular vector (one SVD, as
+            # torch's spectral_norm runs 15 power steps at set-up): the training-time estimate and
+            # its gradient are then σ₁'s from the first step, and one step per call tracks it.
+            self.power_vector.copy_(top_right_singular_vector(self.raw_weight.detach()))
         self._cache = None
 
     def _scale(self) -> torch.Tensor:
         """max(1, B(V)), certified; cached per weight version when no gradient is needed."""
         weight = self.raw_weight
-        method = "exact" if self.bound == "power" else self.bound
+        method = certificate_method(self.bound)
         if self.bound == "power" and self.training and torch.is_grad_enabled():
-            power_iteration(weight, self.power_vector)
-            bound = torch.linalg.vector_norm(weight @ self.power_vector.clone())  # estimate, ≤ ‖V‖₂
+            bound, self.power_vector = power_estimate(weight, self.power_vector)  # estimate, ≤ ‖V‖₂
         elif torch.is_grad_enabled() and weight.requires_grad and self.bound != "power":
             bound = spectral_norm_bound(weight, method)
         else:
@@ -109,7 +116,7 @@ class NormConstrainedLinear(nn.Module):
     @torch.no_grad()
     def lipschitz_bound(self) -> float:
         """Certified ℓ₂ Lipschitz constant: B(V) / max(1, B(V)) ≥ ‖A‖₂ (at most 1)."""
-        bound = spectral_norm_bound(self.raw_weight.detach(), "exact" if self.bound == "power" else self.bound)
+        bound = spectral_norm_bound(self.raw_weight.detach(), certificate_method(self.bound))
         return float(bound / bound.clamp_min(1.0))
 
     @torch.no_grad()
