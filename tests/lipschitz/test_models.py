@@ -62,10 +62,33 @@ def test_layout() -> None:
     assert model(torch.randn(7, 4)).shape == (7, 2)
 
 
+def test_fixed_width_defaults_to_d_plus_3_and_holds_the_theorems_max_min_block_exactly() -> None:
+    # Fixed-width theorem (Murari, Furuya, Schönlieb 2025): width d + 3 suffices; its blocks carry
+    # max{x1, x2} and min{x1, x2}. With d = 2 (width 5), a lift that embeds x, one gradient step
+    # with w = (−1, 1, 0, 0, 0)/√2 and τ = 2/‖w‖² = 2 sorts the pair: z1 + σ(z2 − z1) = max.
+    model = lipschitz_resnet(2, 1, None, depth=1, variant="fixed-width", hidden=1, step=2.0, learnable_step=False, dtype=F64)
+    assert [m.in_features if hasattr(m, "in_features") else m.features for m in model][1:] == [5, 5, 5]
+    lift, block, between, head = model
+    with torch.no_grad():
+        lift.raw_weight.copy_(torch.eye(5, 2, dtype=F64))
+        lift.bias.zero_()
+        block.weight.copy_(torch.tensor([[-1.0, 1.0, 0.0, 0.0, 0.0]], dtype=F64) / 2**0.5)
+        block.bias.zero_()
+        between.raw_weight.copy_(torch.eye(5, dtype=F64))
+        between.bias.zero_()
+        head.raw_weight.copy_(torch.eye(1, 5, dtype=F64))
+        head.bias.zero_()
+    model.eval()
+    x = torch.randn(1000, 2, dtype=F64) * 3
+    torch.testing.assert_close(model(x)[:, 0], x.max(dim=1).values, rtol=0, atol=1e-12)
+    assert lipschitz_upper_bound(model) <= 1.0 + 1e-12
+
+
 @pytest.mark.parametrize(
     "kwargs, argument",
     [
         ({"width": 0}, "width"),
+        ({"width": None}, "width"),
         ({"depth": 0}, "depth"),
         ({"depth": 2.0}, "depth"),
         ({"variant": "cpl"}, "variant"),

@@ -59,7 +59,7 @@ class UnconstrainedResidual(nn.Module):
 def lipschitz_resnet(
     in_features: int,
     out_features: int,
-    width: int,
+    width: int | None,
     depth: int,
     variant: str = "gradient-step",
     hidden: int | None = None,
@@ -79,8 +79,12 @@ def lipschitz_resnet(
       (the networks vᵀ∘Φ_L∘…∘Φ_1∘Q of Murari, Furuya, Schönlieb, arXiv 2505.12003, Thm. on density
       as width and depth grow; our lift Q and head are constrained too, unlike the authors' code).
     * ``"fixed-width"``: as above with a ``NormConstrainedLinear(width→width)`` inserted after
-      every residual block (the paper's fixed-width theorem: density at hidden width d + 3 with
-      norm-constrained affine maps between blocks).
+      every residual block (the paper's fixed-width theorem: density in the scalar 1-Lipschitz
+      functions on compacts of ℝᵈ at width d + 3 with norm-constrained affine maps between
+      blocks, which carry max{x₁, x₂}, min{x₁, x₂}, x₃ and a residual part). ``width=None``
+      selects that width, ``in_features + 3``; other widths are allowed (the MNIST experiment
+      uses 50–200 < 784 + 3 after a norm-constrained lift, as the paper does) but are outside the
+      theorem.
     * ``"unconstrained"``: ``Linear``, ``depth`` × ``x + U ReLU(Wx + b)``, ``Linear``: the
       baseline, with no Lipschitz control.
 
@@ -89,7 +93,8 @@ def lipschitz_resnet(
 
     Args:
         in_features, out_features: input and output sizes.
-        width: residual width (≥ 1).
+        width: residual width (≥ 1); ``None`` only with ``variant="fixed-width"``, meaning the
+            theorem's ``in_features + 3``.
         depth: number of residual blocks (≥ 1).
         variant: one of :data:`VARIANTS`.
         hidden: rows of each W (default ``width``).
@@ -103,9 +108,13 @@ def lipschitz_resnet(
     """
     in_features = check_int("in_features", in_features, low=1)
     out_features = check_int("out_features", out_features, low=1)
+    check_choice("variant", variant, VARIANTS)
+    if width is None:
+        if variant != "fixed-width":
+            raise ValueError(f"`width` may be None only with variant='fixed-width' (width d + 3), got variant={variant!r}")
+        width = in_features + 3
     width = check_int("width", width, low=1)
     depth = check_int("depth", depth, low=1)
-    check_choice("variant", variant, VARIANTS)
     hidden = width if hidden is None else check_int("hidden", hidden, low=1)
     if learnable_step:
         check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
