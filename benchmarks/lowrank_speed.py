@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from structnets.analysis import cost
-from structnets.analysis.timing import TimeRatio, interleaved_ratio
+from structnets.analysis.timing import TimeRatio, interleaved_ratio, other_process_load, settle_before_pair
 from structnets.nn import LowRankLinear
 
 SIZES = (256, 512, 1024, 2048, 4096)
@@ -82,47 +82,6 @@ def _step(layer: nn.Module, x: torch.Tensor, grad: torch.Tensor, mode: str) -> C
     return train
 
 
-def _cpu_ticks() -> tuple[int, int] | None:
-    """(total, idle) jiffies of all CPUs from /proc/stat; None where unavailable."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    return sum(fields), fields[3] + fields[4]
-
-
-def _other_load() -> Callable[[], float | None]:
-    """Start measuring the CPU share used by *other* processes; call the result to read it."""
-    start, own_start = _cpu_ticks(), sum(os.times()[:2])
-
-    def stop() -> float | None:
-        end = _cpu_ticks()
-        if start is None or end is None:
-            return None
-        total, idle = end[0] - start[0], end[1] - start[1]
-        own = (sum(os.times()[:2]) - own_start) * os.sysconf("SC_CLK_TCK")
-        return max(0.0, (total - idle - own) / max(total, 1))
-
-    return stop
-
-
-def _settler(max_wait: float, threshold: float = 0.1) -> Callable[[], None] | None:
-    """Before a pair: wait (up to ``max_wait`` s) for a 0.2 s window where others use < ``threshold``."""
-    if max_wait <= 0 or _cpu_ticks() is None:
-        return None
-
-    def settle() -> None:
-        deadline = time.perf_counter() + max_wait
-        while time.perf_counter() < deadline:
-            load = _other_load()
-            time.sleep(0.2)
-            if (load() or 0.0) < threshold:
-                return
-
-    return settle
-
-
 def run(args: argparse.Namespace) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for mode in args.modes:
@@ -135,8 +94,8 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
                 x = torch.randn(batch, n, requires_grad=mode == "train")
                 grad = torch.randn(batch, n)
                 flop_ratio = cost(low, (batch, n)).flops / cost(dense, (batch, n)).flops
-                load = _other_load()
-                settle = _settler(args.settle)
+                load = other_process_load()
+                settle = settle_before_pair(args.settle)
                 # Ratios are t_low_rank / t_dense (A = candidate, B = baseline).
                 stats = interleaved_ratio(
                     _step(low, x, grad, mode),

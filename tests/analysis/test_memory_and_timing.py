@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from structnets.analysis.memory import saved_activation_bytes, training_memory_bytes
-from structnets.analysis.timing import interleaved_ratio
+from structnets.analysis.timing import interleaved_ratio, other_process_load, settle_before_pair
 from structnets.models import mlp
 
 
@@ -53,3 +53,33 @@ def test_interleaved_ratio_calibrates_repeat_and_calls_before_pair():
     assert calls == [1, 1, 1, 1]
     assert 2 <= result.repeat <= 6  # ~5 ms samples of ~1 ms calls
     assert 0.7 < result.best < 1.4
+
+
+def test_other_process_load_subtracts_our_own_cpu_time(monkeypatch):
+    # /proc/stat: 1000 jiffies pass, 400 idle -> 600 busy; this process used 2 s = 2·CLK_TCK of
+    # them, so others used (600 − 2·CLK_TCK) / 1000.
+    import os
+
+    import structnets.analysis.timing as timing
+
+    ticks = iter([(10_000, 5_000), (11_000, 5_400)])
+    times = iter([(1.0, 0.5, 0, 0, 0), (2.5, 1.0, 0, 0, 0)])
+    monkeypatch.setattr(timing, "_cpu_ticks", lambda: next(ticks))
+    monkeypatch.setattr(timing.os, "times", lambda: next(times))
+    hz = os.sysconf("SC_CLK_TCK")
+    assert other_process_load()() == pytest.approx(max(0.0, (600 - 2 * hz) / 1000))
+
+
+def test_other_process_load_is_a_share():
+    share = other_process_load()()
+    assert share is None or 0.0 <= share <= 1.0
+
+
+def test_settle_before_pair_is_disabled_by_zero_wait_and_bounded_otherwise():
+    assert settle_before_pair(0.0) is None
+    hook = settle_before_pair(0.5, threshold=1.1)  # every window is quiet below 110 %
+    if hook is None:
+        pytest.skip("no /proc/stat on this platform")
+    start = time.perf_counter()
+    hook()
+    assert time.perf_counter() - start < 0.5

@@ -7,6 +7,7 @@ ratios t_A / t_B with its quartiles: drift slower than one pair cancels in each 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,3 +110,59 @@ def _seconds(fn: Callable[[], object], calls: int) -> float:
     for _ in range(calls):
         fn()
     return (time.perf_counter() - start) / calls
+
+
+def _cpu_ticks() -> tuple[int, int] | None:
+    """(total, idle) jiffies of all CPUs from /proc/stat; None where unavailable."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return sum(fields), fields[3] + fields[4]
+
+
+def other_process_load() -> Callable[[], float | None]:
+    """Start measuring the share of all CPUs used by *other* processes; call the result to read it.
+
+    On a small shared machine a timing is only evidence when nothing else ran: benchmarks report
+    this share beside every row. Reads /proc/stat (Linux); the reader returns None elsewhere.
+
+    Returns:
+        a zero-argument callable giving the share in [0, 1] since the start (or None).
+    """
+    start, own_start = _cpu_ticks(), sum(os.times()[:2])
+
+    def stop() -> float | None:
+        end = _cpu_ticks()
+        if start is None or end is None:
+            return None
+        total, idle = end[0] - start[0], end[1] - start[1]
+        own = (sum(os.times()[:2]) - own_start) * os.sysconf("SC_CLK_TCK")
+        return max(0.0, (total - idle - own) / max(total, 1))
+
+    return stop
+
+
+def settle_before_pair(max_wait: float, threshold: float = 0.1) -> Callable[[], None] | None:
+    """Return a ``before_pair`` hook that waits (up to ``max_wait`` s) for a quiet 0.2 s window.
+
+    Args:
+        max_wait: longest wait in seconds; ≤ 0 disables the hook (returns None).
+        threshold: other processes' CPU share below which the window counts as quiet.
+
+    Returns:
+        the hook for :func:`interleaved_ratio`, or None (disabled, or no /proc/stat).
+    """
+    if max_wait <= 0 or _cpu_ticks() is None:
+        return None
+
+    def settle() -> None:
+        deadline = time.perf_counter() + max_wait
+        while time.perf_counter() < deadline:
+            load = other_process_load()
+            time.sleep(0.2)
+            if (load() or 0.0) < threshold:
+                return
+
+    return settle
