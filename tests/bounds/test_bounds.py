@@ -56,10 +56,11 @@ def test_schatten_ball_covering_by_hand() -> None:
     # parameter count: rows·cols·log(3√k_max/t)
     value, k = schatten_ball_log_covering(4, 4, 0.01)
     assert (value, k) == (pytest.approx(16 * math.log(3 * 2 / 0.01), rel=1e-12), 4)
-    # rank-sparse, p = 1/2, M/s^p = 2: k + 1 ≥ 2·(2/0.01)^{1/2} = 28.28 → k = 28
-    value, k = schatten_ball_log_covering(100, 100, 0.01, p=0.5, relative_schatten_power=2.0)
-    assert k == 28
-    assert value == pytest.approx(201 * 28 * math.log(18 * math.sqrt(28) / 0.01), rel=1e-12)
+    # rank-sparse by truncation, p = 1/2, M/s^p = 2: σ_{k+1} ≤ u_k = (2/(k+1))², head net at
+    # radius t − u_k; the best k is 21 (the Maurey-tail cases are in test_rank_sparse_tail.py)
+    value, k = schatten_ball_log_covering(100, 100, 0.01, p=0.5, relative_schatten_power=2.0, tail_covering="truncate")
+    assert k == 21
+    assert value == pytest.approx(201 * 21 * math.log(9 * math.sqrt(21) / (0.01 - (2 / 22) ** 2)), rel=1e-12)
     assert value < 10000 * math.log(3 * 10 / 0.01)
     # rank class (p = 0): (rows + cols + 1) r log(9√r / t)
     value, k = schatten_ball_log_covering(100, 100, 0.01, p=0, relative_schatten_power=3)

@@ -15,9 +15,10 @@ For a classifier ``f(x) = A_L σ(A_{L−1} σ(⋯ σ(A_1 x)))`` with a ρ-Lipsch
   constants of its proof;
 * :func:`rank_sparse_bound` / :func:`rank_sparse_bounds`: the Schatten-p family of Ledent, Alves
   and Lei, *Generalization Bounds for Rank-sparse Neural Networks* (NeurIPS 2025), derived from
-  the covering argument they sketch (low-rank truncation + covering of rank-k matrices, composed
-  layer by layer through the Lipschitz product); the derivation and every constant kept or
-  dropped are in ``docs/bounds.md``.
+  the covering argument they sketch (a rank-k head covered by counting its parameters, the tail
+  beyond it truncated or covered by Maurey's norm-based empirical lemma, k chosen per layer and
+  per scale, composed layer by layer through the Lipschitz product); the derivation and every
+  constant kept or dropped are in ``docs/bounds.md``.
 
 Biases are not part of these bounds (as in the three papers): apply them to bias-free networks,
 or read them as bounds for the network with biases removed. The bounds hold for the class with
@@ -184,38 +185,107 @@ def _confidence(n: int, delta: float) -> float:
 # Covering numbers and Dudley's entropy integral
 
 
+_TAIL_SHARES = (0.5, 0.75, 0.9)
+"""Fractions of a layer's radius given to the Maurey-covered tail (the rest goes to the rank-k
+head); the covering takes the best of them (each is a valid cover, docs/bounds.md Sec. 4)."""
+
+_TAIL_COVERINGS = ("maurey", "truncate")
+_CHUNK = 256
+
+
+def _tail_profile(k_max: int, p: float, m: float) -> tuple[np.ndarray, np.ndarray]:
+    """Class-wide tail sizes of ``C = {‖A‖_2 ≤ 1, Σ_j σ_j^p ≤ m}`` (p > 0) or ``{rank A ≤ m}`` (p = 0).
+
+    Returns ``(u, f2)`` of length ``k_max + 1``: ``u[k] ≥ sup_C σ_{k+1}(A)`` and
+    ``f2[k] ≥ sup_C Σ_{j>k} σ_j(A)²`` (docs/bounds.md, eq. 4.4), both 0 at ``k = k_max``.
+    """
+    r = k_max
+    ks = np.arange(r + 1, dtype=np.float64)
+    u = np.zeros(r + 1)
+    f2 = np.zeros(r + 1)
+    if p == 0:
+        rank = int(m)
+        u[:rank] = 1.0
+        f2[:rank] = rank - ks[:rank]
+        return u, f2
+    # the class with Σσ^p ≤ m > r is the class with m = r (σ_j ≤ 1 forces Σσ^p ≤ r)
+    m = min(float(m), float(r))
+    head = ks[:r]
+    log_u = np.minimum(0.0, (math.log(m) - np.log(head + 1.0)) / p)
+    log_vc = (math.log(m) - math.log(r)) / p  # where (r − k)v² = v^{2−p}(m − k v^p): v^p = m/r
+    u[:r] = np.exp(log_u)
+    if p >= 2.0:
+        # Hölder: Σ_{j>k} σ_j² ≤ (r−k)^{1−2/p} (m − k v^p)^{2/p}, decreasing in v = σ_{k+1};
+        # (r−k)v² increasing; they cross at v_c.
+        f2[:r] = (r - head) * math.exp(2.0 * log_vc)
+    else:
+        with np.errstate(divide="ignore"):
+            log_star = np.where(
+                head > 0, (np.log((2.0 - p) * m / 2.0) - np.log(head)) / p, np.inf
+            )  # argmax of v^{2−p}(m − k v^p)
+        log_v = np.clip(log_star, log_vc, log_u)
+        f2[:r] = np.exp((2.0 - p) * log_v) * (m - head * np.exp(p * log_v))
+    return u, np.maximum(f2, 0.0)
+
+
 def _log_covering_grid(
-    rows: int, cols: int, t: np.ndarray, p: float | None, m: float | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised :func:`schatten_ball_log_covering` over an array of relative radii t."""
+    rows: int, cols: int, t: np.ndarray, p: float | None, m: float | None, tail_covering: str = "maurey"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised :func:`schatten_ball_log_covering` over an array of relative radii t.
+
+    Returns ``(log N, k, tail)``: the bound, the split rank and the Maurey tail's share of log N.
+    """
     k_max = min(rows, cols)
     t = np.asarray(t, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         full = rows * cols * np.log(3.0 * math.sqrt(k_max) / t)
-        if p is None:
-            value = full
-            k = np.full(t.shape, k_max, dtype=np.int64)
-        elif p == 0:
-            # rank ≤ r class: no truncation, the net of rank-r matrices at the full radius t.
-            r = int(m)
-            k = np.full(t.shape, r, dtype=np.int64)
-            low_rank = (rows + cols + 1) * r * np.log(9.0 * math.sqrt(max(r, 1)) / t)
-            use_full = full <= low_rank
-            value = np.where(r == 0, 0.0, np.where(use_full, full, low_rank))
-            k = np.where(r == 0, 0, np.where(use_full, k_max, k))
-        else:
-            # smallest k ≥ 0 with M/(k+1) ≤ (t/2)^p, i.e. k + 1 ≥ M (2/t)^p; computed in logs so
-            # tiny t^p cannot underflow, capped before exp so it cannot overflow.
-            log_needed = math.log(m) - p * np.log(t / 2.0)
-            needed = np.exp(np.minimum(log_needed, math.log(k_max + 2.0)))
-            k = np.where(log_needed <= 0, 0, np.minimum(np.ceil(needed) - 1, k_max)).astype(np.int64)
-            k = np.clip(k, 0, k_max)
-            low_rank = (rows + cols + 1) * k * np.log(18.0 * np.sqrt(np.maximum(k, 1)) / t)
-            use_full = full <= low_rank
-            value = np.where(k == 0, 0.0, np.where(use_full, full, low_rank))
-            k = np.where(k == 0, 0, np.where(use_full, k_max, k))
+    value = full.copy()
+    best_k = np.full(t.shape, k_max, dtype=np.int64)
+    tail = np.zeros(t.shape)
+    if p is not None:
+        u, f2 = _tail_profile(k_max, p, m)
+        ks = np.arange(k_max + 1)
+        c = ((rows + cols + 1) * ks).astype(np.float64)
+        ch = c * np.log(9.0 * np.sqrt(np.maximum(ks, 1)))
+        atoms = math.log(2.0 * rows * cols)
+        for start in range(0, t.size, _CHUNK):
+            window = slice(start, start + _CHUNK)
+            tc, log_t = t[window][None, :], np.log(t[window])[None, :]
+            # a head of rank k has radius ≤ t, so it costs ≥ c_k (h_k − log t), increasing in k:
+            # ranks where that already exceeds the parameter count everywhere cannot win.
+            useful = ((ch[:, None] - c[:, None] * log_t) < full[window][None, :]).any(axis=1)
+            top = max(int(useful.sum()), 1)
+            uk, ck, chk = u[:top, None], c[:top, None], ch[:top, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                # (i) truncation: ‖A − A_k‖_2 ≤ u_k s; the head net gets the rest, t − u_k
+                room = tc - uk
+                cost = np.where(room > 0, chk - ck * np.log(room), np.inf)
+                cost[0] = np.where(room[0] >= 0, 0.0, np.inf)  # k = 0: the zero matrix covers C
+                tail_cost = np.zeros_like(cost)
+                if tail_covering == "maurey":
+                    energy = rows * f2[:top, None]
+                    # (ii) head (k ≥ 1) at radius (1 − λ)t, tail at λt by Maurey's lemma
+                    for share in _TAIL_SHARES:
+                        maurey = np.where(uk <= share * tc, 0.0, np.ceil(energy / (share * tc) ** 2) * atoms)
+                        option = chk - ck * (math.log(1.0 - share) + log_t) + maurey
+                        option[0] = np.inf
+                        better = option < cost
+                        cost = np.where(better, option, cost)
+                        tail_cost = np.where(better, maurey, tail_cost)
+                    # (iii) k = 0: the whole matrix is tail, covered at the full radius t
+                    pure = np.where(u[0] <= tc[0], 0.0, np.ceil(energy[0] / tc[0] ** 2) * atoms)
+                    better = pure < cost[0]
+                    cost[0] = np.where(better, pure, cost[0])
+                    tail_cost[0] = np.where(better, pure, tail_cost[0])
+            j = np.argmin(cost, axis=0)
+            columns = np.arange(cost.shape[1])
+            chosen = cost[j, columns]
+            use = chosen < value[window]
+            value[window] = np.where(use, chosen, value[window])
+            best_k[window] = np.where(use, j, k_max)
+            tail[window] = np.where(use, tail_cost[j, columns], 0.0)
     single = t >= 1.0
-    return np.where(single, 0.0, value), np.where(single, 0, k)
+    return np.where(single, 0.0, value), np.where(single, 0, best_k), np.where(single, 0.0, tail)
 
 
 def schatten_ball_log_covering(
@@ -225,57 +295,80 @@ def schatten_ball_log_covering(
     *,
     p: float | None = None,
     relative_schatten_power: float | None = None,
+    tail_covering: str = "maurey",
 ) -> tuple[float, int]:
-    """Bound ``log N`` of a Schatten ball in spectral norm, and the rank used for it.
+    """Bound ``log N`` of the images of a Schatten ball, and the split rank used for it.
 
-    The set is ``C = {A ∈ R^{rows×cols} : ‖A‖_2 ≤ s, ‖A‖_{S_p}^p ≤ M}``; everything is relative to
-    s (``relative_radius = ε/s``, ``relative_schatten_power = M/s^p``), since ``log N`` is scale
-    free. With ``t = ε/s`` and ``k_max = min(rows, cols)``:
+    The class is ``C = {A ∈ R^{rows×cols} : ‖A‖_2 ≤ s, ‖A‖_{S_p}^p ≤ M}``; the cover is of
+    ``{A Z : A ∈ C}`` in Frobenius norm at radius ``ε ‖Z‖_F``, for any ``Z ∈ R^{cols×n}`` (the
+    layer's inputs on the sample, one column per sample); the count depends on Z only through
+    ``‖Z‖_F``, so it holds for every Z. Everything is relative to s (``t = ε/s``,
+    ``relative_schatten_power = M/s^p``), since ``log N`` is scale free. With
+    ``k_max = min(rows, cols)`` and ``r = k_max`` (docs/bounds.md, Sec. 4):
 
     * ``t ≥ 1``: ``log N = 0`` (the zero matrix covers C);
     * *parameter count* (p None): ``C`` lies in the Frobenius ball of radius ``√k_max s`` of
       R^{rows·cols}; the volumetric bound ``(3R/ε)^{dim}`` gives
-      ``log N ≤ rows · cols · log(3 √k_max / t)``, k = k_max;
-    * *rank-sparse* (p given): every A ∈ C has ``σ_{k+1}(A) ≤ (M/(k+1))^{1/p}`` (since
-      ``(k+1) σ_{k+1}^p ≤ Σ_i σ_i^p``), so its rank-k truncation A_k is within ε/2 once
-      ``k = k(ε) = min{k ≥ 0 : (M/(k+1))^{1/p} ≤ ε/2}``; the rank-k matrices of Frobenius norm
-      ≤ √k s have an ε/2-net of size ``(9 √k s/(ε/2))^{(rows+cols+1) k}`` (Candès and Plan 2011,
-      Lemma 3.1), and Frobenius dominates the spectral norm, so
-      ``log N ≤ (rows + cols + 1) k log(18 √k / t)``; k = 0 gives ``log N = 0``. We return the
-      smaller of this and the parameter-count bound (both are valid).
-    * *rank* (p = 0, the limit ``‖A‖_{S_p}^p → rank A``): for ``C = {rank A ≤ r, ‖A‖_2 ≤ s}``
-      no truncation is needed: ``log N ≤ (rows + cols + 1) r log(9 √r / t)``, k = r (again the
-      smaller of this and the parameter count).
+      ``log N ≤ rows · cols · log(3 √k_max / t)``, k = k_max (a spectral-norm cover of C, hence
+      of the images);
+    * *rank-sparse* (p given): write ``A = A_k + T_k`` (rank-k truncation + tail). Over C,
+      ``σ_{k+1} ≤ u_k := min(1, (M/(k+1))^{1/p})`` and ``‖T_k‖_F² ≤ f_k² `` (eq. 4.4 of the
+      docs: the largest tail energy the constraints allow). The head lies in the rank-k matrices
+      of Frobenius norm ≤ √k s, which have an η-net of size ``(9 √k s / η)^{(rows+cols+1) k}``
+      (Candès and Plan 2011, Lemma 3.1). Minimised over k ∈ [0, k_max]:
+
+      - *truncation*: ``(rows+cols+1) k log(9 √k / (t − u_k))`` when ``u_k < t`` (head net at
+        radius ``t − u_k``, tail not covered; 0 for k = 0);
+      - *Maurey tail* (``tail_covering="maurey"``): head at ``(1−λ)t`` plus
+        ``⌈rows f_k² / (λt)²⌉ log(2 rows cols)`` for the tail (Maurey's empirical lemma, as in
+        Bartlett et al. 2017, Lemma 3.2; 0 when ``u_k ≤ λt``), best of λ ∈ {1/2, 3/4, 9/10};
+        for k = 0 the whole radius goes to the tail.
+
+      The smaller of this and the parameter count is returned (all are valid covers).
+    * *rank* (p = 0, the limit ``‖A‖_{S_p}^p → rank A``): ``C = {rank A ≤ r, ‖A‖_2 ≤ s}``, with
+      ``u_k = 1, f_k² = r − k`` for k < r and 0 from k = r on; at k = r this is
+      ``(rows + cols + 1) r log(9 √r / t)``.
 
     Args:
         rows, cols: the matrix shape (≥ 1).
         relative_radius: t = ε/s > 0.
         p: Schatten exponent in [0, ∞) (0: the rank class), or None for the parameter count.
         relative_schatten_power: M/s^p > 0, required with p (≥ 1 for the class to contain a
-            matrix of spectral norm s, since σ_1^p ≤ Σ_i σ_i^p); for p = 0 the rank r, an int
-            in [0, min(rows, cols)].
+            matrix of spectral norm s, since σ_1^p ≤ Σ_i σ_i^p; values above min(rows, cols)
+            describe the same class as min(rows, cols)); for p = 0 the rank r, an int in
+            [0, min(rows, cols)].
+        tail_covering: ``"maurey"`` (default) also covers the tail by Maurey's lemma;
+            ``"truncate"`` only by truncation (then the cover is also a spectral-norm cover of C
+            itself, independent of the data).
 
     Returns:
-        ``(log N, k)``: the bound (natural log) and the rank of the covering (k_max for the
-        parameter count; 0 when a single point covers).
+        ``(log N, k)``: the bound (natural log) and the split rank of the covering (k_max for
+        the parameter count; 0 when a single point covers or the whole matrix is Maurey-covered).
     """
     rows = check_int("rows", rows, low=1)
     cols = check_int("cols", cols, low=1)
     t = check_real("relative_radius", relative_radius, low=0.0, low_open=True)
+    tail_covering = _tail_choice(tail_covering)
     if p is None:
         if relative_schatten_power is not None:
             raise ValueError("`relative_schatten_power` needs `p`; got p=None")
         m = None
     else:
-        p = check_real("p", p, low=0.0)
+        p = _exponent(p, "p")
         if relative_schatten_power is None:
             raise ValueError("`relative_schatten_power` is required with `p`")
         if p == 0:
             m = check_int("relative_schatten_power", relative_schatten_power, low=0, high=min(rows, cols))
         else:
             m = check_real("relative_schatten_power", relative_schatten_power, low=0.0, low_open=True)
-    value, k = _log_covering_grid(rows, cols, np.array([t]), p, m)
+    value, k, _ = _log_covering_grid(rows, cols, np.array([t]), p, m, tail_covering)
     return float(value[0]), int(k[0])
+
+
+def _tail_choice(tail_covering: str) -> str:
+    if not isinstance(tail_covering, str) or tail_covering not in _TAIL_COVERINGS:
+        raise ValueError(f"`tail_covering` must be one of {list(_TAIL_COVERINGS)}, got {tail_covering!r}")
+    return tail_covering
 
 
 def _dudley_grid() -> np.ndarray:
@@ -361,16 +454,23 @@ class CoveringBound:
         name: ``"parameter-count"`` or ``"rank-sparse"``.
         p: the Schatten exponent (None for the parameter count).
         n, margin, delta, input_norm, lipschitz: the setting.
+        data_norm: ``‖X‖_F = √(Σ_i ‖x_i‖²)`` of the training inputs (its bound B√n by default).
+        tail_covering: ``"maurey"`` or ``"truncate"`` (how the tail beyond the split rank is
+            covered; ``"truncate"`` for the parameter count, which has no tail).
         empirical_risk: R̂_γ.
-        lipschitz_scale: ``K = e · ρ^{L−1} · B · Π_i ‖A_i‖_2``; perturbing each layer by a
-            relative spectral amount t moves the output by at most K·L·t.
+        lipschitz_scale: ``K = e · ρ^{L−1} · (‖X‖_F/√n) · Π_i ‖A_i‖_2``; covering each layer's
+            images at relative radius t moves the outputs on the sample by at most
+            K·L·t·√n in Frobenius norm (docs/bounds.md, Lemma 1).
         spectral_norms: ``‖A_i‖_2`` per layer.
         schatten_powers: ``‖A_i‖_{S_p}^p`` per layer (empty for the parameter count).
         parameters: Σ_i m_i n_i.
         dudley_alpha: the α attaining the bound (1 when the bound is the trivial 4).
         entropy_integral: ``∫_α^1 √(log N(ε)) dε``.
         log_covering_at_alpha: ``log N(α)`` of the loss class.
-        ranks_at_alpha: the covering rank k_i(α) of each layer.
+        ranks_at_alpha: the split rank k_i(α) of each layer (its min(m_i, n_i) when the
+            parameter count is used).
+        tail_log_covering_at_alpha: the part of each layer's ``log N_i(α)`` spent on the
+            Maurey cover of its tail (0 where truncation or the parameter count is used).
         rademacher, complexity, confidence, total: as above.
         sample_target, sample_complexity: the smallest n at which ``complexity`` (same norms,
             margin) would be ≤ ``sample_target``: the quantity the Õ(·) sample complexities
@@ -383,6 +483,8 @@ class CoveringBound:
     margin: float
     delta: float
     input_norm: float
+    data_norm: float
+    tail_covering: str
     lipschitz: float
     empirical_risk: float
     lipschitz_scale: float
@@ -393,6 +495,7 @@ class CoveringBound:
     entropy_integral: float
     log_covering_at_alpha: float
     ranks_at_alpha: tuple[int, ...]
+    tail_log_covering_at_alpha: tuple[float, ...]
     rademacher: float
     complexity: float
     confidence: float
@@ -402,9 +505,19 @@ class CoveringBound:
 
 
 def _covering_bounds(
-    matrices: Sequence[torch.Tensor], setting: _Setting, ps: Sequence[float | None], sample_target: float
+    matrices: Sequence[torch.Tensor],
+    setting: _Setting,
+    ps: Sequence[float | None],
+    sample_target: float,
+    data_norm: float | None,
+    tail_covering: str,
 ) -> list[CoveringBound]:
     """One :class:`CoveringBound` per entry of ``ps`` (None: parameter count), sharing one SVD per layer."""
+    if data_norm is None:
+        data_norm = setting.input_norm * math.sqrt(setting.n)
+    data_norm = check_real("data_norm", data_norm, low=0.0, low_open=True)
+    tail_covering = _tail_choice(tail_covering)
+    rms = data_norm / math.sqrt(setting.n)
     layers = _layers_with_tolerance(matrices)
     depth = len(layers)
     sigmas = [torch.linalg.svdvals(a) for a, _ in layers]
@@ -418,17 +531,18 @@ def _covering_bounds(
         scale, t = 0.0, None  # a zero layer: the class is the zero function, log N = 0 everywhere
     else:
         log_scale = (
-            1.0 + (depth - 1) * math.log(setting.lipschitz) + math.log(setting.input_norm)
+            1.0 + (depth - 1) * math.log(setting.lipschitz) + math.log(rms)
             + sum(math.log(s) for s in spectral)
         )
         if log_scale > 700:
             raise ValueError(
-                f"the Lipschitz product e·ρ^(L−1)·B·Π‖A_i‖_2 overflows float64 (log = {log_scale:.1f}); "
+                f"the Lipschitz product e·ρ^(L−1)·(‖X‖_F/√n)·Π‖A_i‖_2 overflows float64 (log = {log_scale:.1f}); "
                 "the bound would be vacuous"
             )
         scale = math.exp(log_scale)
-        # loss scale ε → output scale γε/2 (ramp 1/γ-Lipschitz, margin 2-Lipschitz in ℓ2) →
-        # relative layer radius t = γε/(2KL), capped at 1/L so (1 + t)^L ≤ e (docs/bounds.md).
+        # loss scale ε (empirical L2) → outputs within γε√n/2 in Frobenius norm (ramp
+        # 1/γ-Lipschitz, margin 2-Lipschitz in ℓ2) → relative layer radius t = γε/(2KL), capped
+        # at 1/L so (1 + t)^L ≤ e (docs/bounds.md, Sec. 2–3).
         t = np.minimum(setting.margin * grid / (2.0 * scale * depth), 1.0 / depth)
     confidence = _confidence(setting.n, setting.delta)
     results: list[CoveringBound] = []
@@ -441,6 +555,7 @@ def _covering_bounds(
             powers = [float((sigma.double() ** p).sum()) for sigma in kept]
         total = np.zeros_like(grid)
         ranks = np.zeros((depth, grid.size), dtype=np.int64)
+        tails_spent = np.zeros((depth, grid.size))
         if t is not None:
             for index, (rows, cols) in enumerate(shapes):
                 if p is None:
@@ -449,9 +564,10 @@ def _covering_bounds(
                     relative = powers[index]
                 else:
                     relative = max(powers[index] / spectral[index] ** p, 1.0)
-                value, k = _log_covering_grid(rows, cols, t, p, relative)
+                value, k, spent = _log_covering_grid(rows, cols, t, p, relative, tail_covering)
                 total += value
                 ranks[index] = k
+                tails_spent[index] = spent
         tails = _dudley_tails(grid, total)
         rademacher, alpha, integral = _dudley_min(grid, tails, setting.n)
         at = min(int(np.searchsorted(grid, alpha)), grid.size - 1)
@@ -465,6 +581,8 @@ def _covering_bounds(
                 margin=setting.margin,
                 delta=setting.delta,
                 input_norm=setting.input_norm,
+                data_norm=data_norm,
+                tail_covering="truncate" if p is None else tail_covering,
                 lipschitz=setting.lipschitz,
                 empirical_risk=setting.empirical_risk,
                 lipschitz_scale=scale,
@@ -475,6 +593,9 @@ def _covering_bounds(
                 entropy_integral=integral,
                 log_covering_at_alpha=0.0 if alpha >= 1.0 else float(total[at]),
                 ranks_at_alpha=tuple(int(k) for k in ranks[:, at]) if alpha < 1.0 else (0,) * depth,
+                tail_log_covering_at_alpha=(
+                    tuple(float(v) for v in tails_spent[:, at]) if alpha < 1.0 else (0.0,) * depth
+                ),
                 rademacher=rademacher,
                 complexity=complexity,
                 confidence=confidence,
@@ -492,6 +613,7 @@ def parameter_count_bound(
     n: int,
     margin: float,
     input_norm: float,
+    data_norm: float | None = None,
     empirical_risk: float = 0.0,
     delta: float = 0.05,
     lipschitz: float = 1.0,
@@ -502,7 +624,7 @@ def parameter_count_bound(
     With probability ≥ 1 − δ over n samples,
     ``P(error) ≤ R̂_γ + 2 inf_α (4α + 12/√n ∫_α^1 √(log N(ε)) dε) + 3 √(ln(2/δ)/(2n))`` with
     ``log N(ε) = Σ_i m_i n_i log(3 √min(m_i, n_i) / t(ε))``, ``t(ε) = min(γε/(2KL), 1/L)`` and
-    ``K = e ρ^{L−1} B Π_i ‖A_i‖_2`` (docs/bounds.md, Sec. 2–4). Its sample complexity is
+    ``K = e ρ^{L−1} (‖X‖_F/√n) Π_i ‖A_i‖_2`` (docs/bounds.md, Sec. 2–4). Its sample complexity is
     Õ(P · L) with P = Σ m_i n_i ≈ W²L parameters, the order of the VC bounds of Bartlett,
     Harvey, Liaw and Mehrabian (JMLR 2019), Õ(W²L²). Spectral norms are fixed in advance (the
     union bound over them is dropped).
@@ -512,6 +634,8 @@ def parameter_count_bound(
         n: training samples (≥ 2).
         margin: γ > 0.
         input_norm: B ≥ max_i ‖x_i‖_2 > 0.
+        data_norm: ``‖X‖_F = √(Σ_i ‖x_i‖_2²)`` of the training inputs (as in
+            :func:`spectral_bound`); defaults to its bound ``input_norm · √n``.
         empirical_risk: R̂_γ in [0, 1] (:func:`margin_loss`).
         delta: confidence parameter in (0, 1).
         lipschitz: ρ > 0, the activation's Lipschitz constant (σ(0) = 0 is assumed).
@@ -521,7 +645,7 @@ def parameter_count_bound(
         a :class:`CoveringBound` with ``name="parameter-count"``.
     """
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
-    return _covering_bounds(matrices, setting, [None], _target(sample_target))[0]
+    return _covering_bounds(matrices, setting, [None], _target(sample_target), data_norm, "truncate")[0]
 
 
 def rank_sparse_bound(
@@ -531,35 +655,47 @@ def rank_sparse_bound(
     n: int,
     margin: float,
     input_norm: float,
+    data_norm: float | None = None,
     empirical_risk: float = 0.0,
     delta: float = 0.05,
     lipschitz: float = 1.0,
     sample_target: float = 0.1,
+    tail_covering: str = "maurey",
 ) -> CoveringBound:
     """Rank-sparse Schatten-p margin bound (Ledent, Alves and Lei, NeurIPS 2025; our derivation).
 
     Same form as :func:`parameter_count_bound`, but layer i's class is
-    ``{A : ‖A‖_2 ≤ s_i, ‖A‖_{S_p}^p ≤ M_i}`` with ``M_i = Σ_j σ_j(A_i)^p``, covered by rank-k_i
-    truncation (:func:`schatten_ball_log_covering`):
-    ``log N_i(ε) ≤ (m_i + n_i + 1) k_i log(18 √k_i / t)``,
-    ``k_i(ε) = min{k : (M_i/(k+1))^{1/p} ≤ t s_i / 2}``, t = t(ε) as there.
-    For exactly rank-r layers and p → 0, M_i → r and k_i → r, so the log-covering is
-    ≈ Σ_i r(m_i + n_i) log(K/ε) and the sample complexity Õ(W r L · L) = Õ(W r L²) of the paper;
-    for larger p the covering rank grows as ε shrinks and the bound moves towards the
-    parameter count, which it never exceeds (docs/bounds.md, Sec. 3).
+    ``{A : ‖A‖_2 ≤ s_i, ‖A‖_{S_p}^p ≤ M_i}`` with ``M_i = Σ_j σ_j(A_i)^p``, and each matrix is
+    split as rank-k head + tail with k chosen per layer and per ε
+    (:func:`schatten_ball_log_covering`, t = t(ε) as there, m × n the layer's shape):
+
+    ``log N_i(ε) = min( m n log(3√min(m,n)/t),
+    min_k (m + n + 1) k log(9 √k / (t − u_k))  [truncation, u_k < t],
+    min_{k, λ} (m + n + 1) k log(9 √k / ((1−λ)t)) + ⌈m f_k²/(λt)²⌉ log(2mn)  [Maurey tail] )``
+
+    with ``u_k = min(1, (M_i'/(k+1))^{1/p})`` the largest relative σ_{k+1} and ``f_k²`` the
+    largest relative tail energy Σ_{j>k} σ_j²/s_i² allowed by ``M_i' = M_i/s_i^p``
+    (docs/bounds.md, eq. 4.4). For exactly rank-r layers and p → 0, ``u_r → 0`` and the bound
+    tends to the rank class's ``Σ_i (m_i + n_i + 1) r log(9√r/t)``: sample complexity
+    Õ(W r L²). At p = 2 and k = 0 the Maurey term is the norm-based
+    ``⌈m ‖A_i‖_F²/(s_i t)²⌉ log(2mn)``. The bound never exceeds the parameter count
+    (same ``data_norm``), and with ``tail_covering="maurey"`` never exceeds ``"truncate"``.
 
     Args:
-        matrices, n, margin, input_norm, empirical_risk, delta, lipschitz: as in
+        matrices, n, margin, input_norm, data_norm, empirical_risk, delta, lipschitz: as in
             :func:`parameter_count_bound`.
         p: Schatten exponent in [0, ∞); p = 0 is the limit class ``rank A_i ≤ r_i`` with r_i
             the numerical rank of A_i (singular values above ``max(m, n) · eps · σ_1``).
+        tail_covering: ``"maurey"`` (default): the tail beyond the split rank may also be
+            covered by Maurey's empirical lemma; ``"truncate"``: only by truncation (a
+            data-independent spectral cover).
 
     Returns:
         a :class:`CoveringBound` with ``name="rank-sparse"``.
     """
     p = _exponent(p, "p")
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
-    return _covering_bounds(matrices, setting, [p], _target(sample_target))[0]
+    return _covering_bounds(matrices, setting, [p], _target(sample_target), data_norm, tail_covering)[0]
 
 
 def rank_sparse_bounds(
@@ -569,10 +705,12 @@ def rank_sparse_bounds(
     n: int,
     margin: float,
     input_norm: float,
+    data_norm: float | None = None,
     empirical_risk: float = 0.0,
     delta: float = 0.05,
     lipschitz: float = 1.0,
     sample_target: float = 0.1,
+    tail_covering: str = "maurey",
 ) -> tuple[CoveringBound, ...]:
     """:func:`rank_sparse_bound` for each p of a grid, in the order given.
 
@@ -590,7 +728,9 @@ def rank_sparse_bounds(
         raise ValueError(f"`ps` must be a non-empty sequence of exponents in [0, inf), got {ps!r}")
     exponents = [_exponent(p, f"ps[{index}]") for index, p in enumerate(ps)]
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
-    return tuple(_covering_bounds(matrices, setting, exponents, _target(sample_target)))
+    return tuple(
+        _covering_bounds(matrices, setting, exponents, _target(sample_target), data_norm, tail_covering)
+    )
 
 
 def _exponent(p: float, name: str) -> float:
