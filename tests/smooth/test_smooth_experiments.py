@@ -63,10 +63,12 @@ def test_ensemble_members_train_independently_and_learn() -> None:
     X_test = torch.rand(500, 1, dtype=torch.float64)
     f_test = torch.sin(3 * X_test[:, 0])
     activations = ["tanh", "relu", "tanh"]
-    train, test = train_ensemble(X, y, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1)
+    fit = train_ensemble(X, y, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1, lbfgs_iters=50)
+    train, test = fit.train_mse, fit.test_mse
     y_changed = y.clone()
     y_changed[2] = -y_changed[2]  # another member's data must not move member 0 or 1
-    train2, test2 = train_ensemble(X, y_changed, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1)
+    fit2 = train_ensemble(X, y_changed, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1, lbfgs_iters=50)
+    train2, test2 = fit2.train_mse, fit2.test_mse
     np.testing.assert_allclose(train[:2], train2[:2], rtol=1e-6)
     np.testing.assert_allclose(test[:2], test2[:2], rtol=1e-6)
     assert test2[2] > 0.3  # member 2 learned −sin, far from f
@@ -75,8 +77,9 @@ def test_ensemble_members_train_independently_and_learn() -> None:
 
 def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
     config = SmoothnessRatesConfig(
-        targets=((1, 1.0),), sizes=(20, 40, 80), seeds=(0, 1), depths=(2,), steps=30,
-        approx_targets=((1, 3.0),), approx_widths=(2, 4, 8), approx_steps=30, approx_train=64, approx_seeds=(0,), levels=4, test_points=256,
+        targets=((1, 1.0),), sizes=(20, 40, 80), seeds=(0, 1), depths=(2,), steps=30, lbfgs_iters=20,
+        approx_targets=((1, 3.0),), approx_parameters=(10, 20, 40), approx_steps=30, approx_lbfgs_iters=20,
+        approx_train=64, approx_seeds=(0,), levels=4, test_points=256,
     )
     results = runner.run(get("smoothness-rates"), config, tmp_path / "run")
     assert len(results) == 6
@@ -84,6 +87,12 @@ def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
     assert len(columns) == 4 * 2  # activations × seeds (approximation rows use seed 0 only)
     table = (tmp_path / "run" / "table.md").read_text()
     assert "−2s/(2s+d)" in table and "| 1 | 1 | 2 | relu | -0.667 |" in table
+    assert "settled (converged) / members" in table
+    assert {"relu/0/converged", "relu/0/late_gain", "relu/0/adam_train_mse"} <= set(results.columns)
     assert (tmp_path / "run" / "figures" / "estimation.png").exists()
     with pytest.raises(ValueError, match="`activations`"):
         SmoothnessRatesConfig(activations=("swishy",))
+    with pytest.raises(ValueError, match="`lbfgs_iters`"):
+        SmoothnessRatesConfig(lbfgs_iters=-1)
+    with pytest.raises(ValueError, match="`approx_parameters`"):
+        SmoothnessRatesConfig(approx_parameters=(4,))

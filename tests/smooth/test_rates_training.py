@@ -1,0 +1,147 @@
+"""The training used by ``smoothness-rates``: batched per-member L-BFGS after Adam, convergence flags."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from structnets.experiments._rates_training import EnsembleMLP, adam_phase, batched_lbfgs
+from structnets.experiments.smoothness_rates import (
+    _long,
+    estimation_width,
+    parameter_count,
+    train_ensemble,
+)
+
+
+def _quadratics(E: int, P: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    Q = torch.linalg.qr(torch.randn(E, P, P, generator=g, dtype=torch.float64))[0]
+    eig = torch.logspace(0, 3, P, dtype=torch.float64).expand(E, P) * (1 + torch.arange(E, dtype=torch.float64))[:, None]
+    A = Q @ torch.diag_embed(eig) @ Q.transpose(1, 2)  # condition number 1e3, different per member
+    c = torch.randn(E, P, generator=g, dtype=torch.float64)
+    return A, c
+
+
+def test_lbfgs_finds_the_minimiser_of_ill_conditioned_quadratics() -> None:
+    A, c = _quadratics(4, 12)
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        u = x - c
+        return 0.5 * torch.einsum("ep,epq,eq->e", u, A, u)
+
+    x, result = batched_lbfgs(loss, torch.zeros(4, 12, dtype=torch.float64), max_iter=500, ftol=0.0, gtol=1e-10)
+    assert bool(result.converged.all())
+    torch.testing.assert_close(x, c, rtol=0, atol=1e-8)
+    # L-BFGS with 20 pairs on a 12-dimensional quadratic: superlinear, far fewer steps than the
+    # ~κ = 1e3 of steepest descent.
+    assert int(result.iterations.max()) < 150
+    assert torch.all(result.grad_norm <= 1e-10 * result.loss.clamp(min=1.0))
+
+
+def test_lbfgs_members_are_independent() -> None:
+    """Member e's trajectory depends on L_e only, even when other members backtrack or stop."""
+    A, c = _quadratics(3, 8, seed=1)
+    scale = torch.tensor([1.0, 1.0, 1.0], dtype=torch.float64)
+
+    def make(scale: torch.Tensor):
+        def loss(x: torch.Tensor) -> torch.Tensor:
+            u = x - c
+            quad = 0.5 * torch.einsum("ep,epq,eq->e", u, A, u)
+            return scale * quad + (scale - 1) * torch.cos(3 * x).sum(1)  # member 2 made non-convex
+
+        return loss
+
+    x0 = torch.ones(3, 8, dtype=torch.float64)
+    other = scale.clone()
+    other[2] = 7.0
+    x1, r1 = batched_lbfgs(make(scale), x0, max_iter=40, ftol=0.0, gtol=0.0)
+    x2, r2 = batched_lbfgs(make(other), x0, max_iter=40, ftol=0.0, gtol=0.0)
+    assert not torch.allclose(x1[2], x2[2])
+    torch.testing.assert_close(x1[:2], x2[:2], rtol=0, atol=0)
+    torch.testing.assert_close(r1.iterations[:2], r2.iterations[:2])
+
+
+def test_convergence_flag_matches_its_definition() -> None:
+    """A member stops when its relative loss change stays ≤ ftol; one that cannot is not converged."""
+    A, c = _quadratics(2, 30, seed=2)
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        u = x - c
+        return 0.5 * torch.einsum("ep,epq,eq->e", u, A, u) + 1.0  # minimum value 1
+
+    x0 = torch.zeros(2, 30, dtype=torch.float64)
+    _, short = batched_lbfgs(loss, x0, max_iter=3, ftol=1e-12, gtol=0.0)
+    assert not bool(short.converged.any())  # 3 steps on a 30-dim problem cannot stall
+    assert torch.all(short.iterations <= 3)
+    _, long = batched_lbfgs(loss, x0, max_iter=2000, ftol=1e-12, gtol=0.0, patience=5)
+    assert bool(long.converged.all())
+    assert torch.all(long.iterations < 2000)
+    torch.testing.assert_close(long.loss, torch.ones(2, dtype=torch.float64), rtol=1e-10, atol=0)
+    assert torch.all(long.loss_half >= long.loss)
+
+
+def _sine_problem(E: int = 4, n: int = 256):
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(E, n, 1, generator=g, dtype=torch.float64)
+    y = torch.sin(8 * X[..., 0]) + 0.5 * torch.cos(19 * X[..., 0])
+    return X, y
+
+
+def test_lbfgs_phase_reaches_lower_training_loss_than_adam_alone() -> None:
+    X, y = _sine_problem()
+    net = EnsembleMLP(["tanh", "gelu", "silu", "relu"], 1, 16, 2, generator=torch.Generator().manual_seed(0),
+                      input_scale=10.0)
+    Xp, yp = (2 * X[net.order] - 1), y[net.order]
+
+    def losses(x: torch.Tensor) -> torch.Tensor:
+        return ((net.forward(x, Xp) - yp) ** 2).mean(1)
+
+    # Equal budgets of loss-and-gradient evaluations: 600 Adam steps vs 150 Adam + 450 L-BFGS.
+    adam_only = losses(adam_phase(losses, net.x, steps=600, lr=1e-2))
+    start = adam_phase(losses, net.x, steps=150, lr=1e-2)
+    _, result = batched_lbfgs(losses, start, max_iter=450)
+    smooth = slice(0, 3)  # tanh, gelu, silu (internal order = given order here)
+    assert torch.all(result.loss[smooth] < 0.1 * adam_only[smooth])
+    assert torch.all(result.loss <= adam_only * 1.01)
+
+
+def test_train_ensemble_reports_the_lbfgs_diagnostics() -> None:
+    X, y = _sine_problem(E=3, n=200)
+    X_test = torch.rand(300, 1, dtype=torch.float64)
+    f_test = torch.sin(8 * X_test[:, 0]) + 0.5 * torch.cos(19 * X_test[:, 0])
+    fit = train_ensemble(X, y, X_test, f_test, ["tanh", "relu", "tanh"], 12, 2, steps=100, lr=1e-2, seed=0,
+                         input_scale=10.0, lbfgs_iters=300)
+    assert fit.train_mse.shape == fit.converged.shape == fit.late_gain.shape == (3,)
+    assert np.all(fit.train_mse <= fit.adam_train_mse)  # the L-BFGS phase only accepts decreases
+    assert np.all(fit.late_gain >= 0)
+    assert np.all(fit.iterations <= 300)
+
+
+def test_settled_flag_is_computed_from_the_members_diagnostics() -> None:
+    row = {"part": "estimation", "d": 1, "s": 1.0, "depth": 2, "n": 100, "width": 8, "parameters": 25,
+           "noise": 0.1, "noise_mse": 0.01}
+    cases = {  # (converged, late_gain, test_mse) -> settled with settle_tol = 0.1
+        "relu": (True, 5.0, 1.0, True),
+        "tanh": (False, 0.05, 1.0, True),
+        "gelu": (False, 0.2, 1.0, False),
+        "silu": (False, float("nan"), 1.0, False),
+    }
+    for name, (conv, gain, test, _) in cases.items():
+        row.update({f"{name}/0/train_mse": 0.01, f"{name}/0/test_mse": test, f"{name}/0/adam_train_mse": 0.02,
+                    f"{name}/0/converged": conv, f"{name}/0/iterations": 10, f"{name}/0/late_gain": gain})
+    long = _long(pd.DataFrame([row]), settle_tol=0.1).set_index("activation")
+    for name, (*_, expected) in cases.items():
+        assert bool(long.loc[name, "settled"]) is expected, name
+
+
+@pytest.mark.parametrize(("d", "s", "depth"), [(1, 1.0, 2), (1, 1.0, 6), (2, 2.0, 6)])
+def test_estimation_width_grows_with_n_as_the_budget(d: int, s: float, depth: int) -> None:
+    sizes = (50, 100, 200, 500, 1000, 2000, 5000)
+    widths = [estimation_width(n, d, s, depth, budget=8.0, min_width=6, n_min=50) for n in sizes]
+    assert widths == sorted(widths) and widths[-1] > widths[0]  # grows at every depth
+    counts = np.array([parameter_count(d, w, depth) for w in widths], dtype=float)
+    slope = np.polyfit(np.log(sizes), np.log(counts), 1)[0]
+    assert abs(slope - d / (2 * s + d)) < 0.08  # N ∝ n^{d/(2s+d)} up to width rounding
