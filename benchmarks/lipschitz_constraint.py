@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import torch
 
+from _args import int_at_least
 from structnets.analysis.timing import TimeRatio, interleaved_ratio, other_process_load, settle_before_pair
 from structnets.models import lipschitz_resnet
 
@@ -43,16 +44,6 @@ def _shapes(text: str) -> tuple[tuple[int, int], ...]:
     if not shapes or any(len(s) != 2 or min(s) < 1 for s in shapes):
         raise argparse.ArgumentTypeError(f"expected comma-separated DEPTHxWIDTH pairs such as 5x50,10x100, got {text!r}")
     return shapes  # type: ignore[return-value]
-
-
-def _count(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
-        return value
-
-    return parse
 
 
 def _stepper(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch: int) -> Callable[[], None]:
@@ -110,9 +101,9 @@ def _row(row: dict[str, object]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", type=_shapes, default=SHAPES, help="DEPTHxWIDTH list (default 5x50,10x100,20x200)")
-    parser.add_argument("--batch", type=_count(1), default=256, help="rows per step (default 256, the paper's)")
-    parser.add_argument("--pairs", type=_count(1), default=20, help="interleaved pairs per ratio (default 20)")
-    parser.add_argument("--threads", type=_count(1), default=1, help="torch threads (default 1: as each experiment job runs)")
+    parser.add_argument("--batch", type=int_at_least(1), default=256, help="rows per step (default 256, the paper's)")
+    parser.add_argument("--pairs", type=int_at_least(1), default=20, help="interleaved pairs per ratio (default 20)")
+    parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads (default 1: as each experiment job runs)")
     parser.add_argument("--settle", type=float, default=0.0, help="wait up to S s before each pair for the machine to go idle")
     parser.add_argument("--quick", action="store_true", help="depth 5 width 50 only, 8 pairs (about 10 s)")
     args = parser.parse_args(argv)
@@ -122,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu = platform.processor() or platform.machine()
     print(
         f"# 1-Lipschitz constraint cost: training step constrained / unconstrained (goal ≤ {GOAL}×)\n\n"
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs ({cpu}), "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpuint_at_least()} CPUs ({cpu}), "
         f"batch {args.batch}, {args.pairs} interleaved pairs per ratio; other load = CPU share used by "
         f"other processes during the row.\n"
     )

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from structnets.analysis import cost
+from _args import int_at_least
 from structnets.analysis.timing import TimeRatio, interleaved_ratio, other_process_load, settle_before_pair
 from structnets.nn import LowRankLinear
 
@@ -38,16 +39,6 @@ def _ints(text: str) -> tuple[int, ...]:
     if not values or any(v < 3 for v in values):
         raise argparse.ArgumentTypeError(f"expected comma-separated ints >= 3, got {text!r}")
     return values
-
-
-def _count(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
-        return value
-
-    return parse
 
 
 def _modes(text: str) -> tuple[str, ...]:
@@ -159,9 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=_ints, default=SIZES, help="comma-separated n (default %(default)s)")
     parser.add_argument("--batches", type=_ints, default=BATCHES, help="comma-separated batch sizes")
     parser.add_argument("--modes", type=_modes, default=MODES, help="forward,train")
-    parser.add_argument("--pairs", type=_count(1), default=15, help="interleaved pairs per row")
-    parser.add_argument("--warmup", type=_count(0), default=3, help="untimed calls of each before timing")
-    parser.add_argument("--threads", type=_count(1), default=None, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--pairs", type=int_at_least(1), default=15, help="interleaved pairs per row")
+    parser.add_argument("--warmup", type=int_at_least(0), default=3, help="untimed calls of each before timing")
+    parser.add_argument("--threads", type=int_at_least(1), default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--naive", action="store_true", help="also time Linear(n→r, no bias)+Linear(r→n)")
     parser.add_argument(
         "--settle",
@@ -184,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     print(
         f"# LowRankLinear(n, n, n//3) vs nn.Linear(n, n), float32\n\n"
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs ({cpu}), "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpuint_at_least()} CPUs ({cpu}), "
         f"{args.pairs} interleaved pairs per row; time ratio = t_low_rank / t_dense "
         f"(median of per-pair ratios, IQR of the same); best/best = fastest low-rank sample / fastest "
         f"dense sample; other load = CPU share used by other processes during the row.\n"
