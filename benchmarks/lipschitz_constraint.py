@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu = platform.processor() or platform.machine()
     print(
         f"# 1-Lipschitz constraint cost: training step constrained / unconstrained (goal ≤ {GOAL}×)\n\n"
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpuint_at_least()} CPUs ({cpu}), "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs ({cpu}), "
         f"batch {args.batch}, {args.pairs} interleaved pairs per ratio; other load = CPU share used by "
         f"other processes during the row.\n"
     )

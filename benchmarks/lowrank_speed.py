@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     print(
         f"# LowRankLinear(n, n, n//3) vs nn.Linear(n, n), float32\n\n"
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpuint_at_least()} CPUs ({cpu}), "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs ({cpu}), "
         f"{args.pairs} interleaved pairs per row; time ratio = t_low_rank / t_dense "
         f"(median of per-pair ratios, IQR of the same); best/best = fastest low-rank sample / fastest "
         f"dense sample; other load = CPU share used by other processes during the row.\n"
