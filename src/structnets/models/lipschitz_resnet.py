@@ -7,7 +7,7 @@ from torch import nn
 
 from .._validation import check_choice, check_int, check_real
 from ..nn import GradientStepResidual, NormConstrainedLinear
-from ..nn._spectral import spectral_norm_bound
+from ..nn._spectral import spectral_norm_bound, top_right_singular_vector
 
 VARIANTS: tuple[str, ...] = ("gradient-step", "fixed-width", "unconstrained")
 
@@ -138,7 +138,7 @@ def lipschitz_resnet(
             with torch.no_grad():
                 torch.nn.init.eye_(between.raw_weight)
                 between.bias.zero_()
-                between.power_vector.copy_(torch.nn.functional.normalize(torch.ones_like(between.power_vector), dim=0))
+                between.power_vector.copy_(top_right_singular_vector(between.raw_weight))
             layers.append(between)
     layers.append(NormConstrainedLinear(width, out_features, bound=bound, **factory))
     return nn.Sequential(*layers)

@@ -131,6 +131,46 @@ def power_iteration(weight: torch.Tensor, vector: torch.Tensor, iters: int = 1) 
     return torch.linalg.vector_norm(w @ v)
 
 
+class CertifiedBound:
+    """The bound B ≥ ‖W‖₂ a constrained layer uses, for one ``LAYER_BOUNDS`` mode, with its cache.
+
+    One place for what :class:`GradientStepResidual` and :class:`NormConstrainedLinear` share:
+    ``"power"`` in training mode returns the persistent power estimate (uncertified); any mode
+    with a gradient needed returns the differentiable certified bound; everything else (eval, or
+    no gradient) returns the certified bound cached per weight version, so a deployed layer pays
+    one eigen-solve per weight change. Call :meth:`reset` when weights are replaced wholesale
+    (``load_state_dict``).
+
+    Args:
+        mode: one of :data:`LAYER_BOUNDS`.
+    """
+
+    def __init__(self, mode: str) -> None:
+        self.mode = check_choice("bound", mode, LAYER_BOUNDS)
+        self._cache: tuple[tuple[int, int, torch.dtype], torch.Tensor] | None = None
+
+    def reset(self) -> None:
+        self._cache = None
+
+    def __call__(
+        self, weight: torch.Tensor, power_vector: torch.Tensor, training: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return (B, the power vector to store next) for ``weight`` in the layer's current mode."""
+        if self.mode == "power" and training and torch.is_grad_enabled():
+            return power_estimate(weight, power_vector)
+        if self.mode != "power" and torch.is_grad_enabled() and weight.requires_grad:
+            return spectral_norm_bound(weight, self.mode), power_vector
+        return self.certified(weight), power_vector
+
+    def certified(self, weight: torch.Tensor) -> torch.Tensor:
+        """The certified bound (no gradient), recomputed only when the weight has changed."""
+        key = (weight._version, weight.data_ptr(), weight.dtype)
+        if self._cache is None or self._cache[0] != key:
+            with torch.no_grad():
+                self._cache = (key, spectral_norm_bound(weight.detach(), certificate_method(self.mode)))
+        return self._cache[1]
+
+
 @torch.no_grad()
 def top_right_singular_vector(weight: torch.Tensor) -> torch.Tensor:
     """Return a unit top right-singular vector of ``weight`` (float64 SVD), in its dtype.
@@ -175,5 +215,6 @@ def power_estimate(weight: torch.Tensor, vector: torch.Tensor) -> tuple[torch.Te
 __all__ = [
     "BOUNDS",
     "LAYER_BOUNDS",
+    "CertifiedBound",
     "certificate_method",
     "power_estimate", "power_iteration", "spectral_norm_bound", "spectral_norm_exact"]

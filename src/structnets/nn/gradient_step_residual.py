@@ -7,15 +7,9 @@ import math
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import check_int, check_real
 from ._checkpoint import reject_non_finite
-from ._spectral import (
-    LAYER_BOUNDS,
-    certificate_method,
-    power_estimate,
-    spectral_norm_bound,
-    top_right_singular_vector,
-)
+from ._spectral import CertifiedBound, top_right_singular_vector
 
 
 class ResidualExport(nn.Module):
@@ -95,7 +89,8 @@ class GradientStepResidual(nn.Module):
             self.step = check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
         else:
             self.step = check_real("step", step, low=0.0, high=2.0)
-        self.bound = check_choice("bound", bound, LAYER_BOUNDS)
+        self._bound = CertifiedBound(bound)
+        self.bound = self._bound.mode
         factory = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(self.hidden, self.features, **factory))
         if bias:
@@ -107,7 +102,6 @@ class GradientStepResidual(nn.Module):
         else:
             self.register_parameter("step_logit", None)
         self.register_buffer("power_vector", torch.empty(self.features, **factory))
-        self._cache: tuple[tuple[int, int, torch.dtype], torch.Tensor] | None = None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -123,7 +117,7 @@ class GradientStepResidual(nn.Module):
             # torch's spectral_norm runs 15 power steps at set-up): the training-time estimate and
             # its gradient are then σ₁'s from the first step, and one step per call tracks it.
             self.power_vector.copy_(top_right_singular_vector(self.weight.detach()))
-        self._cache = None
+        self._bound.reset()
 
     # ----------------------------------------------------------------------------------------
 
@@ -135,23 +129,8 @@ class GradientStepResidual(nn.Module):
 
     def weight_norm_bound(self) -> torch.Tensor:
         """Return B ≥ ‖W‖₂ as used by the current mode (certified unless ``power`` in training)."""
-        if self.bound == "power":
-            if self.training and torch.is_grad_enabled():
-                # σ̂ = ‖W v‖: the paper's estimate, a lower bound on ‖W‖₂ (not a certificate).
-                estimate, self.power_vector = power_estimate(self.weight, self.power_vector)
-                return estimate
-            return self._cached_exact()
-        if torch.is_grad_enabled() and self.weight.requires_grad:
-            return spectral_norm_bound(self.weight, self.bound)
-        method = certificate_method(self.bound)
-        return self._cached_exact() if method == "exact" else spectral_norm_bound(self.weight, method)
-
-    def _cached_exact(self) -> torch.Tensor:
-        key = (self.weight._version, self.weight.data_ptr(), self.weight.dtype)
-        if self._cache is None or self._cache[0] != key:
-            with torch.no_grad():
-                self._cache = (key, spectral_norm_bound(self.weight.detach(), "exact"))
-        return self._cache[1]
+        bound, self.power_vector = self._bound(self.weight, self.power_vector, self.training)
+        return bound
 
     def tau(self) -> torch.Tensor:
         """Return the step τ = s / B² (0 when W = 0, where any τ is admissible)."""
@@ -199,7 +178,7 @@ class GradientStepResidual(nn.Module):
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
-        self._cache = None
+        self._bound.reset()
 
     def extra_repr(self) -> str:
         return (

@@ -7,15 +7,9 @@ import math
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_int
+from .._validation import check_int
 from ._checkpoint import reject_non_finite
-from ._spectral import (
-    LAYER_BOUNDS,
-    certificate_method,
-    power_estimate,
-    spectral_norm_bound,
-    top_right_singular_vector,
-)
+from ._spectral import CertifiedBound, top_right_singular_vector
 
 
 class NormConstrainedLinear(nn.Module):
@@ -62,7 +56,8 @@ class NormConstrainedLinear(nn.Module):
         self.out_features = check_int("out_features", out_features, low=1)
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
-        self.bound = check_choice("bound", bound, LAYER_BOUNDS)
+        self._bound = CertifiedBound(bound)
+        self.bound = self._bound.mode
         factory = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_features, self.in_features, **factory))
         if bias:
@@ -70,7 +65,6 @@ class NormConstrainedLinear(nn.Module):
         else:
             self.register_parameter("bias", None)
         self.register_buffer("power_vector", torch.empty(self.in_features, **factory))
-        self._cache: tuple[tuple[int, int, torch.dtype], torch.Tensor] | None = None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -80,26 +74,13 @@ class NormConstrainedLinear(nn.Module):
             bound = 1.0 / math.sqrt(self.in_features)
             nn.init.uniform_(self.bias, -bound, bound)
         with torch.no_grad():
-            # Start the persistent power vector at the top right-singular vector (one SVD, as
-            # torch's spectral_norm runs 15 power steps at set-up): the training-time estimate and
-            # its gradient are then σ₁'s from the first step, and one step per call tracks it.
+            # as in GradientStepResidual: the power estimate is σ₁'s from the first step
             self.power_vector.copy_(top_right_singular_vector(self.raw_weight.detach()))
-        self._cache = None
+        self._bound.reset()
 
     def _scale(self) -> torch.Tensor:
-        """max(1, B(V)), certified; cached per weight version when no gradient is needed."""
-        weight = self.raw_weight
-        method = certificate_method(self.bound)
-        if self.bound == "power" and self.training and torch.is_grad_enabled():
-            bound, self.power_vector = power_estimate(weight, self.power_vector)  # estimate, ≤ ‖V‖₂
-        elif torch.is_grad_enabled() and weight.requires_grad and self.bound != "power":
-            bound = spectral_norm_bound(weight, method)
-        else:
-            key = (weight._version, weight.data_ptr(), weight.dtype)
-            if self._cache is None or self._cache[0] != key:
-                with torch.no_grad():
-                    self._cache = (key, spectral_norm_bound(weight.detach(), method))
-            bound = self._cache[1]
+        """max(1, B(V)): certified, except the power estimate in ``power`` training passes."""
+        bound, self.power_vector = self._bound(self.raw_weight, self.power_vector, self.training)
         return bound.clamp_min(1.0)
 
     def to_dense(self) -> torch.Tensor:
@@ -116,7 +97,7 @@ class NormConstrainedLinear(nn.Module):
     @torch.no_grad()
     def lipschitz_bound(self) -> float:
         """Certified ℓ₂ Lipschitz constant: B(V) / max(1, B(V)) ≥ ‖A‖₂ (at most 1)."""
-        bound = spectral_norm_bound(self.raw_weight.detach(), certificate_method(self.bound))
+        bound = self._bound.certified(self.raw_weight)
         return float(bound / bound.clamp_min(1.0))
 
     @torch.no_grad()
@@ -143,7 +124,7 @@ class NormConstrainedLinear(nn.Module):
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
-        self._cache = None
+        self._bound.reset()
 
     def extra_repr(self) -> str:
         return (
