@@ -1,7 +1,6 @@
 """cost() counts every structured layer of the library by hand-checked formulas."""
 
 import pytest
-import torch
 
 from structnets.analysis import cost
 from structnets.models import dlor_mlp, lipschitz_resnet

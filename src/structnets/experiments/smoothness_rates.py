@@ -33,13 +33,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit
+
+if TYPE_CHECKING:  # torch is imported inside the unit functions, not at CLI start-up
+    import torch
 
 ACTIVATIONS = ("relu", "tanh", "gelu", "silu")
 SMOOTH = ("tanh", "gelu", "silu")
@@ -215,10 +218,10 @@ class EnsembleFit:
 
 
 def train_ensemble(
-    X: "torch.Tensor",
-    y: "torch.Tensor",
-    X_test: "torch.Tensor",
-    f_test: "torch.Tensor",
+    X: torch.Tensor,
+    y: torch.Tensor,
+    X_test: torch.Tensor,
+    f_test: torch.Tensor,
     activations: list[str],
     width: int,
     depth: int,

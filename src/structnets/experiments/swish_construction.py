@@ -10,14 +10,12 @@ one (target, M, τ, λ); rows hold the measured error and the three evaluated bo
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..runner.figures import save_figure
