@@ -58,7 +58,7 @@ def test_minimax_exponent() -> None:
         minimax_exponent(0, 1)
 
 
-@pytest.mark.parametrize("target", [power_target(1, 0.7), power_target(2, 1.5), power_target(4, 2.5), sine_target(2, 1.5), lacunary_target(4, 1.2, levels=5)], ids=lambda t: t.name)
+@pytest.mark.parametrize("target", [power_target(1, 0.7), power_target(2, 1.5), power_target(4, 2.5), sine_target(2, 1.5), lacunary_target(4, 1.2, levels=5), lacunary_target(2, 2.0, levels=6, directions="dense"), lacunary_target(4, 1.2, levels=4, directions="dense")], ids=lambda t: t.name)
 def test_holder_constant_holds_for_top_derivatives(target) -> None:
     kappa = math.ceil(target.beta) - 1
     gamma = target.beta - kappa
@@ -99,6 +99,29 @@ def test_lacunary_sobolev_energy_decays_at_rate_s() -> None:
     spectrum = torch.fft.rfft(target(x)).abs() / (n / 2)
     amplitudes = spectrum[2 ** torch.arange(8)]
     torch.testing.assert_close(amplitudes, 2.0 ** (-s * torch.arange(8, dtype=torch.float64)), rtol=1e-9, atol=1e-12)
+
+
+def test_dense_lacunary_levels_carry_many_directions_with_energy_two_to_the_minus_2ks() -> None:
+    d, s, K = 2, 1.0, 6
+    dense = lacunary_target(d, s, levels=K, directions="dense")
+    # Same as the one-direction series at d = 1 (one direction per level either way).
+    x1 = torch.rand(500, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(lacunary_target(1, s, levels=K, directions="dense")(x1), lacunary_target(1, s, levels=K)(x1),
+                               rtol=0, atol=0)
+    # 2^{k(d−1)} waves of amplitude 2^{−ks}·2^{−k(d−1)/2} at level k.
+    assert dense.sup_norm == pytest.approx(sum(2.0 ** (-k * s) * 2 ** (k / 2) for k in range(K)))
+    # Level energies on a fine periodic grid: the waves are nearly orthogonal, so the L² energy of
+    # level k is 2^{−2ks}/2 up to the random directions' overlap; the sum of levels' energies is
+    # checked against the measured mean square (to 10%).
+    m = 256
+    grid = torch.stack(torch.meshgrid(torch.arange(m), torch.arange(m), indexing="ij"), -1).reshape(-1, 2) / m
+    mean_square = float((dense(grid.double()) ** 2).mean())
+    expected = sum(2.0 ** (-2 * k * s) / 2 for k in range(K))
+    assert mean_square == pytest.approx(expected, rel=0.1)
+    with pytest.raises(ValueError, match="`levels`"):
+        lacunary_target(4, 1.0, levels=8, directions="dense")  # 2^{3k} waves per level: too many
+    with pytest.raises(ValueError, match="`directions`"):
+        lacunary_target(2, 1.0, directions="many")
 
 
 def test_sample_is_seeded_and_noisy() -> None:

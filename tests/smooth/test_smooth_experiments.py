@@ -79,15 +79,26 @@ def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
     config = SmoothnessRatesConfig(
         targets=((1, 1.0),), sizes=(20, 40, 80), seeds=(0, 1), depths=(2,), steps=30, lbfgs_iters=20,
         approx_targets=((1, 3.0),), approx_parameters=(10, 20, 40), approx_steps=30, approx_lbfgs_iters=20,
-        approx_train=64, approx_seeds=(0,), levels=4, test_points=256,
+        approx_lm_iters=20, approx_train=64, approx_seeds=(0,), levels=4, test_points=256,
     )
     results = runner.run(get("smoothness-rates"), config, tmp_path / "run")
-    assert len(results) == 6
+    assert len(results) == 9  # 3 estimation, 3 approximation, 3 certified ReLU floors
+    # The certified floor is a lower bound for every ReLU network of that depth and width, so the
+    # trained ReLU networks of the approximation part (same test points) can never beat it.
+    floors = results[results["part"] == "relu-floor"].set_index("width")
+    approx = results[results["part"] == "approximation"].set_index("width")
+    assert sorted(floors.index) == sorted(approx.index)
+    assert floors["floor_computed"].all() and (floors["floor_mse"] > 0).all()
+    for width in floors.index:
+        assert approx.loc[width, "relu/0/test_mse"] >= floors.loc[width, "floor_mse"] * (1 - 1e-9)
+        assert floors.loc[width, "pieces"] == width + 1
+    assert approx["lm_iters"].eq(20).all()
     columns = [c for c in results.columns if c.endswith("/test_mse")]
     assert len(columns) == 4 * 2  # activations × seeds (approximation rows use seed 0 only)
     table = (tmp_path / "run" / "table.md").read_text()
     assert "−2s/(2s+d)" in table and "| 1 | 1 | 2 | relu | -0.667 |" in table
     assert "settled (converged) / members" in table
+    assert "(c) The ReLU depth cap, certified" in table and "Slope of the certified floor" in table
     assert {"relu/0/converged", "relu/0/late_gain", "relu/0/adam_train_mse"} <= set(results.columns)
     assert (tmp_path / "run" / "figures" / "estimation.png").exists()
     with pytest.raises(ValueError, match="`activations`"):
@@ -96,3 +107,7 @@ def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
         SmoothnessRatesConfig(lbfgs_iters=-1)
     with pytest.raises(ValueError, match="`approx_parameters`"):
         SmoothnessRatesConfig(approx_parameters=(4,))
+    with pytest.raises(ValueError, match="`approx_lm_iters`"):
+        SmoothnessRatesConfig(approx_lm_iters=-1)
+    with pytest.raises(ValueError, match="`floor_max_pieces`"):
+        SmoothnessRatesConfig(floor_max_pieces=0)

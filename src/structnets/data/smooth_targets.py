@@ -176,31 +176,50 @@ def sine_target(d: int, beta: float, omega: float = 2 * math.pi) -> SmoothTarget
     return SmoothTarget(f"sine(d={d}, omega={omega:.3g})", d, beta, R, function, derivative, float(d))
 
 
-def lacunary_target(d: int, s: float, levels: int = 10, seed: int = 0) -> SmoothTarget:
+def lacunary_target(d: int, s: float, levels: int = 10, seed: int = 0, directions: str = "one") -> SmoothTarget:
     """Weierstrass-type f(x) = Σ_{k<K} 2^{−ks} cos(2π 2^k ⟨θ_k, x⟩ + φ_k), smoothness exactly s.
 
     Args:
         d: input dimension (≥ 1).
         s: smoothness s > 0 (see the module docstring for why it is exact).
         levels: K, the number of dyadic frequency levels (≥ 1).
-        seed: seeds the unit directions θ_k (θ_k = 1 for d = 1) and phases φ_k.
+        seed: seeds the unit directions θ (θ = 1 for d = 1) and phases φ.
+        directions: ``"one"``: one direction θ_k per level, as above; every level is then a ridge
+            function, which a network learns at the cost of a one-dimensional problem.
+            ``"dense"``: level k is M_k = 2^{k(d−1)} waves in independent random directions,
+            2^{−ks} M_k^{−1/2} Σ_j cos(2π 2^k ⟨θ_{k,j}, x⟩ + φ_{k,j}), so it carries ~2^{kd} degrees
+            of freedom like a generic level-k Littlewood–Paley block (the count behind the
+            d-dimensional minimax rate). Its L² energy per level is still 2^{−2ks}/2 (f ∈ H^t iff
+            t < s) and its sup-norm is 2^{−ks}·O(√(log M_k)) for random phases (Salem–Zygmund), so
+            it is in C^{s−ε} for every ε > 0. Identical to ``"one"`` for d = 1.
 
     Returns:
-        a :class:`SmoothTarget`; R = 2^{1−γ}(2π)^s Σ_k ‖θ_k‖_∞^κ ‖θ_k‖_1^γ (a valid Hölder
-        constant of the truncated series, growing with K as it must for exact smoothness s).
+        a :class:`SmoothTarget`; R = 2^{1−γ}(2π)^s Σ_terms a_t 2^{k_t s} ‖θ_t‖_∞^κ ‖θ_t‖_1^γ with a_t
+        the amplitude of term t (a valid Hölder constant of the truncated series, growing with K as
+        it must for exact smoothness s); sup_norm = Σ_t a_t.
     """
     d = check_int("d", d, low=1)
     s = check_real("s", s, low=0.0, low_open=True)
     levels = check_int("levels", levels, low=1)
     seed = check_int("seed", seed, low=0)
+    if directions not in ("one", "dense"):
+        raise ValueError(f"`directions` must be 'one' or 'dense', got {directions!r}")
+    counts = [1 if directions == "one" else 2 ** (k * (d - 1)) for k in range(levels)]
+    if sum(counts) > _MAX_TERMS:
+        raise ValueError(
+            f"`levels` gives {sum(counts)} waves for d={d} with directions='dense' (at most {_MAX_TERMS}); "
+            f"use fewer levels, got {levels}"
+        )
     rng = np.random.default_rng(seed)
-    theta = rng.standard_normal((levels, d))
+    level = np.repeat(np.arange(levels), counts)
+    theta = rng.standard_normal((len(level), d))
     theta /= np.linalg.norm(theta, axis=1, keepdims=True)
     if d == 1:
         theta[:] = 1.0
-    phase = rng.uniform(0, 2 * math.pi, levels)
-    freq = torch.from_numpy(2 * math.pi * (2.0 ** np.arange(levels))[:, None] * theta)  # (K, d)
-    amp = torch.from_numpy(2.0 ** (-s * np.arange(levels)))
+    phase = rng.uniform(0, 2 * math.pi, len(level))
+    freq = torch.from_numpy(2 * math.pi * (2.0 ** level)[:, None] * theta)  # (terms, d)
+    weight = 1.0 / np.sqrt(np.asarray(counts, dtype=float)[level])  # M_k^{−1/2}
+    amp = torch.from_numpy(2.0 ** (-s * level) * weight)
     phi = torch.from_numpy(phase)
     kappa = math.ceil(s) - 1
     gamma = s - kappa
@@ -213,13 +232,18 @@ def lacunary_target(d: int, s: float, levels: int = 10, seed: int = 0) -> Smooth
         alpha = _check_alpha(alpha, d)
         x = _check_points(x, d)
         order = sum(alpha)
-        factor = torch.prod(freq.to(x) ** torch.tensor(alpha, dtype=x.dtype), dim=1)  # (K,)
+        factor = torch.prod(freq.to(x) ** torch.tensor(alpha, dtype=x.dtype), dim=1)  # (terms,)
         return torch.cos(x @ freq.to(x).T + phi.to(x) + order * math.pi / 2) @ (amp.to(x) * factor)
 
     norms = np.abs(theta)
-    R = 2 ** (1 - gamma) * (2 * math.pi) ** s * float(np.sum(norms.max(1) ** kappa * norms.sum(1) ** gamma))
+    R = 2 ** (1 - gamma) * (2 * math.pi) ** s * float(np.sum(weight * norms.max(1) ** kappa * norms.sum(1) ** gamma))
     sup = float(amp.sum())
-    return SmoothTarget(f"lacunary(d={d}, s={s:g}, K={levels})", d, s, R, function, derivative, sup)
+    tag = "" if directions == "one" else ", dense"
+    return SmoothTarget(f"lacunary(d={d}, s={s:g}, K={levels}{tag})", d, s, R, function, derivative, sup)
+
+
+# Waves of a dense lacunary target: 2^16 keeps evaluation on 10^4 points under ~10^9 flops.
+_MAX_TERMS = 2**16
 
 
 __all__ = ["SmoothTarget", "lacunary_target", "power_target", "sine_target"]

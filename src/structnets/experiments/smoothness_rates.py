@@ -74,11 +74,22 @@ class SmoothnessRatesConfig:
             ReLU depth cap binds (e.g. s = 3 at L = 2).
         approx_parameters: parameter counts N of the approximation part (a log grid; the width is
             solved from N at each depth, so the depths are compared at equal N).
+        lm_iters: budget of an optional third phase of the estimation part, per-member
+            Levenberg–Marquardt (0: none; the estimation part uses L-BFGS).
         approx_steps: Adam steps of the approximation part.
-        approx_lbfgs_iters: L-BFGS budget of the approximation part.
+        approx_lbfgs_iters: L-BFGS budget of the approximation part (0: none).
+        approx_lm_iters: Levenberg–Marquardt budget of the approximation part, after Adam (and
+            L-BFGS if any): exact Gauss–Newton curvature, which the noiseless fits need to get
+            below the training errors where first-order methods and L-BFGS stall.
+        floor_max_pieces: the certified ReLU floor (d = 1 targets) is computed exactly for piece
+            bounds up to this many; above it the reported floor is 0 (valid, vacuous).
         approx_train: training points of the approximation part (noiseless).
         approx_seeds: seeds of the approximation part.
         levels: dyadic levels K of the lacunary targets.
+        directions: ``"dense"`` (2^{k(d−1)} random wave directions at level k, ~2^{kd} degrees of
+            freedom like a generic function of smoothness s) or ``"one"`` (one direction per level:
+            every level a ridge function, effectively a one-dimensional problem for a network);
+            see :func:`structnets.data.lacunary_target`. The same for d = 1.
         input_scale: first-layer initialisation scale (see :func:`train_ensemble`).
         test_points: fresh test points per unit.
     """
@@ -99,11 +110,15 @@ class SmoothnessRatesConfig:
     min_width: int = 6
     approx_targets: tuple[tuple[int, float], ...] = ((1, 3.0), (2, 3.0))
     approx_parameters: tuple[int, ...] = (40, 80, 160, 320, 640)
+    lm_iters: int = 0
     approx_steps: int = 300
-    approx_lbfgs_iters: int = 3000
+    approx_lbfgs_iters: int = 0
+    approx_lm_iters: int = 1000
+    floor_max_pieces: int = 600
     approx_train: int = 2048
     approx_seeds: tuple[int, ...] = (0, 1, 2)
     levels: int = 10
+    directions: str = "dense"
     test_points: int = 4096
 
     @classmethod
@@ -118,7 +133,7 @@ class SmoothnessRatesConfig:
             approx_targets=((1, 3.0),),
             approx_parameters=(40, 120, 360),
             approx_steps=150,
-            approx_lbfgs_iters=800,
+            approx_lm_iters=300,
             approx_train=512,
             approx_seeds=(0, 1),
             test_points=2048,
@@ -150,6 +165,10 @@ class SmoothnessRatesConfig:
         check_int("min_width", self.min_width, low=1)
         check_int("approx_steps", self.approx_steps, low=0)
         check_int("approx_lbfgs_iters", self.approx_lbfgs_iters, low=0)
+        check_int("lm_iters", self.lm_iters, low=0)
+        check_int("approx_lm_iters", self.approx_lm_iters, low=0)
+        check_int("floor_max_pieces", self.floor_max_pieces, low=1)
+        check_choice("directions", self.directions, ("one", "dense"))
         for d, s in self.approx_targets:
             check_int("approx_targets", d, low=1)
             check_real("approx_targets", s, low=0.0, low_open=True)
@@ -232,6 +251,8 @@ def train_ensemble(
     input_scale: float = 1.0,
     lbfgs_iters: int = 0,
     ftol: float = 1e-9,
+    lm_iters: int = 0,
+    lm_solver: str = "cholesky",
 ) -> EnsembleFit:
     """Train E independent MLPs at once in float64: Adam, then per-member L-BFGS.
 
@@ -248,6 +269,11 @@ def train_ensemble(
             (:func:`structnets.experiments._rates_training.batched_lbfgs`), in batched
             loss-and-gradient evaluations; 0 skips it.
         ftol: L-BFGS relative loss-change tolerance of the convergence test.
+        lm_iters: budget of an optional third phase, per-member Levenberg–Marquardt
+            (:func:`structnets.training.levenberg_marquardt.batched_levenberg_marquardt`, exact
+            Gauss–Newton curvature from :meth:`EnsembleMLP.jacobian`); 0 skips it. The convergence
+            fields then describe this last phase.
+        lm_solver: how Levenberg–Marquardt solves its damped step, ``"qr"`` or ``"cholesky"``.
 
     Returns:
         an :class:`EnsembleFit`. The objective is Σ_e MSE_e and both optimisers act on each member
@@ -274,7 +300,21 @@ def train_ensemble(
         x, result = batched_lbfgs(losses, x, max_iter=lbfgs_iters, ftol=ftol)
         converged, iterations = result.converged, result.iterations
         grad_norm, late_gain = result.grad_norm, result.loss_half - result.loss
-    else:
+    if lm_iters > 0:
+        from ..training.levenberg_marquardt import batched_levenberg_marquardt
+
+        def residuals(x: torch.Tensor) -> torch.Tensor:
+            return net.forward(x, Xp) - yp
+
+        def jacobian(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            out, J = net.jacobian(x, Xp)
+            return out - yp, J
+
+        x, lm = batched_levenberg_marquardt(residuals, jacobian, x, max_iter=lm_iters, ftol=ftol,
+                                            solver=lm_solver)
+        converged, iterations = lm.converged, lm.iterations
+        grad_norm, late_gain = lm.grad_norm, lm.loss_half - lm.loss
+    if lbfgs_iters == 0 and lm_iters == 0:
         converged = torch.zeros(E, dtype=torch.bool)
         iterations = torch.zeros(E, dtype=torch.long)
         x_grad = x.clone().requires_grad_(True)
@@ -299,7 +339,8 @@ def train_ensemble(
 def _units(config: SmoothnessRatesConfig, finished: pd.DataFrame) -> list[Unit]:
     units: list[Unit] = []
     common = {"activations": list(config.activations), "lr": config.lr, "ftol": config.ftol,
-              "levels": config.levels, "test_points": config.test_points, "input_scale": config.input_scale}
+              "levels": config.levels, "directions": config.directions, "test_points": config.test_points,
+              "input_scale": config.input_scale}
     for d, s in config.targets:
         for depth in config.depths:
             for n in config.sizes:
@@ -309,7 +350,7 @@ def _units(config: SmoothnessRatesConfig, finished: pd.DataFrame) -> list[Unit]:
                     key=f"estimation/d={d}/s={s:g}/L={depth}/n={n}",
                     params={"part": "estimation", "d": d, "s": s, "depth": depth, "n": n, "width": width,
                             "noise": config.noise, "seeds": list(config.seeds), "steps": config.steps,
-                            "lbfgs_iters": config.lbfgs_iters, **common},
+                            "lbfgs_iters": config.lbfgs_iters, "lm_iters": config.lm_iters, **common},
                 ))
     for d, s in config.approx_targets:
         for depth in config.depths:
@@ -319,9 +360,57 @@ def _units(config: SmoothnessRatesConfig, finished: pd.DataFrame) -> list[Unit]:
                     params={"part": "approximation", "d": d, "s": s, "depth": depth, "n": config.approx_train,
                             "width": width_for_parameters(N, d, depth), "noise": 0.0,
                             "seeds": list(config.approx_seeds), "steps": config.approx_steps,
-                            "lbfgs_iters": config.approx_lbfgs_iters, **common},
+                            "lbfgs_iters": config.approx_lbfgs_iters, "lm_iters": config.approx_lm_iters,
+                            **common},
+                ))
+    # The certified ReLU floor (input dimension 1 only): no training, one dynamic programme each.
+    for d, s in config.approx_targets:
+        if d != 1:
+            continue
+        for depth in config.depths:
+            for N in config.approx_parameters:
+                units.append(Unit(
+                    key=f"relu-floor/d={d}/s={s:g}/L={depth}/N={N}",
+                    params={"part": "relu-floor", "d": d, "s": s, "depth": depth,
+                            "width": width_for_parameters(N, d, depth), "levels": config.levels,
+                            "directions": config.directions, "test_points": config.test_points, "max_pieces": config.floor_max_pieces},
                 ))
     return units
+
+
+def _test_points(count: int, d: int) -> np.ndarray:
+    """The fresh test points every unit of a run shares (seeded, uniform on [0,1]^d)."""
+    return np.random.default_rng(999).random((count, d))
+
+
+def _run_floor_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    """Certified lower bound on the test MSE of every ReLU network of this depth and width (d = 1).
+
+    Such a network has at most Π(w + 1) = (w + 1)^{L−1} linear pieces
+    (:func:`structnets.analysis.relu_piece_bound`), so on the sorted test points its MSE is at
+    least the best segmentation into that many least-squares lines
+    (:func:`structnets.analysis.piecewise_linear_floor`), whatever its weights.
+    """
+    import torch
+
+    from ..analysis import piecewise_linear_floor, relu_piece_bound
+    from ..data import lacunary_target
+
+    start = time.perf_counter()
+    d, s, depth, width = int(params["d"]), float(params["s"]), int(params["depth"]), int(params["width"])
+    target = lacunary_target(d, s, levels=int(params["levels"]), seed=0, directions=str(params.get("directions", "one")))
+    X_test = _test_points(int(params["test_points"]), d)
+    f_test = target(torch.from_numpy(X_test)).numpy()
+    pieces = relu_piece_bound([width] * (depth - 1))
+    n = len(f_test)
+    # ≥ n/2 pieces fit every pair of points exactly: the floor is then exactly 0 (vacuous).
+    computed = pieces <= int(params["max_pieces"]) and 2 * pieces < n
+    floor = float(piecewise_linear_floor(X_test[:, 0], f_test, pieces)[-1]) if computed else 0.0
+    return {
+        "part": "relu-floor", "d": d, "s": s, "depth": depth, "n": n, "width": width,
+        "parameters": parameter_count(d, width, depth), "pieces": pieces, "floor_computed": computed,
+        "floor_mse": floor, "target_variance": float(f_test.var()), "seconds": time.perf_counter() - start,
+    }
 
 
 def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
@@ -330,9 +419,11 @@ def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from ..data import lacunary_target
 
     torch.set_num_threads(1)
+    if params["part"] == "relu-floor":
+        return _run_floor_unit(params)
     start = time.perf_counter()
     d, s, depth, n, width = int(params["d"]), float(params["s"]), int(params["depth"]), int(params["n"]), int(params["width"])
-    target = lacunary_target(d, s, levels=int(params["levels"]), seed=0)
+    target = lacunary_target(d, s, levels=int(params["levels"]), seed=0, directions=str(params.get("directions", "one")))
     seeds = [int(v) for v in params["seeds"]]
     activations = list(params["activations"])
     Xs, ys = [], []
@@ -340,8 +431,7 @@ def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         X, y = target.sample(n, noise=float(params["noise"]), seed=1000 + seed)
         Xs.append(X)
         ys.append(y)
-    rng = np.random.default_rng(999)
-    X_test = torch.from_numpy(rng.random((int(params["test_points"]), d)))
+    X_test = torch.from_numpy(_test_points(int(params["test_points"]), d))
     f_test = target(X_test)
     members = [(name, k) for name in activations for k in range(len(seeds))]
     X = torch.from_numpy(np.stack([Xs[k] for _, k in members]))
@@ -350,7 +440,7 @@ def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         X, y, X_test, f_test, [name for name, _ in members], width, depth,
         steps=int(params["steps"]), lr=float(params["lr"]), seed=int(sum(seeds) + 7 * n + 13 * width),
         input_scale=float(params["input_scale"]), lbfgs_iters=int(params["lbfgs_iters"]),
-        ftol=float(params["ftol"]),
+        ftol=float(params["ftol"]), lm_iters=int(params.get("lm_iters", 0)),
     )
     # The noise actually drawn: the training MSE of the true f, the level an ERM fits down to.
     noise_mse = float(np.mean([np.mean((ys[k] - target(torch.from_numpy(Xs[k])).numpy()) ** 2) for k in range(len(seeds))]))
@@ -358,6 +448,7 @@ def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "part": params["part"], "d": d, "s": s, "depth": depth, "n": n, "width": width,
         "parameters": parameter_count(d, width, depth), "noise": float(params["noise"]), "noise_mse": noise_mse,
         "target_variance": float(f_test.var()), "steps": int(params["steps"]), "lbfgs_iters": int(params["lbfgs_iters"]),
+        "lm_iters": int(params.get("lm_iters", 0)),
     }
     for i, (name, k) in enumerate(members):
         prefix = f"{name}/{seeds[k]}"
@@ -441,12 +532,17 @@ def _report(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str:
         "Paper: smooth activations (GELU, SiLU, Tanh) reach the minimax rate n^{−2s/(2s+d)} (log factors aside) "
         "and the approximation rate N^{−s/d} at constant depth; fixed-depth ReLU is capped at N^{−min(L−1,s)/d}; "
         "in their two-layer experiment the test error falls markedly faster with n for the smooth activations. "
-        f"Ours: lacunary targets of exact smoothness s (K = {config.levels} levels), noise σ = {config.noise:g}, "
+        f"Ours: lacunary targets of exact smoothness s (K = {config.levels} levels, {config.directions} directions), noise σ = {config.noise:g}, "
         f"budget N ∝ n^{{d/(2s+d)}} (c_N = {config.budget:g}, min width {config.min_width}), float64, "
         f"full-batch Adam ({config.steps} steps, cosine from lr {config.lr:g}, first-layer init scale "
         f"{config.input_scale:g}) then per-member full-batch L-BFGS (≤ {config.lbfgs_iters} iterations, stops on "
-        f"relative loss change ≤ {config.ftol:g}); approximation part {config.approx_steps} Adam steps + ≤ "
-        f"{config.approx_lbfgs_iters} L-BFGS iterations; seeds {list(config.seeds)}; slopes by least squares on "
+        f"relative loss change ≤ {config.ftol:g})"
+        + (f" then ≤ {config.lm_iters} Levenberg–Marquardt iterations" if config.lm_iters else "")
+        + f"; approximation part {config.approx_steps} Adam steps"
+        + (f" + ≤ {config.approx_lbfgs_iters} L-BFGS iterations" if config.approx_lbfgs_iters else "")
+        + (f" + ≤ {config.approx_lm_iters} per-member Levenberg–Marquardt iterations (exact Gauss–Newton curvature)"
+           if config.approx_lm_iters else "")
+        + f"; seeds {list(config.seeds)}; slopes by least squares on "
         "log–log with stratified bootstrap 95% intervals. L = number of weight layers.",
         "",
         f"*Settled* member: L-BFGS converged, or the training MSE it gained in the second half of its L-BFGS budget "
@@ -493,19 +589,82 @@ def _report(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str:
                 f"[{fit.low:.3f}, {fit.high:.3f}] | {row['adam']:.2e} | {row['train']:.2e} | "
                 f"{row['settled']} ({row['converged']}) / {row['members']} | {_limited(row)} | {row['largest']:.2e} |"
             )
+    lines += _floor_section(long, results)
     lines += [
         "",
         "## Where optimisation, not approximation, limits the slope",
         "",
         "Measured errors are approximation + estimation + *optimisation* error; the theory's rates are for the "
         "empirical risk minimiser. Each network is trained to a stationary point where the budget allows "
-        "(Adam, then L-BFGS until the relative loss change stalls), and every member records whether it got "
+        "(Adam, then L-BFGS and/or Levenberg–Marquardt until the relative loss change stalls), and every member records whether it got "
         "there (converged) or how much the last half of its budget still gained. Rows flagged optimisation-limited "
         "are evidence about the optimiser at this budget, not about the function class; a stationary point "
         "may still be a poor local minimum, which no per-member test here can rule out.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _floors(results: pd.DataFrame) -> pd.DataFrame:
+    """The certified ReLU floor rows (part ``relu-floor``) with their RMSE."""
+    if "part" not in results.columns:
+        return pd.DataFrame()
+    floors = results[results["part"] == "relu-floor"].copy()
+    if not floors.empty:
+        floors["floor_rmse"] = np.sqrt(floors["floor_mse"].astype(float))
+    return floors
+
+
+def _floor_section(long: pd.DataFrame, results: pd.DataFrame) -> list[str]:
+    """Table (c): the certified ReLU floor against the trained networks of the same depth and size."""
+    from ..analysis import loglog_slope
+
+    floors = _floors(results)
+    if floors.empty:
+        return []
+    lines = [
+        "",
+        "## (c) The ReLU depth cap, certified (d = 1)",
+        "",
+        "A ReLU network ℝ → ℝ with L weight layers of width w has at most (w + 1)^{L−1} linear pieces, so on "
+        "the sorted test points its MSE is at least that of the best segmentation into that many "
+        "least-squares lines (exact dynamic programme). The floor holds for **every** ReLU network of this "
+        "depth and width, however trained; a smooth network of the same size below it beats all of them. "
+        "Floor 0 with pieces ≥ n/2 (or above `floor_max_pieces`) is vacuous.",
+        "",
+        "| d | s | L | N | width | pieces ≤ | certified ReLU floor RMSE | trained ReLU RMSE (median) | ReLU ≥ floor | best smooth activation: RMSE (median) | smooth below floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    approx = long[long["part"] == "approximation"] if not long.empty else pd.DataFrame()
+    for _, row in floors.sort_values(["d", "s", "depth", "parameters"]).iterrows():
+        d, s, depth, width = int(row["d"]), float(row["s"]), int(row["depth"]), int(row["width"])
+        trained = approx[(approx["d"] == d) & (approx["s"] == s) & (approx["depth"] == depth)
+                         & (approx["width"] == width)] if not approx.empty else pd.DataFrame()
+        relu = np.sqrt(trained[trained["activation"] == "relu"]["test_mse"]) if not trained.empty else pd.Series(dtype=float)
+        smooth = trained[trained["activation"].isin(SMOOTH)] if not trained.empty else pd.DataFrame()
+        floor = float(row["floor_rmse"])
+        relu_cell = f"{relu.median():.2e}" if len(relu) else "—"
+        # Rounding in the dynamic programme can put the floor ~1e-9 relative above the true value.
+        relu_ok = ("yes" if bool((relu >= floor * (1 - 1e-6)).all()) else "**no**") if len(relu) else "—"
+        if len(smooth):
+            medians = np.sqrt(smooth.groupby("activation")["test_mse"].median())
+            best = medians.idxmin()
+            smooth_cell = f"{best} {medians[best]:.2e}"
+            below = "yes" if medians[best] < floor else "no"
+        else:
+            smooth_cell, below = "—", "—"
+        floor_cell = f"{floor:.2e}" if bool(row["floor_computed"]) else "0 (vacuous)"
+        lines.append(f"| {d} | {s:g} | {depth} | {int(row['parameters'])} | {width} | {int(row['pieces'])} | "
+                     f"{floor_cell} | {relu_cell} | {relu_ok} | {smooth_cell} | {below} |")
+    slopes = []
+    for (d, s, depth), group in floors.groupby(["d", "s", "depth"]):
+        group = group[group["floor_computed"].astype(bool) & (group["floor_mse"] > 0)]
+        if len(group) >= 3:
+            fit = loglog_slope(group["parameters"].to_numpy(float), group["floor_rmse"].to_numpy(float), n_boot=200)
+            slopes.append(f"d = {d}, s = {s:g}, L = {depth}: {fit.slope:.2f}")
+    if slopes:
+        lines += ["", "Slope of the certified floor's RMSE in N (the cap itself, measured): " + "; ".join(slopes) + "."]
+    return lines
 
 
 def _figures(results: pd.DataFrame, config: SmoothnessRatesConfig, out_dir: Path) -> list[Path]:
@@ -520,6 +679,7 @@ def _figures(results: pd.DataFrame, config: SmoothnessRatesConfig, out_dir: Path
     if results.empty:
         return []
     long = _long(results)
+    floors = _floors(results)
     paths: list[Path] = []
     colours = {"relu": "tab:red", "tanh": "tab:blue", "gelu": "tab:green", "silu": "tab:purple"}
     for part, x, ylabel in (("estimation", "n", "excess risk ‖f̂ − f‖²"), ("approximation", "parameters", "test RMSE")):
@@ -539,6 +699,11 @@ def _figures(results: pd.DataFrame, config: SmoothnessRatesConfig, out_dir: Path
             if part == "estimation":
                 first = panel[panel[x] == xs[0]]["test_mse"].median()
                 ax.loglog(xs, first * (xs / xs[0]) ** minimax_exponent(s, d), "k--", lw=0.8, label="−2s/(2s+d)")
+            elif not floors.empty:
+                floor = floors[(floors["d"] == d) & (floors["s"] == s) & (floors["depth"] == depth)
+                               & floors["floor_computed"].astype(bool)].sort_values("parameters")
+                if not floor.empty:
+                    ax.loglog(floor["parameters"], floor["floor_rmse"], "k--", lw=1.0, label="any ReLU net ≥")
             ax.set_title(f"d={d}, s={s:g}, L={depth}", fontsize=9)
             ax.set_xlabel(x)
         axes[0][0].set_ylabel(ylabel)

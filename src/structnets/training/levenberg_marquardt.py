@@ -1,0 +1,192 @@
+"""Batched Levenberg–Marquardt: many independent nonlinear least-squares fits in lock-step.
+
+Each member e of a batch minimises its own mean squared residual L_e(x_e) = ‖r_e(x_e)‖²/n with
+the damped Gauss–Newton step (Levenberg 1944, Marquardt 1963)
+
+    (J_eᵀJ_e + μ_e D_e) h_e = −J_eᵀr_e,        D_e = diag(J_eᵀJ_e), floored,
+
+and Nielsen's damping update (Madsen, Nielsen & Tingleff 2004, *Methods for non-linear least
+squares problems*, Alg. 3.16): the gain ratio ϱ = actual / predicted decrease of ½‖r‖², with the
+predicted decrease ½hᵀ(μDh − Jᵀr); a step with ϱ > 0 is taken and μ ← μ·max(1/3, 1 − (2ϱ − 1)³),
+otherwise μ ← μν, ν ← 2ν. Marquardt's scaling D makes the step invariant to rescaling a
+parameter, which matters for networks whose first-layer weights are ~10× the others.
+
+For small networks (P ≲ 10³ parameters) fitted to noiseless data, LM reaches training errors many
+orders of magnitude below first-order methods and L-BFGS at the same wall time: it uses the
+Gauss–Newton curvature J ᵀJ exactly, which is what a residual near zero needs. Its cost per step
+is O(nP² + P³) per member (forming JᵀJ and a Cholesky solve), so it is for small P only.
+
+Members share nothing but the loop: each has its own μ, ν, acceptance and stopping test, and a
+member whose step is rejected keeps its cached JᵀJ (only moved members are re-linearised), so
+the result equals fitting every member alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from .._validation import check_choice, check_int, check_real
+
+ResidualFn = Callable[[torch.Tensor], torch.Tensor]
+JacobianFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class LevenbergMarquardtResult:
+    """Per-member outcome of :func:`batched_levenberg_marquardt`; every field is an (E,) tensor.
+
+    Attributes:
+        loss: final mean squared residual L_e.
+        grad_norm: final ‖∇L_e‖₂ = ‖2J_eᵀr_e/n‖₂.
+        iterations: accepted steps.
+        converged: the member met a stopping test before ``max_iter``: relative loss change
+            ≤ ftol over ``patience`` accepted steps, ‖∇L_e‖ ≤ gtol·max(1, L_e), or damping so large
+            (μ > ``max_damping``) that no step decreases the loss in floating point.
+        loss_half: the loss after ⌈max_iter/2⌉ iterations (the final loss if every member stopped
+            earlier); loss_half − loss is what the second half of the budget still gained.
+        damping: final μ_e.
+    """
+
+    loss: torch.Tensor
+    grad_norm: torch.Tensor
+    iterations: torch.Tensor
+    converged: torch.Tensor
+    loss_half: torch.Tensor
+    damping: torch.Tensor
+
+
+def batched_levenberg_marquardt(
+    residual_fn: ResidualFn,
+    jacobian_fn: JacobianFn,
+    x: torch.Tensor,
+    *,
+    max_iter: int,
+    ftol: float = 1e-10,
+    gtol: float = 1e-12,
+    patience: int = 10,
+    initial_damping: float = 1e-3,
+    max_damping: float = 1e16,
+    solver: str = "cholesky",
+) -> tuple[torch.Tensor, LevenbergMarquardtResult]:
+    """Minimise every L_e(x_e) = ‖r_e(x_e)‖²/n independently by Levenberg–Marquardt.
+
+    Args:
+        residual_fn: maps x (E, P) to residuals (E, n); row e may depend on x_e only.
+        jacobian_fn: maps x (E, P) to (residuals (E, n), Jacobians (E, n, P)), J_e = ∂r_e/∂x_e.
+        x: (E, P) starting point (float64 recommended: the normal equations square the
+            condition number).
+        max_iter: budget of iterations; each evaluates the residuals of all members once and
+            re-linearises (Jacobian and JᵀJ) the members whose step was accepted.
+        ftol: a member converges after ``patience`` consecutive accepted steps with a relative
+            loss change ≤ ftol.
+        gtol: ... or when ‖∇L_e‖₂ ≤ gtol·max(1, L_e).
+        patience: see ``ftol``.
+        initial_damping: μ₀ = initial_damping (relative to Marquardt's scaling D = diag(JᵀJ)).
+        max_damping: a member whose μ exceeds this is stuck (converged in floating point).
+        solver: ``"qr"`` solves the step as the least-squares problem
+            min ‖[J; (μD)^{1/2}]h + [r; 0]‖ by Householder QR, accurate to cond(J)·ε;
+            ``"cholesky"`` solves the normal equations, about half the cost but accurate only to
+            cond(J)²·ε, which stalls fits whose Jacobian has cond(J) ≳ 10⁷ (networks do).
+
+    Returns:
+        (x, result): the final (E, P) parameters and a :class:`LevenbergMarquardtResult`.
+    """
+    max_iter = check_int("max_iter", max_iter, low=0)
+    ftol = check_real("ftol", ftol, low=0.0)
+    gtol = check_real("gtol", gtol, low=0.0)
+    patience = check_int("patience", patience, low=1)
+    initial_damping = check_real("initial_damping", initial_damping, low=0.0, low_open=True)
+    max_damping = check_real("max_damping", max_damping, low=0.0, low_open=True)
+    check_choice("solver", solver, ("qr", "cholesky"))
+    if x.dim() != 2:
+        raise ValueError(f"`x` must be an (E, P) tensor, got shape {tuple(x.shape)}")
+    x = x.detach().clone()
+    E, P = x.shape
+    r, J = jacobian_fn(x)
+    n = r.shape[1]
+    J = J.clone()  # cached per member (QR solves need it; rows of moved members are replaced)
+    r = r.clone()
+    # Normal-equations mode caches JᵀJ (E, P, P); QR mode only needs its diagonal.
+    A = torch.bmm(J.transpose(1, 2), J) if solver == "cholesky" else None
+    g = torch.bmm(J.transpose(1, 2), r[:, :, None]).squeeze(-1)  # J ᵀr (E, P)
+    half_sq = 0.5 * (r * r).sum(1)  # ½‖r‖²
+    mu = torch.full((E,), initial_damping, dtype=x.dtype)
+    nu = torch.full((E,), 2.0, dtype=x.dtype)
+    iterations = torch.zeros(E, dtype=torch.long)
+    quiet = torch.zeros(E, dtype=torch.long)
+
+    def grad_norm() -> torch.Tensor:
+        return 2.0 / n * g.norm(dim=1)
+
+    def loss() -> torch.Tensor:
+        return 2.0 * half_sq / n
+
+    converged = grad_norm() <= gtol * loss().clamp(min=1.0)
+    loss_half = None
+    eye = torch.eye(P, dtype=x.dtype)
+    for step in range(max_iter):
+        if step == (max_iter + 1) // 2:
+            loss_half = loss().clone()
+        active = ~converged
+        if not bool(active.any()):
+            break
+        idx = active.nonzero().squeeze(1)
+        diag = torch.diagonal(A[idx], dim1=1, dim2=2) if A is not None else (J[idx] * J[idx]).sum(1)
+        # Marquardt's scaling, floored so that dead units (zero columns of J) stay solvable.
+        D = torch.maximum(diag, 1e-12 * diag.amax(1, keepdim=True).clamp(min=1e-300))
+        h_active = torch.zeros(idx.numel(), P, dtype=x.dtype)
+        if solver == "qr":
+            augmented = torch.cat([J[idx], torch.diag_embed((mu[idx, None] * D).sqrt())], dim=1)
+            rhs = torch.cat([-r[idx], torch.zeros(idx.numel(), P, dtype=x.dtype)], dim=1)
+            h_active = torch.linalg.lstsq(augmented, rhs[:, :, None]).solution.squeeze(-1)
+            solved = torch.isfinite(h_active).all(1)
+            h_active = torch.where(solved[:, None], h_active, torch.zeros_like(h_active))
+        else:
+            assert A is not None
+            system = A[idx] + (mu[idx, None] * D)[:, :, None] * eye
+            chol, info = torch.linalg.cholesky_ex(system)
+            solved = info == 0
+            if bool(solved.any()):
+                h_active[solved] = -torch.cholesky_solve(g[idx][solved][:, :, None], chol[solved]).squeeze(-1)
+        h = torch.zeros_like(x)
+        h[idx] = h_active
+        r_trial = residual_fn(x + h)
+        trial = 0.5 * (r_trial * r_trial).sum(1)
+        predicted = torch.zeros(E, dtype=x.dtype)
+        predicted[idx] = 0.5 * (h_active * (mu[idx, None] * D * h_active - g[idx])).sum(1)
+        rho = (half_sq - trial) / predicted.clamp(min=1e-300)
+        ok = torch.zeros(E, dtype=torch.bool)
+        ok[idx] = solved & (predicted[idx] > 0)
+        ok &= (rho > 0) & torch.isfinite(trial)
+        failed = active & ~ok
+        mu = torch.where(failed, mu * nu, mu)
+        nu = torch.where(failed, 2 * nu, nu)
+        if bool(ok.any()):
+            moved = ok.nonzero().squeeze(1)
+            small = (half_sq - trial).abs() <= ftol * torch.maximum(half_sq.abs(), trial.abs()).clamp(min=1e-300)
+            quiet = torch.where(ok, torch.where(small, quiet + 1, torch.zeros_like(quiet)), quiet)
+            factor = torch.clamp(1 - (2 * rho - 1) ** 3, min=1.0 / 3.0)
+            mu = torch.where(ok, mu * factor, mu)
+            nu = torch.where(ok, torch.full_like(nu, 2.0), nu)
+            iterations += ok.long()
+            x = torch.where(ok[:, None], x + h, x)
+            # Re-linearise the moved members only (the expensive O(nP²) part).
+            r_moved, J_moved = jacobian_fn(x)
+            J_moved, r_moved = J_moved[moved], r_moved[moved]
+            J[moved], r[moved] = J_moved, r_moved
+            if A is not None:
+                A[moved] = torch.bmm(J_moved.transpose(1, 2), J_moved)
+            g[moved] = torch.bmm(J_moved.transpose(1, 2), r_moved[:, :, None]).squeeze(-1)
+            half_sq = torch.where(ok, 0.5 * (r_trial * r_trial).sum(1), half_sq)
+        converged |= (quiet >= patience) | (mu > max_damping) | (active & (grad_norm() <= gtol * loss().clamp(min=1.0)))
+    final = loss()
+    return x, LevenbergMarquardtResult(
+        loss=final, grad_norm=grad_norm(), iterations=iterations, converged=converged,
+        loss_half=final.clone() if loss_half is None else loss_half, damping=mu,
+    )
+
+
+__all__ = ["LevenbergMarquardtResult", "batched_levenberg_marquardt"]
