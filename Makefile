@@ -35,6 +35,7 @@ test: setup
 bench: setup
 	$(PY) benchmarks/lowrank_speed.py
 	$(PY) benchmarks/lipschitz_constraint.py
+	$(PY) benchmarks/rates_refiners.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -111,3 +112,22 @@ def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
         SmoothnessRatesConfig(approx_lm_iters=-1)
     with pytest.raises(ValueError, match="`floor_max_pieces`"):
         SmoothnessRatesConfig(floor_max_pieces=0)
+
+
+def test_upper_half_slope_separates_a_small_n_artefact_from_the_rate() -> None:
+    """Excess risk ∝ n^{−1/2} from n = 400 on, inflated at the two smallest n: the slope over all n
+    is steeper than −1/2, the slope over the largest half of the grid recovers −1/2 exactly."""
+    from structnets.experiments.smoothness_rates import _slope_table
+
+    sizes = [25, 50, 100, 200, 400, 800, 1600]
+    records = []
+    for n in sizes:
+        for seed in range(3):
+            risk = n ** -0.5 * (5.0 if n <= 50 else 1.0)
+            records.append({"part": "estimation", "d": 1, "s": 1.0, "depth": 2, "activation": "tanh", "n": n,
+                            "seed": seed, "test_mse": risk, "train_mse": 0.01, "adam_train_mse": 0.02,
+                            "noise_mse": 0.01, "settled": True, "converged": True})
+    (row,) = _slope_table(pd.DataFrame.from_records(records), "estimation", "n", "test_mse")
+    assert row["fit"].slope < -0.7
+    assert row["upper_fit"].slope == pytest.approx(-0.5, abs=1e-12)
+    assert row["upper_fit"].n_levels == 4  # 200, 400, 800, 1600
