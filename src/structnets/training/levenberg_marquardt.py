@@ -110,11 +110,14 @@ def batched_levenberg_marquardt(
     E, P = x.shape
     r, J = jacobian_fn(x)
     n = r.shape[1]
-    J = J.clone()  # cached per member (QR solves need it; rows of moved members are replaced)
-    r = r.clone()
-    # Normal-equations mode caches JᵀJ (E, P, P); QR mode only needs its diagonal.
-    A = torch.bmm(J.transpose(1, 2), J) if solver == "cholesky" else None
-    g = torch.bmm(J.transpose(1, 2), r[:, :, None]).squeeze(-1)  # J ᵀr (E, P)
+    g = torch.bmm(J.transpose(1, 2), r[:, :, None]).squeeze(-1)  # Jᵀr (E, P)
+    # Per-member linearisation, replaced for the members that move: the normal equations need
+    # JᵀJ (E, P, P) only; the QR step needs J and r themselves (JᵀJ's diagonal is their column norms).
+    if solver == "cholesky":
+        A = torch.bmm(J.transpose(1, 2), J)
+    else:
+        A = None
+        J, r = J.clone(), r.clone()
     half_sq = 0.5 * (r * r).sum(1)  # ½‖r‖²
     mu = torch.full((E,), initial_damping, dtype=x.dtype)
     nu = torch.full((E,), 2.0, dtype=x.dtype)
@@ -179,9 +182,10 @@ def batched_levenberg_marquardt(
             # Re-linearise the moved members only (the expensive O(nP²) part).
             r_moved, J_moved = jacobian_fn(x)
             J_moved, r_moved = J_moved[moved], r_moved[moved]
-            J[moved], r[moved] = J_moved, r_moved
             if A is not None:
                 A[moved] = torch.bmm(J_moved.transpose(1, 2), J_moved)
+            else:
+                J[moved], r[moved] = J_moved, r_moved
             g[moved] = torch.bmm(J_moved.transpose(1, 2), r_moved[:, :, None]).squeeze(-1)
             half_sq = torch.where(ok, 0.5 * (r_trial * r_trial).sum(1), half_sq)
         converged |= (quiet >= patience) | (mu > max_damping) | (active & (grad_norm() <= gtol * loss().clamp(min=1.0)))
