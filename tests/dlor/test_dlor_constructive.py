@@ -82,9 +82,116 @@ def test_dlor_product_reconstructs_random_matrices(n: int, r: int) -> None:
     W = _random(n, 1000 + 10 * n + r)
     factors = dlor_product(W, r)
     _check_factors(factors, n, r)
-    assert all(f.alpha == 1.0 for f in factors)
+    assert all(f.alpha == 1.0 for f in factors[:-1])
+    mantissa, _ = math.frexp(factors[-1].alpha)
+    assert mantissa == 0.5  # the last α is the exact power-of-two scale
     assert len(factors) <= math.ceil((2 * n - 1) / r)
     assert _relative(dense_product(factors), W) <= 1e-10
+
+
+def _scaled_relative(a: torch.Tensor, b: torch.Tensor) -> float:
+    """‖a − b‖_F/‖b‖_F computed after an exact power-of-two rescaling (no overflow at 1e±300)."""
+    exponent = math.frexp(float(b.abs().max()))[1]
+    a, b = (torch.from_numpy(np.ldexp(t.numpy(), -exponent)) for t in (a, b))
+    return float(torch.linalg.matrix_norm(a - b) / torch.linalg.matrix_norm(b))
+
+
+SCALES = [1e-300, 1e-250, 1e-200, 1e-155, 1e-100, 1e-20, 1e-12, 1e-8, 1.0, 1e8, 1e100, 1e154, 1e200, 1e250, 1e300]
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize(("n", "r"), [(2, 1), (7, 3), (40, 5)])
+def test_decompositions_are_exact_at_every_scale(scale: float, n: int, r: int) -> None:
+    """Issue 12: 1e-8·[[1,2],[3,4]] gave 3.3e-10, 1e-12·randn(40, 40) 5.5e-6, NaN beyond 1e±155."""
+    base = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=F64) if n == 2 else _random(n, n)
+    W = scale * base
+    product = dense_product(dlor_product(W, r))
+    total = dense_sum(dlor_sum(W, r))
+    assert torch.isfinite(product).all() and torch.isfinite(total).all()
+    assert _scaled_relative(product, W) <= 1e-10
+    assert _scaled_relative(total, W) <= 1e-10
+
+
+def _orthogonal(n: int, seed: int) -> torch.Tensor:
+    return torch.linalg.qr(_random(n, seed))[0]
+
+
+def _jacobi_singular_values(A: torch.Tensor) -> np.ndarray:
+    """Singular values by one-sided (Hestenes) Jacobi: relatively accurate for A = B·D with B well
+    conditioned and D diagonal (Demmel & Veselić 1992), unlike bidiagonalisation."""
+    A = A.numpy().copy()
+    A = np.ldexp(A, -math.frexp(float(np.abs(A).max()))[1])
+    n = A.shape[1]
+    for _ in range(100):
+        rotated = False
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                a, b, c = A[:, i] @ A[:, i], A[:, j] @ A[:, j], A[:, i] @ A[:, j]
+                if c == 0.0 or abs(c) <= 1e-17 * math.sqrt(a * b):
+                    continue
+                rotated = True
+                zeta = (b - a) / (2 * c)
+                t = math.copysign(1.0, zeta) / (abs(zeta) + math.sqrt(1 + zeta * zeta))
+                cs = 1 / math.sqrt(1 + t * t)
+                sn = cs * t
+                left = A[:, i].copy()
+                A[:, i] = cs * left - sn * A[:, j]
+                A[:, j] = sn * left + cs * A[:, j]
+        if not rotated:
+            break
+    return np.sort(np.linalg.norm(A, axis=0))[::-1]
+
+
+GRADINGS = {
+    "1e-10 in the middle": [1.0, 1e-10, 1.0],
+    "geometric to 1e-12": list(np.logspace(0, -12, 6)),
+    "shuffled to 1e-14": [1e-3, 1.0, 1e-14, 1e-7, 0.5, 1e-11, 2.0],
+}
+
+
+@pytest.mark.parametrize("grading", list(GRADINGS))
+@pytest.mark.parametrize("side", ["columns", "rows"])
+@pytest.mark.parametrize("scale", [1e-250, 1.0, 1e250])
+@pytest.mark.parametrize("r", [1, 2])
+def test_dlor_product_keeps_small_singular_values_of_graded_matrices(grading: str, side: str, scale: float, r: int) -> None:
+    """W = Q·D (columns graded) or D·Q (rows graded), Q orthogonal: σ(W) = D exactly. The
+    reconstruction is columnwise (rowwise) accurate, so even σ_min = 1e-14·σ_max is right."""
+    d = torch.tensor(GRADINGS[grading], dtype=F64)
+    n = len(d)
+    Q = _orthogonal(n, 7 * n + r)
+    W = scale * (Q * d if side == "columns" else d[:, None] * Q)
+    product = dense_product(dlor_product(W, r))
+    pieces = product.unbind(1) if side == "columns" else product.unbind(0)
+    references = W.unbind(1) if side == "columns" else W.unbind(0)
+    for piece, reference in zip(pieces, references, strict=True):
+        error = torch.linalg.vector_norm((piece - reference) / scale) / torch.linalg.vector_norm(reference / scale)
+        assert float(error) <= 1e-10
+    singular = _jacobi_singular_values(product if side == "columns" else product.T)
+    expected = np.sort(np.abs(d.numpy()))[::-1]
+    exponent = math.frexp(float(np.abs(W.numpy()).max()))[1]
+    singular = np.ldexp(singular, exponent) / scale
+    np.testing.assert_allclose(singular, expected, rtol=1e-10, atol=0)
+
+
+def test_dlor_product_of_a_graded_diagonal_has_the_exact_smallest_singular_value() -> None:
+    W = torch.diag(torch.tensor([1.0, 1e-10, 1.0], dtype=F64))
+    for r in (1, 2):
+        product = dense_product(dlor_product(W, r))
+        assert torch.equal(product, W)  # issue 12: σ_min was wrong by 8e-8 relative
+        assert float(torch.linalg.svdvals(product)[-1]) == 1e-10
+
+
+@pytest.mark.parametrize("grading", list(GRADINGS))
+def test_dlor_sum_of_graded_matrices_is_normwise_exact(grading: str) -> None:
+    """dlor_sum adds τ/K·I to every diagonal entry, so a diagonal entry ≪ τ is a difference of
+    two numbers of size τ: normwise exact (≤ 1e-10), and σ_min is only Weyl-accurate,
+    |σ̂_min − σ_min| ≤ ‖Ŵ − W‖₂ (documented; use dlor_product for relative accuracy)."""
+    d = torch.tensor(GRADINGS[grading], dtype=F64)
+    W = _orthogonal(len(d), 3) * d
+    total = dense_sum(dlor_sum(W, 1))
+    assert _relative(total, W) <= 1e-10
+    gap = abs(float(torch.linalg.svdvals(total)[-1]) - float(d.abs().min()))
+    assert gap <= float(torch.linalg.matrix_norm(total - W, ord=2)) + 1e-15
 
 
 def _singular_cases() -> dict[str, torch.Tensor]:
