@@ -147,23 +147,36 @@ def train_classifier(
     epochs: int,
     batch_size: int,
     lr: float,
-    temperature: float,
+    temperature: float = 1.0,
     seed: int,
+    loss: Any = None,
 ) -> float:
-    """Train ``model`` in place with Adam + cosine schedule on CE(T·logits); return seconds per epoch.
+    """Train ``model`` in place with Adam + cosine schedule on ``loss``; return seconds per epoch.
 
     Args:
         model: an ``nn.Module`` (n, d) → (n, k).
         X: (n, d) float tensor; y: (n,) int64 tensor.
         epochs, batch_size, lr: optimisation settings (cosine annealing to 0 over all steps).
-        temperature: T of the loss CE(T·z, y).
+        temperature: T of the default loss CE(T·z, y), used only when ``loss`` is None.
         seed: seeds the minibatch order.
+        loss: any callable ``(logits (n, k), y (n,)) -> scalar`` (for instance
+            :func:`structnets.training.losses.certified_loss`), or a name of
+            :data:`structnets.training.losses.CERTIFIED_LOSSES` (with its default options); None
+            keeps CE(T·z, y).
 
     Returns:
         mean wall-clock seconds per epoch.
     """
     import torch
 
+    from ..training.losses import certified_loss
+
+    if loss is None:
+        loss_fn = certified_loss("scaled-ce", temperature=temperature)
+    elif callable(loss) or isinstance(loss, str):
+        loss_fn = certified_loss(loss)
+    else:
+        raise TypeError(f"`loss` must be a callable (logits, target) -> scalar or a loss name, got {loss!r}")
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     steps_per_epoch = math.ceil(len(X) / batch_size)
@@ -175,8 +188,8 @@ def train_classifier(
         Xs, ys = X[order], y[order]
         for i in range(0, len(X), batch_size):
             optimizer.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(temperature * model(Xs[i : i + batch_size]), ys[i : i + batch_size])
-            loss.backward()
+            value = loss_fn(model(Xs[i : i + batch_size]), ys[i : i + batch_size])
+            value.backward()
             optimizer.step()
             schedule.step()
     seconds = (time.perf_counter() - start) / epochs
