@@ -18,6 +18,7 @@ from torch import nn
 from structnets.nn import LowRankLinear
 from structnets.nn import DLoRLinear, RankOneLinear  # DLoR (issue 3)
 from structnets.nn import GradientStepResidual, MaxMin, NormConstrainedLinear  # 1-Lipschitz (issue 6)
+from structnets.nn import OrthogonalLinear  # orthogonal lift and head (issue 11)
 
 
 def _dense_of(layer: nn.Module) -> torch.Tensor:
@@ -203,3 +204,17 @@ def _scaled(layer: nn.Module, factor: float) -> nn.Module:
         layer.raw_weight.mul_(factor / float(torch.linalg.matrix_norm(layer.raw_weight.double(), 2)))
     return layer
 
+
+
+# Orthogonal lift and head (issue 11): affine, checked against its own dense matrix.
+CASES += [
+    LayerCase("orthogonal-8to6", lambda dt: OrthogonalLinear(8, 6, dtype=dt), 8),
+    LayerCase("orthogonal-4to9-nobias", lambda dt: OrthogonalLinear(4, 9, bias=False, dtype=dt), 4),
+    LayerCase("orthogonal-5to5", lambda dt: OrthogonalLinear(5, 5, dtype=dt), 5),
+]
+INVALID += [
+    Invalid(OrthogonalLinear, {"in_features": 0, "out_features": 3}, "in_features", ValueError),
+    Invalid(OrthogonalLinear, {"in_features": 2, "out_features": 2.5}, "out_features", TypeError),
+    Invalid(OrthogonalLinear, {"in_features": 2, "out_features": -1}, "out_features", ValueError),
+    Invalid(OrthogonalLinear, {"in_features": 2, "out_features": 3, "bias": 1}, "bias", TypeError),
+]
