@@ -353,6 +353,35 @@ def test_rank_one_interpolant_rejects_bad_data(x, y, pattern) -> None:
         rank_one_interpolant(x, y)
 
 
+NEAR_COINCIDENT = ([0.0, 1e-9, 1e8, 2e8 + 1, 3.3e8], [0.0, 1.0, 0.0, 1.0, -1.0])
+
+
+def test_rank_one_interpolant_failure_names_near_coincident_inputs_without_advising_relu_to_relu() -> None:
+    """Issue 12: the message said "use 'relu'" even when the activation already was ReLU."""
+    x, y = NEAR_COINCIDENT
+    with pytest.raises(ValueError) as caught:
+        rank_one_interpolant(x, y, "relu")
+    message = str(caught.value)
+    assert message.startswith("`activation`='relu': the interpolation system was solved only to a residual of")
+    assert "nearly coincident" in message and "x[0] and x[1]" in message and "gap of 1e-09" in message
+    assert "Merge or drop near-duplicate inputs" in message
+    assert "use activation='relu'" not in message and "use 'relu'" not in message
+
+
+def test_rank_one_interpolant_failure_suggests_relu_only_for_other_activations() -> None:
+    x, y = [0.0, 1e-6, 1e3, 2e3 + 1, 3.3e3], [0.0, 1.0, 0.0, 1.0, -1.0]
+    rank_one_interpolant(x, y, "relu")  # ReLU's triangular solve succeeds on these inputs ...
+    with pytest.raises(ValueError, match=r"`activation`='gelu'.*nearly coincident.*x\[0\] and x\[1\].*use activation='relu'"):
+        rank_one_interpolant(x, y, "gelu")  # ... and gelu's near-triangular one does not
+
+
+def test_rank_one_interpolant_failure_in_two_dimensions_gives_the_unprojected_distance() -> None:
+    x, y = NEAR_COINCIDENT
+    X = np.stack([np.asarray(x), np.zeros(5)], 1)
+    with pytest.raises(ValueError, match=r"nearly coincident at this scale: x\[\d\] and x\[\d\] .*apart before the projection"):
+        rank_one_interpolant(X, y, "relu")
+
+
 def test_rank_one_interpolant_rejects_the_identity_activation() -> None:
     with pytest.raises(ValueError, match="`activation`"):
         rank_one_interpolant([0.0, 1.0], [0.0, 1.0], "identity")

@@ -367,7 +367,11 @@ def rank_one_interpolant(
 
     Raises:
         ValueError: duplicate inputs (naming the two indices), mismatched lengths, non-finite
-            values, no points, or a square solve whose residual exceeds 1e-9·max(1, max|y|).
+            values, no points, or a solve whose residual exceeds 1e-9·max(1, max|y|): the message
+            gives the residual and condition number and, when the two closest projected inputs are
+            within 1e-6 of the spread, names them as nearly coincident and says to merge or
+            rescale them (and, for activations other than ReLU, that ReLU's triangular solve may
+            succeed).
     """
     from ..nn import ACTIVATIONS, RankOneLinear, activation as make_activation
 
@@ -405,11 +409,9 @@ def rank_one_interpolant(
     else:
         coefficients = torch.linalg.solve(matrix, ys)
     residual = float((matrix @ coefficients - ys).abs().max())
-    if not math.isfinite(residual) or residual > 1e-9 * max(1.0, float(ys.abs().max())):
-        raise ValueError(
-            f"`activation`={activation!r} gives an interpolation system solved only to {residual:.3g} "
-            "on these inputs; use 'relu'"
-        )
+    allowed = 1e-9 * max(1.0, float(ys.abs().max()))
+    if not math.isfinite(residual) or residual > allowed:
+        raise ValueError(_interpolation_failure(activation, inputs, t, order, matrix, coefficients, residual, allowed))
 
     hidden = RankOneLinear(inputs.shape[1], n, dtype=F64)
     output = RankOneLinear(n, 1, dtype=F64)
@@ -421,6 +423,50 @@ def rank_one_interpolant(
         output.v.copy_(coefficients)
         output.bias.zero_()
     return nn.Sequential(hidden, sigma, output).to(dtype)
+
+
+def _interpolation_failure(
+    activation: str,
+    inputs: torch.Tensor,
+    t: torch.Tensor,
+    order: torch.Tensor,
+    matrix: torch.Tensor,
+    coefficients: torch.Tensor,
+    residual: float,
+    allowed: float,
+) -> str:
+    """The message of a failed interpolation solve: what failed, on which inputs, what to do."""
+    ts = t[order]
+    spread = float(ts[-1] - ts[0])
+    gaps = ts[1:] - ts[:-1]
+    where = int(torch.argmin(gaps))
+    gap = float(gaps[where])
+    i, j = int(order[where]), int(order[where + 1])
+    condition = float(torch.linalg.cond(matrix))
+    largest = float(coefficients.abs().max())
+    text = (
+        f"`activation`={activation!r}: the interpolation system was solved only to a residual of "
+        f"{residual:.3g} (allowed {allowed:.3g}; condition number {condition:.3g}, output weights up to "
+        f"{largest:.3g}). "
+    )
+    distance = float(torch.linalg.vector_norm(inputs[i] - inputs[j]))
+    projected = "" if inputs.shape[1] == 1 else f" (they are {distance:.3g} apart before the projection vᵀx)"
+    if spread > 0 and gap / spread < 1e-6:
+        text += (
+            f"The inputs are nearly coincident at this scale: x[{i}] and x[{j}] project to t = "
+            f"{float(t[i]):.6g} and {float(t[j]):.6g}{projected}, a gap of {gap:.3g} against a spread of "
+            f"{spread:.3g} ({gap / spread:.2g} of it): the system is about as ill-conditioned as spread/gap "
+            "and rounding swamps the fit. Merge or drop near-duplicate inputs (averaging their "
+            "targets); rescaling x does not help, only the ratio gap/spread matters"
+        )
+    else:
+        text += (
+            f"The inputs are not nearly coincident (smallest gap {gap:.3g} = {gap / spread:.2g} of the "
+            f"spread {spread:.3g}); the {activation!r} system is ill-conditioned on them"
+        )
+    if activation != "relu":
+        text += ", or use activation='relu', whose system is triangular and solved by forward substitution"
+    return text + "."
 
 
 # Bounded, step-like activations: neurons σ(κ(t − β_j)) with β_j just below t_(j).
