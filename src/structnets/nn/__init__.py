@@ -6,6 +6,7 @@ from .low_rank_linear import LowRankLinear
 from .gradient_step_residual import GradientStepResidual, ResidualExport
 from .maxmin import MaxMin
 from .norm_constrained_linear import NormConstrainedLinear
+from .orthogonal_linear import OrthogonalLinear  # noqa: F401  (issue 11: orthogonal lift and head)
 from .swish import Swish
 
 __all__ = ["GradientStepResidual", "MaxMin", "NormConstrainedLinear", "ResidualExport"]
