@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -12,6 +13,9 @@ from torch import nn
 from structnets.models import mlp
 from structnets.training import FitResult, evaluate, fit, seeded
 from structnets.training.fit import _FusedAdam
+
+# The module itself: `structnets.training.fit` the attribute is the function of that name.
+fit_module = sys.modules["structnets.training.fit"]
 
 
 def _regression(n: int = 256, d: int = 3, seed: int = 0, noise: float = 0.0):
@@ -267,3 +271,56 @@ def test_bad_data_raise():
         fit(_model(), X[:1], y[:1], epochs=1, validation_fraction=0.5)
     with pytest.raises(TypeError, match="epochs"):
         fit(_model(), X, y, epochs=2.5)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_fit_fast_path_is_bit_identical_to_public_fused_adam(optimizer, monkeypatch):
+    # The default CPU path calls the private kernel; the public torch.optim optimiser must give
+    # the same weights bit for bit (minibatches of uneven size, weight decay on).
+    X, y = _regression(n=100)
+    fast, public = _model(), _model()
+    params = [p for p in fast.parameters()]
+    assert fit_module._FusedAdam.applies(params, optimizer == "adamw")
+    fit(fast, X, y, epochs=5, batch_size=32, lr=1e-2, weight_decay=0.05, optimizer=optimizer)
+    monkeypatch.setattr(fit_module, "USE_FAST_ADAM", False)
+    opt = fit_module._make_optimizer(optimizer, public, 1e-2, 0.05)
+    assert isinstance(opt, torch.optim.Adam) and opt.defaults["fused"] is True
+    fit(public, X, y, epochs=5, batch_size=32, lr=1e-2, weight_decay=0.05, optimizer=optimizer)
+    assert all(torch.equal(a, b) for a, b in zip(_weights(fast), _weights(public), strict=True))
+
+
+def test_fast_adam_self_check_rejects_a_changed_private_kernel(monkeypatch):
+    real = fit_module._private_kernel(False)
+
+    def drifted(params, *args, **kwargs):  # arithmetic differs in the last bits: eps doubled
+        kwargs["eps"] = 2 * kwargs["eps"]
+        return real(params, *args, **kwargs)
+
+    def removed(*args, **kwargs):  # a signature change: the call itself fails
+        raise TypeError("unexpected keyword argument")
+
+    for kernel in (drifted, removed):
+        fit_module._fast_adam_verified.cache_clear()
+        monkeypatch.setattr(fit_module, "_private_kernel", lambda decoupled, k=kernel: k)
+        try:
+            assert fit_module._fast_adam_verified(torch.float32, False) is False
+            opt = fit_module._make_optimizer("adam", _model(), 1e-3, 0.0)
+            assert isinstance(opt, torch.optim.Adam) and opt.defaults["fused"] is True
+        finally:
+            monkeypatch.undo()
+            fit_module._fast_adam_verified.cache_clear()
+    assert fit_module._fast_adam_verified(torch.float32, False) is True
+
+
+def test_public_adam_falls_back_to_foreach_where_fused_is_refused():
+    from structnets.training.fit import _public_adam
+
+    # fused=True refuses complex parameters (at the first step); foreach runs the same update.
+    params = [nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(3, dtype=torch.complex64))]
+    opt = _public_adam(params, lr=1e-3, weight_decay=0.0, decoupled=False)
+    assert isinstance(opt, torch.optim.Adam)
+    assert not opt.defaults["fused"] and opt.defaults["foreach"] is True
+    for p in params:
+        p.grad = torch.ones_like(p)
+    opt.step()  # first Adam step moves every entry by lr·sign(g)
+    torch.testing.assert_close(params[0].detach(), torch.full((3,), 1 - 1e-3))
