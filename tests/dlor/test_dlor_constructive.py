@@ -407,8 +407,49 @@ def _sup_errors(dense: nn.Sequential, mode: str, rank: int = 2, **kwargs) -> lis
 
 
 @pytest.mark.parametrize("activation", ["swish", "tanh", "relu", "gelu"])
-def test_wide_network_is_exact_at_every_h(activation: str) -> None:
-    assert max(_sup_errors(_dense(activation), "wide")) <= 1e-12
+def test_summed_network_is_exact_at_every_h(activation: str) -> None:
+    assert max(_sup_errors(_dense(activation), "summed")) <= 1e-12
+
+
+def test_wide_is_the_deprecated_alias_of_summed() -> None:
+    dense = _dense("tanh")
+    x = torch.rand(50, 2, dtype=F64)
+    with pytest.warns(FutureWarning, match="mode='parallel'"):
+        wide = dlor_network_from_dense(dense, "wide", 1e-2)
+    summed = dlor_network_from_dense(dense, "summed", 1e-2)
+    with torch.no_grad():
+        assert torch.equal(wide(x), summed(x))
+
+
+@pytest.mark.parametrize(
+    ("activation", "order"), [("swish", 1), ("gelu", 1), ("softplus", 1), ("tanh", 2), ("sigmoid", 2)]
+)
+@pytest.mark.parametrize("mode", ["deep", "parallel"])
+def test_deep_and_parallel_networks_converge_only_as_h_falls(activation: str, order: int, mode: str) -> None:
+    """σ per branch (the paper's wide network) and σ between factors (deep) both use σ's
+    near-linear regime: sup error O(h), O(h²) when σ''(0) = 0, and clearly non-zero at h = 0.1."""
+    errors = _sup_errors(_dense(activation), mode)
+    assert errors[0] >= 1e-7  # not exact: unlike "summed", these are not linear re-parametrisations
+    assert errors[-1] <= 1e-3
+    for coarse, fine in zip(errors[1:], errors[2:]):
+        assert 0.5 * 10**order <= coarse / fine <= 2 * 10**order, errors
+
+
+def test_parallel_network_is_branches_through_sigma_then_a_recentring_map() -> None:
+    from structnets.models.dlor_mlp import DLoRBranches, DLoRParallel
+
+    dense = _dense("tanh", depth=3)
+    net = dlor_network_from_dense(dense, "parallel", 1e-2, rank=2)
+    kinds = [type(m).__name__ for m in net]
+    assert kinds == ["ZeroPad"] + ["DLoRParallel", "DLoRLinear", "Tanh"] * 3 + ["DLoRBranches", "TakeFirst"]
+    parallel = [m for m in net if isinstance(m, DLoRParallel)]
+    assert all(m.branches_count == 3 for m in parallel)  # ⌈6/2⌉ terms of dlor_sum per 6×6 weight
+    x = torch.rand(7, 2, dtype=F64)
+    with torch.no_grad():
+        z = net[0](x)
+        manual = sum(torch.tanh(b(z)) for b in net[1].branches)
+        torch.testing.assert_close(net[1](z), manual, rtol=0, atol=0)
+    assert isinstance(net[-2], DLoRBranches)
 
 
 @pytest.mark.parametrize(
@@ -427,7 +468,7 @@ def test_deep_relu_network_is_exact_in_the_linear_region() -> None:
     assert max(errors[1:]) <= 1e-10  # h·max|z| < c = 1 from h = 1e-2 on
 
 
-@pytest.mark.parametrize("mode", ["deep", "wide"])
+@pytest.mark.parametrize("mode", ["deep", "parallel", "summed"])
 def test_network_has_no_dense_matrix(mode: str) -> None:
     net = dlor_network_from_dense(_dense("tanh"), mode, 1e-3, rank=1)
     allowed = (ZeroPad, TakeFirst, DLoRLinear, nn.Tanh)
@@ -441,16 +482,17 @@ def test_network_has_no_dense_matrix(mode: str) -> None:
 
 def test_narrow_dense_network_is_zero_padded() -> None:
     dense = _dense("tanh", in_features=5, width=3, depth=3)  # width < input size: N = 5
-    errors = _sup_errors(dense, "wide", rank=1)
+    errors = _sup_errors(dense, "summed", rank=1)
     assert max(errors) <= 1e-12
     assert _sup_errors(dense, "deep", rank=4)[-1] <= 1e-5
+    assert _sup_errors(dense, "parallel", rank=4)[-1] <= 1e-5
 
 
 def test_low_rank_hidden_layers_are_accepted() -> None:
     dense = _dense("tanh", depth=3)
     torch.manual_seed(0)
     dense[2] = LowRankLinear(6, 6, 2, dtype=F64)
-    assert max(_sup_errors(dense, "wide")) <= 1e-12
+    assert max(_sup_errors(dense, "summed")) <= 1e-12
 
 
 def test_dlor_network_from_dense_rejects_bad_arguments() -> None:
@@ -466,6 +508,6 @@ def test_dlor_network_from_dense_rejects_bad_arguments() -> None:
         dlor_network_from_dense(nn.Linear(2, 2), "deep", 1e-3)
     mixed = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
     with pytest.raises(ValueError, match="one activation"):
-        dlor_network_from_dense(mixed, "wide", 1e-3)
+        dlor_network_from_dense(mixed, "summed", 1e-3)
     with pytest.raises(ValueError, match="`center`"):
         dlor_network_from_dense(_dense("relu"), "deep", 1e-3, center=-1.0)

@@ -82,19 +82,57 @@ def test_rank_one_network_output_is_invariant_along_v_perp() -> None:
 
 @pytest.mark.parametrize(
     ("width", "depth", "rank", "mode", "branches"),
-    [(8, 1, 1, "deep", 1), (8, 3, 2, "wide", 3), (16, 5, 4, "deep", 1), (5, 2, 4, "wide", 1), (2, 1, 1, "wide", 6)],
+    [
+        (8, 1, 1, "deep", 1), (8, 3, 2, "summed", 3), (16, 5, 4, "deep", 1), (5, 2, 4, "summed", 1),
+        (2, 1, 1, "summed", 6), (8, 3, 1, "parallel", 4), (5, 2, 4, "parallel", 1), (6, 1, 2, "parallel", 3),
+    ],
 )
 def test_parameter_count_formula(width: int, depth: int, rank: int, mode: str, branches: int) -> None:
     model = dlor_mlp(2, 1, width, depth, rank, mode, branches=branches)
     assert sum(p.numel() for p in model.parameters()) == dlor_parameter_count(width, depth, rank, mode, branches)
     per_map = 2 * width * rank + 1
-    expected = (depth + 1) * ((per_map if mode == "deep" else branches * per_map) + width)
+    if mode == "parallel":  # L layers of B biased branches, then B summed maps with one bias
+        expected = depth * branches * (per_map + width) + branches * per_map + width
+    else:
+        expected = (depth + 1) * ((per_map if mode == "deep" else branches * per_map) + width)
     assert dlor_parameter_count(width, depth, rank, mode, branches) == expected
+
+
+def test_wide_mode_is_the_deprecated_alias_of_summed() -> None:
+    torch.manual_seed(1)
+    with pytest.warns(FutureWarning, match="'summed'"):
+        wide = dlor_mlp(2, 1, 6, 2, 1, "wide", "tanh", 3, dtype=F64)
+    torch.manual_seed(1)
+    summed = dlor_mlp(2, 1, 6, 2, 1, "summed", "tanh", 3, dtype=F64)
+    x = torch.randn(5, 2, dtype=F64)
+    torch.testing.assert_close(wide(x), summed(x), rtol=0, atol=0)
+    assert dlor_parameter_count(6, 2, 1, "wide", 3) == dlor_parameter_count(6, 2, 1, "summed", 3)
+
+
+def test_parallel_network_applies_sigma_per_branch_then_sums() -> None:
+    """y_ℓ = Σ_k σ(M_k y_{ℓ−1} + b_k) for ℓ ≤ L, then Σ_k M_k y_L + b, against a float64 loop."""
+    from structnets.models.dlor_mlp import DLoRParallel
+
+    torch.manual_seed(6)
+    model = dlor_mlp(3, 2, 6, 2, 2, "parallel", "tanh", 3, dtype=F64)
+    layers = [m for m in model if isinstance(m, DLoRParallel)]
+    assert len(layers) == 2 and isinstance(model[-2], DLoRBranches)
+    x = torch.randn(5, 3, dtype=F64)
+    h = torch.cat([x, torch.zeros(5, 3, dtype=F64)], 1)
+    for layer in layers:
+        h = sum(torch.tanh(h @ b.to_dense().T + b.bias) for b in layer.branches)
+    h = h @ model[-2].to_dense().T + model[-2].bias
+    torch.testing.assert_close(model(x), h[:, :2], rtol=1e-12, atol=1e-12)
+    # σ after the sum would be a different function: the branches are not a re-parametrisation
+    summed = sum(b.to_dense() for b in layers[0].branches)
+    z = torch.cat([x, torch.zeros(5, 3, dtype=F64)], 1)
+    bias = sum(b.bias for b in layers[0].branches)
+    assert (layers[0](z) - torch.tanh(z @ summed.T + bias)).abs().max() > 1e-3
 
 
 def test_dlor_mlp_computes_pad_dlor_sigma_truncate() -> None:
     torch.manual_seed(4)
-    for mode, branches in (("deep", 1), ("wide", 3)):
+    for mode, branches in (("deep", 1), ("summed", 3)):
         model = dlor_mlp(3, 2, 6, 2, 2, mode, "tanh", branches, dtype=F64)
         assert isinstance(model[0], ZeroPad) and isinstance(model[-1], TakeFirst)
         maps = [m for m in model if isinstance(m, DLoRLinear | DLoRBranches)]
@@ -122,7 +160,7 @@ def test_wide_layer_is_one_dlor_matrix_of_rank_b_times_r() -> None:
 
 def test_one_branch_wide_equals_deep_up_to_parametrisation() -> None:
     deep = dlor_mlp(2, 1, 5, 2, 1, "deep", dtype=F64)
-    wide = dlor_mlp(2, 1, 5, 2, 1, "wide", branches=1, dtype=F64)
+    wide = dlor_mlp(2, 1, 5, 2, 1, "summed", branches=1, dtype=F64)
     assert sum(p.numel() for p in deep.parameters()) == sum(p.numel() for p in wide.parameters())
 
 
@@ -135,7 +173,8 @@ def test_one_branch_wide_equals_deep_up_to_parametrisation() -> None:
         ({"in_features": 9}, "width", ValueError),
         ({"mode": "tall"}, "mode", ValueError),
         ({"branches": 2}, "branches", ValueError),  # deep mode takes no branches
-        ({"mode": "wide", "branches": 0}, "branches", ValueError),
+        ({"mode": "summed", "branches": 0}, "branches", ValueError),
+        ({"mode": "parallel", "branches": 0}, "branches", ValueError),
         ({"depth": 0}, "depth", ValueError),
         ({"activation": "nope"}, "activation", ValueError),
         ({"rank": 1.0}, "rank", TypeError),

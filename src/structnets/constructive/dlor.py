@@ -563,23 +563,24 @@ def dlor_network_from_dense(
     Returns:
         an ``nn.Sequential`` as built by :func:`structnets.models.dlor_mlp`.
     """
-    from ..models.dlor_mlp import dlor_mlp
+    from ..models.dlor_mlp import DLoRBranches, DLoRParallel, TakeFirst, ZeroPad, dlor_mlp, resolve_mode
+    from ..nn import DLoRLinear
 
-    check_choice("mode", mode, ("deep", "wide"))
+    mode = resolve_mode(mode)
     h = check_real("h", h, low=0.0, high=1.0, low_open=True)
     maps, sigma = _dense_layers(mlp)
     in_features, out_features = maps[0][0].shape[1], maps[-1][0].shape[0]
     width = max(2, *(w.shape[0] for w, _ in maps), in_features)
     rank = check_int("rank", rank, low=1, high=width - 1)
     padded = [(_pad_square(w, width), _pad_vector(b, width)) for w, b in maps]
+    zero = DLoRFactor(0.0, torch.zeros(width, rank, dtype=F64), torch.zeros(width, rank, dtype=F64))
 
-    if mode == "wide":
+    if mode == "summed":
         terms = [dlor_sum(w, rank) for w, _ in padded]
         branches = max(len(t) for t in terms)
-        network = dlor_mlp(in_features, out_features, width, len(maps) - 1, rank, "wide", sigma, branches, dtype=F64)
+        network = dlor_mlp(in_features, out_features, width, len(maps) - 1, rank, "summed", sigma, branches, dtype=F64)
         dlor_layers = [m for m in network if hasattr(m, "branches")]
         for layer, factors, (_, bias) in zip(dlor_layers, terms, padded, strict=True):
-            zero = DLoRFactor(0.0, torch.zeros(width, rank, dtype=F64), torch.zeros(width, rank, dtype=F64))
             for branch, factor in zip(layer.branches, [*factors, *[zero] * (branches - len(factors))], strict=True):
                 _load_factor(branch, factor, None)
             with torch.no_grad():
@@ -590,6 +591,29 @@ def dlor_network_from_dense(
     value, slope = _value_and_slope(sigma, c)
     if slope == 0.0 or not math.isfinite(slope):
         raise ValueError(f"`center` must be a point where the activation's slope is non-zero, got {c} (slope {slope})")
+
+    if mode == "parallel":
+        layers: list[nn.Module] = [ZeroPad(in_features, width)]
+        for index, (weight, bias) in enumerate(padded):
+            terms = dlor_sum(weight, rank)
+            if index == len(padded) - 1:  # the output map has no σ: a sum of branches is exact
+                last = DLoRBranches(width, rank, len(terms), dtype=F64)
+                for branch, factor in zip(last.branches, terms, strict=True):
+                    _load_factor(branch, factor, None)
+                with torch.no_grad():
+                    last.bias.copy_(bias)
+                layers += [last, TakeFirst(width, out_features)]
+                break
+            # a ↦ Σ_k σ(h M_k a + c) = Kσ(c) + hs·W a + O(h²): the parallel layer (K·N units) ...
+            parallel = DLoRParallel(width, rank, len(terms), _clone_activation(sigma), dtype=F64)
+            for branch, factor in zip(parallel.branches, terms, strict=True):
+                _load_factor(branch, _scale(factor, h), torch.full((width,), c, dtype=F64))
+            # ... then S ↦ σ(S/(hs) − Kσ(c)/(hs) + b) = σ(W a + b + O(h)): one DLoR map αI (U = V = 0)
+            recentre = DLoRLinear(width, rank, dtype=F64)
+            _load_factor(recentre, DLoRFactor(1.0 / (h * slope), zero.U, zero.V), bias - len(terms) * value / (h * slope))
+            layers += [parallel, recentre, _clone_activation(sigma)]
+        return nn.Sequential(*layers).to(dtype)
+
     products = [dlor_product(w, rank) for w, _ in padded]
     count = max(len(p) for p in products)
     identity = DLoRFactor(1.0, torch.zeros(width, rank, dtype=F64), torch.zeros(width, rank, dtype=F64))

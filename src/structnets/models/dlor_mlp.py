@@ -6,22 +6,30 @@ input is embedded by zero padding and the output read from the first coordinates
 network has no dense matrix at all (the paper's setting, where N = n + m + 2 suffices for
 universal approximation).
 
-Side by side, with N = ``width``, r = ``rank``, L = ``depth`` nonlinear layers, B = ``branches``:
+Side by side, with N = ``width``, r = ``rank``, L = ``depth`` nonlinear layers, B = ``branches``,
+M_k = α_k I + U_k V_kᵀ:
 
-=====================  ==============================================  ===========================
-mode                   layer ℓ = 1 … L+1 (σ after all but the last)     parameters
-=====================  ==============================================  ===========================
-``"deep"``             y = (αI + UVᵀ) x + b                              (L+1)·(2Nr + 1 + N)
-``"wide"``             y = Σ_{k=1}^{B} (α_k I + U_k V_kᵀ) x + b          (L+1)·(B·(2Nr + 1) + N)
-=====================  ==============================================  ===========================
+================  =====================================================  ===================================
+mode              nonlinear layer ℓ = 1 … L; the last map (no σ)          parameters
+================  =====================================================  ===================================
+``"deep"``        x ↦ σ(M x + b);  y = M x + b                              (L+1)(2Nr + 1 + N)
+``"parallel"``    x ↦ Σ_{k=1}^{B} σ(M_k x + b_k);  y = Σ_k M_k x + b        L·B(2Nr + 1 + N) + B(2Nr + 1) + N
+``"summed"``      x ↦ σ(Σ_{k=1}^{B} M_k x + b);  y = Σ_k M_k x + b          (L+1)(B(2Nr + 1) + N)
+``"wide"``        deprecated alias of ``"summed"`` (its name before issue 12)
+================  =====================================================  ===================================
 
-A wide layer is one DLoR matrix of rank B·r (with the B scalars α_k adding up to its α), so
-wide trades width of the low-rank part for depth: the additive and multiplicative
-decompositions of :mod:`structnets.constructive.dlor`. With B = 1 both modes build the same
-network. :func:`dlor_parameter_count` gives the counts above.
+``"parallel"`` is the paper's wide network: the additive decomposition W = Σ_k M_k "mapped
+through the nonlinear activation forms a set of parallel layers" (seed 001, Sec. 2.2): every
+branch has its own σ, so the layer is B·N units wide, and it reproduces a dense layer only in
+the near-linear regime of σ, as h → 0 (:func:`structnets.constructive.dlor_network_from_dense`).
+``"summed"`` adds the branches *before* σ, so a summed layer is one DLoR matrix of rank B·r (its
+B scalars α_k only add up to one α) and reproduces a dense layer exactly at every h. With B = 1
+all three build the same function class. :func:`dlor_parameter_count` gives the counts above.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import torch
 from torch import nn
@@ -29,7 +37,29 @@ from torch import nn
 from .._validation import check_choice, check_int
 from ..nn import DLoRLinear, RankOneLinear, activation as make_activation
 
-MODES: tuple[str, ...] = ("deep", "wide")
+MODES: tuple[str, ...] = ("deep", "parallel", "summed", "wide")
+"""Accepted ``mode`` values; ``"wide"`` is the deprecated alias of ``"summed"``."""
+
+
+def resolve_mode(mode: str) -> str:
+    """Validate ``mode`` and map the deprecated ``"wide"`` to ``"summed"`` (with a FutureWarning).
+
+    Before issue 12, ``mode="wide"`` summed the branches before σ; that form is now called
+    ``"summed"``, and the paper's wide network (σ per branch) is ``"parallel"``. ``"wide"`` keeps
+    building the summed form so that existing code and saved configurations give the same
+    numbers.
+    """
+    check_choice("mode", mode, MODES)
+    if mode == "wide":
+        warnings.warn(
+            "`mode`='wide' builds the 'summed' form (branches added before σ: one DLoR map of rank B·r, "
+            "exact at every h); the paper's wide network, σ per branch, is mode='parallel'. "
+            "Pass 'summed' or 'parallel' explicitly.",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return "summed"
+    return mode
 
 
 class ZeroPad(nn.Module):
@@ -135,6 +165,69 @@ class DLoRBranches(nn.Module):
         )
 
 
+class DLoRParallel(nn.Module):
+    """Parallel DLoR branches, each through σ, then summed: ``y = Σ_k σ(α_k x + U_k V_kᵀ x + b_k)``.
+
+    The nonlinear layer of the paper's wide network (Chen et al., arXiv 2605.05659, additive
+    decomposition "mapped through the nonlinear activation ... a set of parallel layers"): B·N
+    hidden units, read out by summing the B branches. Each branch is a :class:`DLoRLinear` with
+    its own bias. Unlike :class:`DLoRBranches` (sum before σ) it has no single dense matrix.
+
+    Args:
+        features: N ≥ 2.
+        rank: r of every branch, in [1, N − 1].
+        branches: B ≥ 1.
+        activation: a name from :data:`structnets.nn.ACTIVATIONS` or a module (shared by all branches).
+        bias: whether each branch has a learnable bias (features,).
+        alpha: initial α of each branch; the default 1/B makes Σ_k α_k σ'(0)x the starting
+            linear part, like a deep layer's σ'(0)x.
+        device, dtype: where to allocate parameters.
+
+    Shape: ``(*, features)`` → ``(*, features)``.
+    """
+
+    def __init__(
+        self,
+        features: int,
+        rank: int,
+        branches: int,
+        activation: str | nn.Module = "swish",
+        bias: bool = True,
+        alpha: float | None = None,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.branches_count = check_int("branches", branches, low=1)
+        if not isinstance(bias, bool):
+            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        self.activation = make_activation(activation)
+        alpha = 1.0 / self.branches_count if alpha is None else alpha
+        factory = {"device": device, "dtype": dtype}
+        self.branches = nn.ModuleList(
+            DLoRLinear(features, rank, bias=bias, alpha=alpha, **factory) for _ in range(self.branches_count)
+        )
+        self.features, self.rank = self.branches[0].features, self.branches[0].rank
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for branch in self.branches:
+            branch.reset_parameters()
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        out = self.activation(self.branches[0](input))
+        for branch in self.branches[1:]:
+            out = out + self.activation(branch(input))
+        return out
+
+    def extra_repr(self) -> str:
+        return (
+            f"features={self.features}, rank={self.rank}, branches={self.branches_count}, "
+            f"bias={self.branches[0].bias is not None}"
+        )
+
+
 def dlor_mlp(
     in_features: int,
     out_features: int,
@@ -152,17 +245,21 @@ def dlor_mlp(
 
     Layout: ``ZeroPad(in→N), [L_1, σ, …, L_depth, σ], L_{depth+1}, TakeFirst(N→out)`` where each
     L is a :class:`~structnets.nn.DLoRLinear` (``mode="deep"``, multiplicative: depth composes
-    the low-rank updates) or a :class:`DLoRBranches` of ``branches`` parallel DLoR maps summed
-    before σ (``mode="wide"``, additive). See the module docstring for parameter counts.
+    the low-rank updates) or a :class:`DLoRBranches` of ``branches`` DLoR maps summed before σ
+    (``mode="summed"``; ``"wide"`` is its deprecated alias). ``mode="parallel"`` (the paper's wide
+    network) replaces each ``L_ℓ, σ`` by a :class:`DLoRParallel` (σ per branch, branches summed
+    after σ) and keeps a :class:`DLoRBranches` as the last, linear map. See the module docstring
+    for parameter counts.
 
     Args:
         in_features, out_features: n and m, both ≤ ``width``.
         width: N ≥ max(2, n, m); the paper's universal width is n + m + 2.
         depth: number of nonlinear layers L ≥ 1 (there are L + 1 DLoR maps).
         rank: r in [1, N − 1], the rank of every (branch) update UVᵀ.
-        mode: ``"deep"`` or ``"wide"``.
+        mode: ``"deep"``, ``"parallel"``, ``"summed"`` (or ``"wide"``, deprecated alias of
+            ``"summed"``, with a FutureWarning).
         activation: a name from :data:`structnets.nn.ACTIVATIONS` or a module (then shared).
-        branches: B ≥ 1 parallel DLoR maps per layer in wide mode; must be 1 in deep mode.
+        branches: B ≥ 1 DLoR maps per layer in parallel/summed mode; must be 1 in deep mode.
         device, dtype: where to allocate parameters.
 
     Returns:
@@ -173,7 +270,7 @@ def dlor_mlp(
     width = check_int("width", width, low=max(2, in_features, out_features))
     depth = check_int("depth", depth, low=1)
     rank = check_int("rank", rank, low=1, high=width - 1)
-    check_choice("mode", mode, MODES)
+    mode = resolve_mode(mode)
     branches = check_int("branches", branches, low=1)
     if mode == "deep" and branches != 1:
         raise ValueError(f"`branches` must be 1 when mode='deep', got {branches}")
@@ -187,7 +284,10 @@ def dlor_mlp(
 
     layers: list[nn.Module] = [ZeroPad(in_features, width)]
     for _ in range(depth):
-        layers += [dlor(), make_activation(activation)]
+        if mode == "parallel":
+            layers.append(DLoRParallel(width, rank, branches, activation, **factory))
+        else:
+            layers += [dlor(), make_activation(activation)]
     layers += [dlor(), TakeFirst(width, out_features)]
     return nn.Sequential(*layers)
 
@@ -195,7 +295,8 @@ def dlor_mlp(
 def dlor_parameter_count(width: int, depth: int, rank: int, mode: str = "deep", branches: int = 1) -> int:
     """Number of parameters of :func:`dlor_mlp` (independent of in/out features).
 
-    deep: (L+1)(2Nr + 1 + N); wide: (L+1)(B(2Nr + 1) + N).
+    deep: (L+1)(2Nr + 1 + N); parallel: L·B(2Nr + 1 + N) + B(2Nr + 1) + N;
+    summed (alias wide): (L+1)(B(2Nr + 1) + N).
     """
     width = check_int("width", width, low=2)
     depth = check_int("depth", depth, low=1)
@@ -205,6 +306,8 @@ def dlor_parameter_count(width: int, depth: int, rank: int, mode: str = "deep", 
     per_map = 2 * width * rank + 1
     if mode == "deep":
         return (depth + 1) * (per_map + width)
+    if mode == "parallel":
+        return depth * branches * (per_map + width) + branches * per_map + width
     return (depth + 1) * (branches * per_map + width)
 
 
