@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -40,40 +41,64 @@ _ACTIVATION_CONSTANTS: dict[type[nn.Module], float] = {
 
 @torch.no_grad()
 def lipschitz_upper_bound(model: nn.Module) -> float:
-    """Return a certified upper bound on the ℓ₂ Lipschitz constant of ``model`` (eval mode).
+    """Return a certified upper bound on the ℓ₂ Lipschitz constant of ``model`` as it computes now.
+
+    The certificate is for exact arithmetic on the stored parameters; floating-point evaluation
+    adds a rounding error of order depth × unit round-off (measured in ``docs/lipschitz.md``).
 
     Args:
         model: an ``nn.Sequential`` (or nested ones) of layers each of which either has a
             ``lipschitz_bound()`` method (the structnets layers), is an ``nn.Linear`` (bound
-            B(W) ≥ ‖W‖₂, certified float64 Gram eigenvalue), a ``LeakyReLU`` (max(1, |slope|)),
-            or one of the activations with a known constant (ReLU, Tanh, Sigmoid, SiLU, GELU, ...).
+            B(W) ≥ ‖W‖₂, certified float64 Gram eigenvalue rounded up), a ``LeakyReLU``
+            (max(1, |slope|)), or one of the activations with a known constant (ReLU, Tanh, ...).
 
     Returns:
-        Π over layers of their certified constants (a float ≥ the true Lipschitz constant).
+        Π over layers of their certified constants, each product rounded up (a float ≥ the true
+        Lipschitz constant of the exact-arithmetic model).
 
     Raises:
         TypeError: naming a layer whose Lipschitz constant is unknown.
+        ValueError: naming a layer whose certificate does not hold as it computes now (a
+            ``bound="power"`` layer in training mode, non-finite weights).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
-    if hasattr(model, "lipschitz_bound"):
-        return float(model.lipschitz_bound())
-    if isinstance(model, nn.Sequential):
+    return _upper_bound(model, "model")
+
+
+def _upper_bound(module: nn.Module, path: str) -> float:
+    if hasattr(module, "lipschitz_bound"):
+        try:
+            return float(module.lipschitz_bound())
+        except ValueError as error:
+            raise ValueError(f"layer `{path}` ({type(module).__name__}) has no valid certificate: {error}") from None
+    if isinstance(module, nn.Sequential):
         product = 1.0
-        for layer in model:
-            product *= lipschitz_upper_bound(layer)
+        for name, layer in module.named_children():
+            product = _multiply_round_up(product, _upper_bound(layer, f"{path}.{name}"))
         return product
-    if isinstance(model, nn.Linear):
-        return float(spectral_norm_bound(model.weight.detach()))
-    if isinstance(model, nn.LeakyReLU):
-        return max(1.0, abs(model.negative_slope))
+    if isinstance(module, nn.Linear):
+        bound = float(spectral_norm_bound(module.weight.detach()))
+        if math.isnan(bound):
+            raise ValueError(f"layer `{path}` (Linear) has non-finite weights")
+        return bound
+    if isinstance(module, nn.LeakyReLU):
+        return max(1.0, abs(module.negative_slope))
     for kind, constant in _ACTIVATION_CONSTANTS.items():
-        if type(model) is kind:
+        if type(module) is kind:
             return constant
     raise TypeError(
-        f"`model` contains a layer of type {type(model).__name__} whose Lipschitz constant is unknown; "
-        "give it a `lipschitz_bound()` method"
+        f"`model` contains a layer `{path}` of type {type(module).__name__} whose Lipschitz constant is "
+        "unknown; give it a `lipschitz_bound()` method"
     )
+
+
+def _multiply_round_up(a: float, b: float) -> float:
+    """a·b rounded towards +∞ (a rounded-to-nearest product could fall below the exact one)."""
+    product = a * b
+    if math.isfinite(product) and Fraction(product) < Fraction(a) * Fraction(b):
+        product = math.nextafter(product, math.inf)
+    return product
 
 
 def jacobian_spectral_norms(model: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor) -> torch.Tensor:

@@ -21,6 +21,8 @@ lower bound), so it can undershoot and must not be used for the constraint. The 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .._validation import check_choice, check_int
@@ -40,56 +42,193 @@ _UNIT_ROUNDOFF_F64 = 2.0**-53
 
 
 def spectral_norm_bound(weight: torch.Tensor, method: str = "exact", iters: int = 6) -> torch.Tensor:
-    """Return a certified upper bound B ≥ ‖weight‖₂ (largest singular value).
+    """Return a certified upper bound B ≥ ‖weight‖₂ (largest singular value), rounded up.
 
     Args:
-        weight: (m, n) matrix, any floating dtype.
+        weight: (m, n) matrix, any floating dtype (float64, float32, float16, bfloat16).
         method: ``"exact"`` (float64 eigenvalue of the Gram matrix with a rounding margin, tight to
             ~1e-12 relative), ``"gram"`` (Gram iteration, ``iters`` squarings) or ``"frobenius"``.
         iters: number of Gram-iteration steps t (only for ``"gram"``), an int in [1, 30].
 
     Returns:
-        a 0-d tensor of ``weight``'s dtype with B ≥ ‖weight‖₂, differentiable in ``weight``.
+        a 0-d tensor of ``weight``'s dtype with B ≥ ‖weight‖₂ exactly: the float64 bound is cast to
+        the dtype and moved one representable step towards +∞ whenever the cast rounded it down
+        (so it may be +∞ in float16 for very large weights, never below ‖W‖₂). Differentiable in
+        ``weight``. Weights with NaN or ±∞ entries give NaN.
 
     Formula: B = √(λ_max(fl(WᵀW)) / (1 − δ)), δ = 8·n²·2⁻⁵³ + 10⁻¹⁵ (``"exact"``);
-    B = ‖G_t‖_F^{2^{−t}} (``"gram"``); B = ‖W‖_F (``"frobenius"``).
+    B = ‖G_t‖_F^{2^{−t}} (``"gram"``); B = ‖W‖_F (``"frobenius"``); each on W scaled by an exact
+    power of two so that neither underflow nor overflow can bias it.
     """
     check_choice("method", method, BOUNDS)
     if weight.dim() != 2:
         raise ValueError(f"`weight` must be a 2-D matrix, got shape {tuple(weight.shape)}")
-    if method == "frobenius":
-        return torch.linalg.vector_norm(weight)
     if method == "gram":
-        return _gram_iteration(weight, check_int("iters", iters, low=1, high=30))
-    return _exact(weight)
+        iters = check_int("iters", iters, low=1, high=30)
+    square, exponent = _scaled_square(weight, method, iters)
+    # √ of the scaled square, rounded up in float64, then the exact power-of-two scale undone.
+    return round_up(_ldexp_round_up(_sqrt_up(square), -exponent), weight.dtype)
 
 
-def _exact(weight: torch.Tensor) -> torch.Tensor:
+def squared_norm_bound(weight: torch.Tensor, method: str = "exact", iters: int = 6) -> torch.Tensor:
+    """Return a float64 number Q with Q ≥ ‖weight‖₂² exactly (the real number Q stands for).
+
+    The building block of the certified layers: τ = s/Q and A = V/max(1, √Q) are then formed in
+    float64 and rounded in the safe direction (:func:`round_down`, :func:`sqrt_round_up`).
+
+    ``weight`` is first multiplied by 2^k (exact) so that max |wᵢⱼ| ∈ [1, 2): the Gram matrix then
+    neither overflows nor loses its small entries to underflow, for any finite W between 1e-300
+    and 1e300. The scale is divided out at the end in float64; if ‖W‖₂² itself lies outside
+    float64's range the result is +∞ (still an upper bound) or rounded up to a subnormal.
+
+    Args:
+        weight: (m, n) matrix, any floating dtype.
+        method: one of :data:`BOUNDS`.
+        iters: Gram-iteration steps (``"gram"`` only).
+
+    Returns:
+        a 0-d float64 tensor, differentiable in ``weight``; 0 exactly when W = 0; NaN when W has
+        a non-finite entry.
+    """
+    square, exponent = _scaled_square(weight, method, iters)
+    return _ldexp_round_up(square, -2.0 * exponent)
+
+
+def _ldexp_round_up(value: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
+    """value·2^exponent in float64 for value ≥ 1 (or 0, NaN, +∞), never below the exact result.
+
+    Split as 2^a·2^b with b = clamp(exponent, −1022, 1023): 2^a and 2^b are exact, value·2^a stays
+    normal (or overflows to +∞, an upper bound), so only the last product can round, and only in
+    the subnormal range; a result that lost value there is moved one step up.
+    """
+    b = exponent.clamp(-1022.0, 1023.0)
+    partial = value * torch.exp2(exponent - b)
+    result = partial * torch.exp2(b)
+    lost = (result.detach() * torch.exp2(-b)) < partial.detach()
+    bumped = torch.nextafter(result.detach(), torch.full_like(result.detach(), math.inf))
+    return _straight_through(result, torch.where(lost, bumped, result.detach()))
+
+
+def _scaled_square(weight: torch.Tensor, method: str, iters: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(Q', k) with Q' ≥ ‖W·2^k‖₂² in float64, 2^k making max |wᵢⱼ·2^k| ∈ [1, 2); Q' NaN if W is not finite."""
     w = weight.to(torch.float64)
-    rows, cols = w.shape
-    gram = w @ w.T if rows <= cols else w.T @ w
+    if w.numel() == 0:
+        zero = torch.zeros((), dtype=torch.float64, device=w.device)
+        return zero, zero
+    peak = w.detach().abs().amax()
+    finite_peak = torch.where(torch.isfinite(peak) & (peak > 0), peak, torch.ones_like(peak))
+    # 2^k with max |w| · 2^k ∈ [1, 2): frexp gives peak = m·2^e, m ∈ [0.5, 1), so k = 1 − e.
+    exponent = 1 - torch.frexp(finite_peak).exponent.to(torch.float64)
+    # A non-finite entry would make the eigensolver fail; compute on zeros and report NaN instead
+    # (no Python branch on the data, so the function stays traceable by torch.compile).
+    finite = torch.isfinite(w).all()
+    scaled = torch.where(finite, w * torch.exp2(exponent), torch.zeros_like(w))
+    if method == "frobenius":
+        # Σ w² summed in float64 errs by at most numel·u relative (plus subnormal losses ≤ numel·2⁻¹⁰⁷⁴
+        # against a sum ≥ 1); 4·numel·u + 10⁻¹⁵ covers both and the final product.
+        margin = 1.0 + 4.0 * w.numel() * _UNIT_ROUNDOFF_F64 + 1e-15
+        square = scaled.square().sum() * margin
+    elif method == "gram":
+        square = _gram_iteration_square(scaled, iters)
+    else:
+        square = _exact_square(scaled)
+    return torch.where(finite, square, torch.full_like(square, math.nan)), exponent
+
+
+def _exact_square(scaled: torch.Tensor) -> torch.Tensor:
+    rows, cols = scaled.shape
+    gram = scaled @ scaled.T if rows <= cols else scaled.T @ scaled
     n = max(rows, cols)
+    # Forming G errs by ≤ n·γ_n‖W‖₂² and syevd by c·n·u‖G‖₂; 8n²u covers both for n ≥ 8 (and
+    # every n with the 10⁻¹⁵ ≈ 9u slack, which also absorbs the division below).
     delta = 8.0 * n * n * _UNIT_ROUNDOFF_F64 + 1e-15
     top = torch.linalg.eigvalsh(gram)[-1].clamp_min(0.0)
-    return torch.sqrt(top / (1.0 - delta)).to(weight.dtype)
+    return top / (1.0 - delta)
 
 
-def _gram_iteration(weight: torch.Tensor, iters: int) -> torch.Tensor:
-    g = weight.to(torch.float64)
+def _gram_iteration_square(g: torch.Tensor, iters: int) -> torch.Tensor:
     if g.shape[0] < g.shape[1]:
         g = g.T
     log_scale = torch.zeros((), dtype=torch.float64, device=g.device)
     for t in range(iters):
         norm = torch.linalg.vector_norm(g)
-        if not norm > 0:
-            return torch.zeros((), dtype=weight.dtype, device=weight.device)
-        g = g / norm
+        g = g / norm.clamp_min(torch.finfo(torch.float64).tiny)
         # ‖G_t‖_F = norm; after normalising, the next Gram matrix carries log ‖G_t‖_F · 2^{-t}.
         log_scale = log_scale + torch.log(norm) / 2.0**t
         g = g.T @ g
     # Rounding: each normalised step is accurate to n·u relative; 1e-9 covers 30 steps at n ≤ 10⁴.
     log_scale = log_scale + torch.log(torch.linalg.vector_norm(g)) / 2.0**iters
-    return (torch.exp(log_scale) * (1.0 + 1e-9)).to(weight.dtype)
+    return torch.exp(2.0 * log_scale) * (1.0 + 2e-9)
+
+
+def _straight_through(value: torch.Tensor, adjusted: torch.Tensor) -> torch.Tensor:
+    """``adjusted``'s value with ``value``'s gradient (a one-ulp move has no useful derivative)."""
+    same = adjusted == value.detach()  # also where both are +∞, for which ∞ − ∞ would give NaN
+    return torch.where(same, value, value + (adjusted - value.detach()).detach())
+
+
+def round_up(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Cast a float64 tensor to ``dtype`` rounding towards +∞ (the result is ≥ ``value`` exactly).
+
+    A plain cast rounds to nearest, so it can land below the float64 value: then the result is
+    moved one representable step up with ``torch.nextafter``. Values above ``dtype``'s range
+    become +∞. Gradients pass straight through the rounding.
+    """
+    cast = value.to(dtype)
+    if dtype == torch.float64:
+        return cast
+    up = torch.nextafter(cast.detach(), torch.full_like(cast.detach(), math.inf))
+    return _straight_through(cast, torch.where(cast.detach().to(torch.float64) < value.detach(), up, cast.detach()))
+
+
+def round_down(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Cast a non-negative float64 tensor to ``dtype`` rounding towards 0 (result ≤ ``value``).
+
+    Values above ``dtype``'s largest finite number become that number (never +∞).
+    """
+    top = torch.finfo(dtype).max
+    clamped = value.clamp_max(top)
+    cast = clamped.to(dtype)
+    if dtype == torch.float64:
+        return cast
+    down = torch.nextafter(cast.detach(), torch.zeros_like(cast.detach()))
+    return _straight_through(
+        cast, torch.where(cast.detach().to(torch.float64) > clamped.detach(), down, cast.detach())
+    )
+
+
+def sqrt_round_up(square: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Return √square in ``dtype``, rounded up: ≥ the exact square root of the float64 ``square``.
+
+    float64's sqrt is correctly rounded, so one step towards +∞ in float64 makes it an upper
+    bound; :func:`round_up` then keeps it one in ``dtype``.
+    """
+    return round_up(_sqrt_up(square), dtype)
+
+
+def _sqrt_up(square: torch.Tensor) -> torch.Tensor:
+    """float64 √ moved one step up (0 stays 0): ≥ the exact root, as sqrt is correctly rounded."""
+    root = torch.sqrt(square)
+    up = torch.nextafter(root.detach(), torch.full_like(root.detach(), math.inf))
+    return _straight_through(root, torch.where(square.detach() > 0, up, root.detach()))
+
+
+def tau_round_down(step: torch.Tensor | float, square: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Return the residual step τ = s / Q in ``dtype``, rounded so that τ·Q ≤ s exactly.
+
+    Q ≥ ‖W‖₂² (:func:`squared_norm_bound`); the quotient is formed in float64, moved one step
+    towards 0 (a correctly rounded quotient is within half a unit of the true one) and cast to
+    ``dtype`` rounding down. So the stored τ satisfies τ·‖W‖₂² ≤ s ≤ 2 in exact arithmetic for
+    the stored W, in every dtype. Q = 0 (W = 0) gives τ = 0, where any step is admissible.
+    """
+    s = torch.as_tensor(step, dtype=torch.float64, device=square.device)
+    if s.dtype != torch.float64:
+        s = s.to(torch.float64)
+    positive = square > 0
+    quotient = s / torch.where(positive, square, torch.ones_like(square))
+    quotient = _straight_through(quotient, torch.nextafter(quotient.detach(), torch.zeros_like(quotient.detach())))
+    quotient = torch.where(positive, quotient, torch.zeros_like(quotient))
+    return round_down(quotient, dtype)
 
 
 def spectral_norm_exact(weight: torch.Tensor) -> torch.Tensor:
@@ -131,15 +270,29 @@ def power_iteration(weight: torch.Tensor, vector: torch.Tensor, iters: int = 1) 
     return torch.linalg.vector_norm(w @ v)
 
 
+def _is_transformed(weight: torch.Tensor) -> bool:
+    """True under torch.compile tracing or a torch.func transform, where no cache may be consulted."""
+    if torch.compiler.is_compiling():
+        return True
+    is_wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+    return bool(is_wrapped(weight)) if is_wrapped is not None else False
+
+
 class CertifiedBound:
     """The bound B ≥ ‖W‖₂ a constrained layer uses, for one ``LAYER_BOUNDS`` mode, with its cache.
 
     One place for what :class:`GradientStepResidual` and :class:`NormConstrainedLinear` share:
-    ``"power"`` in training mode returns the persistent power estimate (uncertified); any mode
-    with a gradient needed returns the differentiable certified bound; everything else (eval, or
-    no gradient) returns the certified bound cached per weight version, so a deployed layer pays
-    one eigen-solve per weight change. Call :meth:`reset` when weights are replaced wholesale
-    (``load_state_dict``).
+    ``"power"`` in training mode with gradients on returns the persistent power estimate
+    (uncertified); any mode with a gradient needed returns the differentiable certified bound;
+    everything else (eval, or no gradient) returns the certified bound from a cache.
+
+    The cache is checked **by content**: it keeps a copy of the weight it was computed for and is
+    used only when ``torch.equal`` says the weight is unchanged (same dtype, shape and device).
+    A version counter or data pointer is not enough: fused and foreach optimizers, ``.data``
+    edits and ``torch.no_grad`` in-place updates can change a weight without bumping its version.
+    The comparison costs microseconds against a millisecond eigen-solve (measured in
+    ``benchmarks/lipschitz_constraint.py``). Under ``torch.compile`` and ``torch.func`` transforms
+    the bound is recomputed at every call.
 
     Args:
         mode: one of :data:`LAYER_BOUNDS`.
@@ -147,28 +300,62 @@ class CertifiedBound:
 
     def __init__(self, mode: str) -> None:
         self.mode = check_choice("bound", mode, LAYER_BOUNDS)
-        self._cache: tuple[tuple[int, int, torch.dtype], torch.Tensor] | None = None
+        self._cache: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def reset(self) -> None:
+        """Drop the cache (only frees memory: a stale cache can never be used)."""
         self._cache = None
+
+    def is_certified(self, training: bool) -> bool:
+        """Whether the bound a forward pass uses now is certified (not the training-mode power estimate)."""
+        return not (self.mode == "power" and training and torch.is_grad_enabled())
+
+    def squared(
+        self, weight: torch.Tensor, power_vector: torch.Tensor, training: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return (Q, the power vector to store next): Q float64, Q ≥ ‖W‖₂² unless uncertified.
+
+        The uncertified case is ``"power"`` mode in training with gradients on: Q = σ̂², the
+        power-iteration estimate (a lower bound, as in the paper's training).
+        """
+        if not self.is_certified(training):
+            estimate, following = power_estimate(weight, power_vector)
+            return estimate.to(torch.float64).square(), following
+        if self.mode != "power" and torch.is_grad_enabled() and weight.requires_grad:
+            return squared_norm_bound(weight, self.mode), power_vector
+        return self.certified_squared(weight), power_vector
 
     def __call__(
         self, weight: torch.Tensor, power_vector: torch.Tensor, training: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return (B, the power vector to store next) for ``weight`` in the layer's current mode."""
-        if self.mode == "power" and training and torch.is_grad_enabled():
-            return power_estimate(weight, power_vector)
-        if self.mode != "power" and torch.is_grad_enabled() and weight.requires_grad:
-            return spectral_norm_bound(weight, self.mode), power_vector
-        return self.certified(weight), power_vector
+        """Return (B in ``weight``'s dtype rounded up, the power vector to store next)."""
+        square, following = self.squared(weight, power_vector, training)
+        return sqrt_round_up(square, weight.dtype), following
+
+    def certified_squared(self, weight: torch.Tensor) -> torch.Tensor:
+        """The certified float64 Q ≥ ‖W‖₂² (no gradient), recomputed whenever the weight's content changed."""
+        w = weight.detach()
+        method = certificate_method(self.mode)
+        if _is_transformed(w):
+            with torch.no_grad():
+                return squared_norm_bound(w, method)
+        cache = self._cache
+        if (
+            cache is not None
+            and cache[0].dtype == w.dtype
+            and cache[0].shape == w.shape
+            and cache[0].device == w.device
+            and torch.equal(cache[0], w)
+        ):
+            return cache[1]
+        with torch.no_grad():
+            value = squared_norm_bound(w, method)
+        self._cache = (w.clone(), value)
+        return value
 
     def certified(self, weight: torch.Tensor) -> torch.Tensor:
-        """The certified bound (no gradient), recomputed only when the weight has changed."""
-        key = (weight._version, weight.data_ptr(), weight.dtype)
-        if self._cache is None or self._cache[0] != key:
-            with torch.no_grad():
-                self._cache = (key, spectral_norm_bound(weight.detach(), certificate_method(self.mode)))
-        return self._cache[1]
+        """The certified bound B ≥ ‖W‖₂ in ``weight``'s dtype, rounded up (no gradient)."""
+        return sqrt_round_up(self.certified_squared(weight), weight.dtype)
 
 
 @torch.no_grad()
@@ -181,7 +368,7 @@ def top_right_singular_vector(weight: torch.Tensor) -> torch.Tensor:
     Returns:
         an (n,) unit vector v₁ with ‖W v₁‖ = σ₁ (any unit vector when W = 0).
     """
-    if weight.numel() == 0 or not bool(torch.isfinite(weight).all()):
+    if weight.is_meta or weight.numel() == 0 or not bool(torch.isfinite(weight).all()):
         vector = torch.ones(weight.shape[1], dtype=weight.dtype, device=weight.device)
         return vector / max(1.0, float(weight.shape[1]) ** 0.5)
     vector = torch.linalg.svd(weight.to(torch.float64), full_matrices=False)[2][0]
@@ -217,4 +404,13 @@ __all__ = [
     "LAYER_BOUNDS",
     "CertifiedBound",
     "certificate_method",
-    "power_estimate", "power_iteration", "spectral_norm_bound", "spectral_norm_exact"]
+    "power_estimate",
+    "power_iteration",
+    "round_down",
+    "round_up",
+    "spectral_norm_bound",
+    "spectral_norm_exact",
+    "sqrt_round_up",
+    "squared_norm_bound",
+    "tau_round_down",
+]

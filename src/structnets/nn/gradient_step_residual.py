@@ -9,7 +9,7 @@ from torch import nn
 
 from .._validation import check_int, check_real
 from ._checkpoint import reject_non_finite
-from ._spectral import CertifiedBound, top_right_singular_vector
+from ._spectral import CertifiedBound, tau_round_down, top_right_singular_vector
 
 
 class ResidualExport(nn.Module):
@@ -129,15 +129,25 @@ class GradientStepResidual(nn.Module):
 
     def weight_norm_bound(self) -> torch.Tensor:
         """Return B ≥ ‖W‖₂ as used by the current mode (certified unless ``power`` in training)."""
-        bound, self.power_vector = self._bound(self.weight, self.power_vector, self.training)
+        bound, following = self._bound(self.weight, self.power_vector, self.training)
+        self._store_power_vector(following)
         return bound
 
+    def _store_power_vector(self, following: torch.Tensor) -> None:
+        if following is not self.power_vector:
+            self.power_vector = following
+
     def tau(self) -> torch.Tensor:
-        """Return the step τ = s / B² (0 when W = 0, where any τ is admissible)."""
-        bound = self.weight_norm_bound()
-        if not bound > 0:
-            return torch.zeros((), dtype=self.weight.dtype, device=self.weight.device)
-        return self.step_size() / bound.square()
+        """Return the step τ = s / Q in the weight's dtype, Q ≥ ‖W‖₂² (0 when W = 0).
+
+        τ is formed in float64 and rounded towards 0 (:func:`~structnets.nn._spectral.tau_round_down`),
+        so the stored τ and W satisfy τ·‖W‖₂² ≤ s ≤ 2 in exact arithmetic, in every dtype. A
+        non-learnable s is taken as the exact float ``step``, not its dtype rounding.
+        """
+        square, following = self._bound.squared(self.weight, self.power_vector, self.training)
+        self._store_power_vector(following)
+        step = self.step_size() if self.step_logit is not None else self.step
+        return tau_round_down(step, square, self.weight.dtype)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if input.shape[-1] != self.features:
@@ -149,7 +159,22 @@ class GradientStepResidual(nn.Module):
         return input + hidden @ (self.weight * -self.tau())
 
     def lipschitz_bound(self) -> float:
-        """Certified ℓ₂ Lipschitz constant of the eval-mode layer: 1 (τ ≤ 2/‖W‖₂²)."""
+        """Certified ℓ₂ Lipschitz constant of the layer as it computes now: 1 (τ‖W‖₂² ≤ 2).
+
+        The certificate is for exact arithmetic on the stored W, b and τ (see ``docs/lipschitz.md``
+        for what floating-point evaluation adds).
+
+        Raises:
+            ValueError: in ``bound="power"`` training mode, where forward passes use the power
+                estimate (uncertified; call ``eval()`` first), or when W has non-finite entries.
+        """
+        if self.bound == "power" and self.training:
+            raise ValueError(
+                "GradientStepResidual with bound='power' is in training mode, where its step uses an "
+                "uncertified power-iteration estimate; call .eval() before asking for its certificate"
+            )
+        if not bool(torch.isfinite(self.weight.detach()).all()):
+            raise ValueError("GradientStepResidual `weight` has non-finite entries: the layer computes NaN")
         return 1.0
 
     @torch.no_grad()

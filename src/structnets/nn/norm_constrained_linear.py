@@ -79,8 +79,10 @@ class NormConstrainedLinear(nn.Module):
         self._bound.reset()
 
     def _scale(self) -> torch.Tensor:
-        """max(1, B(V)): certified, except the power estimate in ``power`` training passes."""
-        bound, self.power_vector = self._bound(self.raw_weight, self.power_vector, self.training)
+        """max(1, B(V)), B rounded up in V's dtype: certified, except ``power`` training passes."""
+        bound, following = self._bound(self.raw_weight, self.power_vector, self.training)
+        if following is not self.power_vector:
+            self.power_vector = following
         return bound.clamp_min(1.0)
 
     def to_dense(self) -> torch.Tensor:
@@ -96,9 +98,23 @@ class NormConstrainedLinear(nn.Module):
 
     @torch.no_grad()
     def lipschitz_bound(self) -> float:
-        """Certified ℓ₂ Lipschitz constant: B(V) / max(1, B(V)) ≥ ‖A‖₂ (at most 1)."""
-        bound = self._bound.certified(self.raw_weight)
-        return float(bound / bound.clamp_min(1.0))
+        """Certified ℓ₂ Lipschitz constant of the layer as it computes now: min(1, B(V)) ≥ ‖A‖₂.
+
+        Exact arithmetic on the stored V and the rounded-up B: ‖V‖₂/max(1, B) ≤ min(1, B).
+
+        Raises:
+            ValueError: in ``bound="power"`` training mode (uncertified; call ``eval()`` first), or
+                when V has non-finite entries.
+        """
+        if self.bound == "power" and self.training:
+            raise ValueError(
+                "NormConstrainedLinear with bound='power' is in training mode, where its scale uses an "
+                "uncertified power-iteration estimate; call .eval() before asking for its certificate"
+            )
+        if not bool(torch.isfinite(self.raw_weight).all()):
+            raise ValueError("NormConstrainedLinear `raw_weight` has non-finite entries: the layer computes NaN")
+        # B may be +inf (float16 overflow): then A = 0 and the constant is min(1, inf) = 1.
+        return min(1.0, float(self._bound.certified(self.raw_weight)))
 
     @torch.no_grad()
     def to_linear(self) -> nn.Linear:
