@@ -4,14 +4,16 @@ Commands::
 
     structnets list
     structnets run NAME [--quick] [--jobs N] [--backend local|ray] [--out DIR] [--set key=value ...]
-    structnets report RUN_DIR
+    structnets report RUN_DIR [--experiment NAME|MODULE:OBJECT]
     structnets data path|verify [--data-dir DIR]
     structnets --version
 
 ``NAME`` is a registered experiment (``structnets list``) or an importable ``module.path:OBJECT``
-spec, e.g. ``structnets.runner._toy:EXPERIMENT``. Re-running ``run`` with the same ``--out`` resumes.
+spec, e.g. ``structnets.runner._toy:EXPERIMENT``. Re-running ``run`` with the same ``--out`` resumes;
+a second ``run`` into a folder that a live run holds is refused. ``report`` imports only registered
+experiments (a run folder's contents never choose code to import); ``--experiment`` names another.
 
-Exit status: 0 success; 1 a unit failed or ``data verify`` found a bad file; 2 a usage error
+Exit status: 0 success; 1 a unit failed, ``data verify`` found a bad file or ``data path`` names a missing folder; 2 a usage error
 (unknown experiment, bad ``--set``, unreadable or mismatched run folder); 130 interrupted.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -75,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true", help="use the experiment's quick preset")
     run.add_argument(
         "--jobs", type=_positive_int, default=None, metavar="N",
-        help="local: worker processes (default 1, in this process); ray: most tasks in flight (default: no cap)",
+        help="local: worker processes, each with torch threads = CPUs / N (default: one per CPU, at most 8; "
+        "1 runs units in this process); ray: most tasks in flight (default: no cap)",
     )
     run.add_argument("--backend", choices=("local", "ray"), default="local", help="where units run (default local)")
     run.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folder (default runs/NAME-YYYYmmdd-HHMMSS)")
@@ -90,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Regenerate results.csv, table.md and figures/ of a run folder from its results.db, and print the table.",
     )
     rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rep.add_argument(
+        "--experiment", default=None, metavar="NAME|MODULE:OBJECT",
+        help="the experiment that wrote the run, for one outside the registry: a run folder may only name "
+        "a registered experiment, since its contents are never trusted to choose code to import",
+    )
 
     data = sub.add_parser("data", help="where data files live, and verify them", description="Data files.")
     data.add_argument("action", choices=("path", "verify"), help="path: print the data folder; verify: check every file's SHA-256")
@@ -179,9 +188,16 @@ def _make_config(experiment: Any, quick: bool, overrides: Sequence[str]) -> Any:
     else:
         config = config_class()
     try:
-        return apply_overrides(config, overrides)
+        config = apply_overrides(config, overrides)
     except (ValueError, TypeError) as e:
         raise _UsageError(f"--set: {e}" if not str(e).startswith("--set") else str(e)) from e
+    from .runner.config import validate_config
+
+    try:
+        validate_config(config)
+    except ValueError as e:
+        raise _UsageError(f"{'--set' if overrides else 'config'}: {e}") from e
+    return config
 
 
 @contextlib.contextmanager
@@ -210,11 +226,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise _UsageError(str(e)) from e
     config = _make_config(experiment, args.quick, args.overrides)
     out: Path = args.out or Path("runs") / f"{experiment.name}-{datetime.now():%Y%m%d-%H%M%S}"
+    jobs = args.jobs
+    if jobs is None and args.backend == "local":
+        from .runner.backends import default_jobs
+
+        jobs = default_jobs()
     bar = _ProgressBar(experiment.name, enabled=not args.no_progress, out=out)
     t0 = time.perf_counter()
     try:
         with _sigterm_as_interrupt():
-            frame = runner.run(args.name, config, out, backend=args.backend, jobs=args.jobs, progress=bar)
+            frame = runner.run(args.name, config, out, backend=args.backend, jobs=jobs, progress=bar)
     except KeyboardInterrupt:
         bar.close()
         print(f"interrupted: finished units are saved in {out}; rerun the same command to resume", file=sys.stderr)
@@ -223,7 +244,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         bar.close()
         if args.traceback and e.traceback:
             print(e.traceback, file=sys.stderr, end="" if e.traceback.endswith("\n") else "\n")
-        _error(f"{e}; finished units are saved in {out}; fix the cause and rerun the same command to resume")
+        if e.finished_units == 0:
+            advice = (
+                f"no unit has finished, so {out} holds no results yet: fix the cause (e.g. a --set value) and "
+                "rerun; the same --out may be used with a changed config"
+            )
+        else:
+            n = "" if e.finished_units is None else f"{e.finished_units} "
+            advice = (
+                f"the {n}finished units are saved in {out}: fix the cause and rerun the same command to resume "
+                "(a run with a changed config needs another --out)"
+            )
+        _error(f"{e}; {advice}")
         return EXIT_FAILED
     finally:
         bar.close()
@@ -240,7 +272,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from . import runner
 
-    table = runner.report(args.run_dir)
+    experiment = args.experiment
+    if experiment is not None:
+        try:
+            experiment = runner.resolve_experiment(experiment)
+        except (ValueError, TypeError) as e:
+            raise _UsageError(f"--experiment: {e}") from e
+    table = runner.report(args.run_dir, experiment=experiment)
     print(table, end="" if table.endswith("\n") else "\n")
     return EXIT_OK
 
@@ -260,6 +298,18 @@ def _cmd_data(args: argparse.Namespace) -> int:
         if folder is None:
             raise _UsageError("no data folder: set STRUCTNETS_DATA or pass --data-dir")
         print(folder)
+        if not Path(folder).is_dir():
+            source = (
+                "--data-dir" if args.data_dir is not None
+                else "STRUCTNETS_DATA" if os.environ.get("STRUCTNETS_DATA")
+                else "the default cache folder"
+            )
+            _error(
+                f"the data folder {folder} ({source}) does not exist; set STRUCTNETS_DATA to a folder that holds "
+                "the data files, or let structnets download them: a missing file is fetched from the official "
+                "archive into ~/.cache/structnets the first time a data set is loaded"
+            )
+            return EXIT_FAILED
         return EXIT_OK
     if not hasattr(data, "verify"):
         raise _UsageError("structnets.data does not provide verify()")
@@ -326,6 +376,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as e:  # a file the command needs cannot be read or written
+        if args.traceback:
+            raise
+        _error(f"{e}")
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -70,7 +70,8 @@ def test_run_by_registered_name_and_default_out(
     toy_registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "toy", "--quick"]) == 0
+    # --jobs 1: "toy" is registered by monkeypatching this process only, so worker processes cannot find it.
+    assert main(["run", "toy", "--quick", "--jobs", "1"]) == 0
     (folder,) = (tmp_path / "runs").iterdir()
     assert folder.name.startswith("toy-") and (folder / "table.md").exists()
     assert json.loads((folder / "run_info.json").read_text())["experiment_ref"] == "toy"
@@ -162,12 +163,17 @@ def _status(name: str, ok: bool, message: str = "") -> types.SimpleNamespace:
     )
 
 
-def test_data_path_and_verify(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(data, "data_dir", lambda data_dir=None: Path(data_dir or "/some/data"), raising=False)
+def test_data_path_and_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(data, "data_dir", lambda data_dir=None: Path(data_dir or tmp_path), raising=False)
     assert main(["data", "path"]) == 0
-    assert capsys.readouterr().out == "/some/data\n"
-    assert main(["data", "path", "--data-dir", "/x"]) == 0
-    assert capsys.readouterr().out == "/x\n"
+    assert capsys.readouterr().out == f"{tmp_path}\n"
+    assert main(["data", "path", "--data-dir", "/x"]) == 1  # printed, but it does not exist
+    captured = capsys.readouterr()
+    assert captured.out == "/x\n"
+    line = _one_error_line(captured.err)
+    assert "/x (--data-dir) does not exist" in line and "STRUCTNETS_DATA" in line and "download" in line
     monkeypatch.setattr(data, "data_dir", lambda data_dir=None: None)
     assert main(["data", "path"]) == 2
     assert _one_error_line(capsys.readouterr().err).startswith("error: no data folder")

@@ -64,7 +64,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_kill_9_mid_run_then_resume(tmp_path: Path, reference: str, calls: Callable[[], Counter[str]]) -> None:
     out = tmp_path / "run"
-    proc = _start(out)
+    proc = _start(out, "--jobs", "1")
     _wait_for_rows(out, 2, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

@@ -157,7 +157,7 @@ def test_unimportable_experiment_object_runs_and_reports_with_help(tmp_path: Pat
     exp = _Local()  # not reachable by name or module attribute: pickled, and report needs it passed
     df = run(exp, QUICK, tmp_path)
     assert json.loads((tmp_path / "run_info.json").read_text())["experiment_ref"] is None
-    with pytest.raises(RunnerError, match="cannot find experiment 'local-toy'"):
+    with pytest.raises(RunnerError, match="names the experiment 'local-toy', which is not a registered experiment"):
         report(tmp_path)
     assert report(tmp_path, experiment=exp) == (tmp_path / "table.md").read_text()
     assert len(df) == N_QUICK

@@ -92,13 +92,28 @@ def test_sqlite_file_with_wrong_schema_is_refused_untouched(tmp_path: Path) -> N
 
 def test_resume_with_other_config_or_experiment_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "results.db"
-    _open(path, {"a": 1, "b": [1, 2]}).close()
+    with _open(path, {"a": 1, "b": [1, 2]}) as store:
+        store.add(_record("u0"))
     with pytest.raises(ConfigMismatchError) as info:
         _open(path, {"a": 1, "b": [1, 3]})
     assert "b: stored [1, 2], requested [1, 3]" in str(info.value)
     assert "--out" in str(info.value)
     with pytest.raises(ConfigMismatchError, match="experiment: stored 'toy', requested 'other'"):
         _open(path, {"a": 1, "b": [1, 2]}, experiment="other")
+
+
+def test_a_store_without_units_takes_a_new_config(tmp_path: Path) -> None:
+    # E.g. the first unit failed on a bad --set value: nothing finished, so the corrected command
+    # may reuse the folder instead of being refused for the config it no longer asks for.
+    path = tmp_path / "results.db"
+    _open(path, {"a": float("nan")}).close()
+    with _open(path, {"a": 2}, experiment="other") as store:
+        assert store.config == {"a": 2} and store.meta["experiment"] == "other"
+        store.add(_record("u0"))
+    with ResultStore.open_existing(path) as store:
+        assert store.config == {"a": 2} and store.meta["experiment"] == "other"
+    with pytest.raises(ConfigMismatchError):  # now it holds a unit: a third config is refused
+        _open(path, {"a": 3}, experiment="other")
 
 
 def test_open_existing_needs_a_run_folder(tmp_path: Path) -> None:

@@ -11,11 +11,36 @@ from typing import Any
 import pandas as pd
 
 
+def umask() -> int:
+    """The process's file-creation mask, read without changing it where the OS allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: the classic read-by-setting, restored at once
+    os.umask(mask)
+    return mask
+
+
+def file_mode(path: Path) -> int:
+    """The mode a rewrite of ``path`` gets: the existing file's, else ``0o666`` less the umask (as
+    ``open`` would give a new file; ``mkstemp`` alone would leave it ``0o600``)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~umask()
+
+
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` so that readers see the old or the new file, never half."""
     path = Path(path)
+    mode = file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()

@@ -13,8 +13,10 @@ import json
 import logging
 import multiprocessing
 import os
+import select
 import signal
 import socket
+import threading
 import time
 import traceback as tb
 from collections.abc import Iterator, Mapping, Sequence
@@ -102,8 +104,50 @@ def execute_unit(experiment: Experiment, key: str, params: Mapping[str, Any]) ->
 _WORKER_CACHE: dict[str, Experiment] = {}
 
 
-def worker_execute(ref: ExperimentRef, key: str, params: Mapping[str, Any]) -> Outcome:
-    """Entry point in worker processes: find the experiment from ``ref`` and run one unit."""
+MAX_DEFAULT_JOBS = 8
+"""The default ``jobs`` is one per available CPU, at most this many (each worker holds torch)."""
+
+
+def default_jobs() -> int:
+    """The ``jobs`` a run uses when none is given on the command line: one per available CPU, at most
+    :data:`MAX_DEFAULT_JOBS`.
+
+    Each worker then runs torch with ``cpus // jobs`` threads (usually 1). Single-threaded workers
+    are what stays fast on a shared machine: a torch thread pool wider than the idle cores makes
+    every operation wait for a busy core (a fit measured 200x slower with 2 threads and one busy core).
+    """
+    return max(1, min(available_cpus(), MAX_DEFAULT_JOBS))
+
+
+def threads_per_job(jobs: int | None) -> int:
+    """Torch threads for each of ``jobs`` concurrent units: ``max(1, cpus // jobs)``."""
+    return max(1, available_cpus() // max(1, jobs or 1))
+
+
+def set_threads(threads: int) -> int:
+    """Set torch's intra-op threads (and the OpenMP/MKL/BLAS variables children inherit) to ``threads``.
+
+    The one place the runner sizes thread pools, for every backend. Returns the previous torch
+    thread count, so that an in-process run can restore it.
+    """
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    import torch
+
+    previous = torch.get_num_threads()
+    if previous != threads:
+        torch.set_num_threads(threads)
+    return previous
+
+
+def worker_execute(ref: ExperimentRef, key: str, params: Mapping[str, Any], threads: int | None = None) -> Outcome:
+    """Entry point in worker processes: find the experiment from ``ref`` and run one unit.
+
+    ``threads``: torch threads for this unit (Ray tasks, which share no initializer); ``None``
+    leaves them as the pool's initializer set them.
+    """
+    if threads is not None:
+        set_threads(threads)
     if isinstance(ref, str):
         experiment = _WORKER_CACHE.get(ref)
         if experiment is None:
@@ -138,7 +182,8 @@ class Backend(abc.ABC):
 
 
 class InProcessBackend(Backend):
-    """``local`` with one job: units run one after another in this process."""
+    """``local`` with one job: units run one after another in this process, with torch using
+    :func:`threads_per_job` ``(1)`` threads (restored when the backend closes)."""
 
     name = "local"
 
@@ -146,9 +191,13 @@ class InProcessBackend(Backend):
         self.jobs = 1
         self._experiment = experiment
         self._cancelled = False
+        self._previous: tuple[int, dict[str, str | None]] | None = None
 
     def run(self, units: Sequence[tuple[str, Mapping[str, Any]]]) -> Iterator[Outcome]:
         self._cancelled = False
+        if self._previous is None:
+            saved = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+            self._previous = (set_threads(threads_per_job(1)), saved)
         for key, params in units:
             if self._cancelled:
                 return
@@ -157,22 +206,66 @@ class InProcessBackend(Backend):
     def cancel_pending(self) -> None:
         self._cancelled = True
 
+    def close(self) -> None:
+        previous, self._previous = self._previous, None
+        if previous is None:
+            return
+        threads, environ = previous
+        set_threads(threads)
+        for var, value in environ.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
 
-def _init_worker(threads: int, environ: dict[str, str]) -> None:
-    """Worker initializer: leave Ctrl-C to the parent, and share the CPUs between workers.
+
+def _exit_when_gone(pid: int) -> None:
+    """Block until process ``pid`` exits, then end this process at once (watchdog thread body)."""
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            os._exit(1)
+        except OSError:  # e.g. a kernel without pidfd: fall back to polling
+            pidfd = None
+    if pidfd is not None:
+        select.select([pidfd], [], [])  # a pidfd becomes readable when its process exits
+        os._exit(1)
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except OSError:
+            pass
+
+
+def watch_parent(pid: int) -> None:
+    """Make this worker exit when the run's process ``pid`` dies, even by ``kill -9``.
+
+    A worker's parent is the fork server, not the run, and a worker blocked on the task queue never
+    sees the run die (it holds the queue's write end itself), so without this a killed run leaves
+    its workers, the fork server and the resource tracker alive for good.
+    """
+    threading.Thread(target=_exit_when_gone, args=(pid,), name="structnets-parent-watchdog", daemon=True).start()
+
+
+def _init_worker(threads: int, environ: dict[str, str], parent: int | None = None) -> None:
+    """Worker initializer: leave Ctrl-C to the parent, share the CPUs between workers, and exit
+    with the parent (``parent``: the run's pid).
 
     Workers are forked from a fork server started earlier, so they get the parent's environment as
     it is now (``environ``), not as it was when the fork server started.
     """
+    if parent is not None:
+        watch_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for var in set(os.environ) - set(environ):
         del os.environ[var]
     os.environ.update(environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(threads)
-    import torch
-
-    torch.set_num_threads(threads)
+    set_threads(threads)
 
 
 def _mp_context() -> multiprocessing.context.BaseContext:
@@ -191,8 +284,9 @@ def _mp_context() -> multiprocessing.context.BaseContext:
 class ProcessPoolBackend(Backend):
     """``local`` with ``jobs > 1``: a pool of worker processes on this machine.
 
-    Each worker runs ``torch.set_num_threads(max(1, cpus // jobs))`` so that workers do not
-    oversubscribe the CPUs. The pool starts on the first unit and is reused across stages.
+    Each worker runs torch with :func:`threads_per_job` threads so that workers do not
+    oversubscribe the CPUs, and exits when the run's process dies (:func:`watch_parent`). The pool
+    starts on the first unit and is reused across stages.
     """
 
     name = "local"
@@ -205,12 +299,11 @@ class ProcessPoolBackend(Backend):
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            threads = max(1, available_cpus() // self.jobs)
             self._pool = ProcessPoolExecutor(
                 max_workers=self.jobs,
                 mp_context=_mp_context(),
                 initializer=_init_worker,
-                initargs=(threads, dict(os.environ)),
+                initargs=(threads_per_job(self.jobs), dict(os.environ), os.getpid()),
             )
         return self._pool
 
@@ -271,7 +364,7 @@ class RayBackend(Backend):
 
     Workers look the experiment up from its reference (a registry name or ``module:OBJECT``), so
     structnets must be importable on every node. ``jobs`` caps the tasks in flight (``None``: Ray's
-    scheduler decides, one CPU per task).
+    scheduler decides, one CPU per task); each task runs torch with one thread (its one CPU).
     """
 
     name = "ray"
@@ -312,7 +405,7 @@ class RayBackend(Backend):
         while queue or self._in_flight:
             while queue and not self._cancelled and (self.jobs is None or len(self._in_flight) < self.jobs):
                 key, params = queue.pop()
-                self._in_flight[remote.remote(self._ref, key, dict(params))] = key
+                self._in_flight[remote.remote(self._ref, key, dict(params), 1)] = key
             if not self._in_flight:
                 return
             ready, _ = ray.wait(list(self._in_flight), num_returns=1)

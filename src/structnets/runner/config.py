@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -191,12 +192,51 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
     return value
 
 
+def _fits(value: Any, tp: Any) -> bool:
+    """Whether ``value`` (after :func:`_coerce`) is a value of the field type ``tp``."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return True
+    if _is_union(tp):
+        return any(_fits(value, arg) for arg in typing.get_args(tp))
+    if tp is type(None):
+        return value is None
+    if origin is typing.Literal:
+        return any(value == c and type(value) is type(c) for c in typing.get_args(tp))
+    if origin in (tuple, list) or tp in (tuple, list):
+        container = origin or tp
+        if not isinstance(value, container):
+            return False
+        args = typing.get_args(tp)
+        if not args:
+            return True
+        if container is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return len(value) == len(args) and all(_fits(v, a) for v, a in zip(value, args, strict=True))
+        return all(_fits(v, args[0]) for v in value)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(tp, type):
+        return isinstance(value, tp)
+    return True  # a type this module cannot check (e.g. a TypeVar) is left to the config class
+
+
 def config_from_json(config_class: type, data: Mapping[str, Any]) -> Any:
     """Rebuild a config of ``config_class`` from :func:`config_to_json` output.
 
+    Every stored value is checked against its field's type first, so a damaged or edited config
+    is refused with the key named instead of failing later inside a unit or a report.
+
     Raises:
-        ValueError: ``data`` has keys that are not fields of ``config_class``.
+        ValueError: ``data`` has keys that are not fields of ``config_class``, or a value of the
+            wrong type (the key is named); or the config class's own validation fails.
+        TypeError: ``data`` is not a mapping.
     """
+    if not isinstance(data, Mapping):
+        raise TypeError(f"saved config must be a JSON object, got {type(data).__name__}")
     fields = field_types(config_class)
     unknown = sorted(set(data) - set(fields))
     if unknown:
@@ -204,7 +244,96 @@ def config_from_json(config_class: type, data: Mapping[str, Any]) -> Any:
             f"saved config has keys {unknown} that {config_class.__name__} does not define; "
             f"valid keys: {', '.join(fields)}"
         )
-    return config_class(**{k: _coerce(v, fields[k], k) for k, v in data.items()})
+    values = {}
+    for key, value in data.items():
+        coerced = _coerce(value, fields[key], key)
+        if not _fits(coerced, fields[key]):
+            shown = json.dumps(value)
+            raise ValueError(
+                f"saved config key {key!r} must be {_type_name(fields[key])}, got "
+                f"{shown if len(shown) <= 60 else shown[:56] + '...'}"
+            )
+        values[key] = coerced
+    return config_class(**values)
+
+
+# Config fields that experiments pass straight to :func:`structnets.training.fit` (and the
+# estimators), checked here with fit's own rules so that a bad value is refused before the run
+# folder is created instead of failing in the first unit.
+_TRAINING_FIELDS: dict[str, tuple[str, float, bool]] = {
+    # name: (kind, lower bound, bound open?)
+    "epochs": ("int", 1, False),
+    "patience": ("int", 1, False),
+    "batch_size": ("int", 1, False),
+    "lr": ("float", 0.0, True),
+    "weight_decay": ("float", 0.0, False),
+}
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        try:
+            return field.default_factory()
+        except Exception:  # noqa: BLE001 - no usable default: nothing to compare against
+            return None
+    return None
+
+
+def _has_nonfinite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, (tuple, list)):
+        return any(_has_nonfinite(v) for v in value)
+    return False
+
+
+def validate_config(config: Any) -> None:
+    """Check a whole config before anything is run or written.
+
+    On top of the config class's own ``__post_init__`` checks (which run whenever a config is
+    built), this refuses:
+
+    * a NaN or infinite float anywhere (also inside tuples), unless the field's default is one;
+    * a field that experiments pass to training (``epochs``, ``patience``, ``batch_size``: ints
+      >= 1; ``lr``: a finite float > 0; ``weight_decay``: a finite float >= 0), also element-wise
+      when the field is a tuple of them.
+
+    Raises:
+        InvalidConfigError: naming the field, the constraint and the value.
+    """
+    from .errors import InvalidConfigError
+
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"`config` must be a dataclass instance, got {config!r}")
+    for field in dataclasses.fields(config):
+        if not field.init:
+            continue
+        value = getattr(config, field.name)
+        if _has_nonfinite(value) and not _has_nonfinite(_default(field)):
+            raise InvalidConfigError(f"`{field.name}` must be finite, got {value!r}")
+        rule = _TRAINING_FIELDS.get(field.name)
+        if rule is None:
+            continue
+        kind, low, open_ = rule
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        for item in items:
+            if item is None:
+                continue  # e.g. `patience: int | None`, where None means "off"
+            if kind == "int":
+                ok = isinstance(item, int) and not isinstance(item, bool) and item >= low
+                constraint = f"an int >= {int(low)}"
+            else:
+                ok = (
+                    isinstance(item, (int, float)) and not isinstance(item, bool) and math.isfinite(item)
+                    and (item > low if open_ else item >= low)
+                )
+                constraint = f"a finite float {'>' if open_ else '>='} {low:g}"
+            if not ok:
+                raise InvalidConfigError(
+                    f"`{field.name}` must be {constraint} (it is passed to training), got {value!r}"
+                )
 
 
 def config_differences(stored: Mapping[str, Any], requested: Mapping[str, Any]) -> list[str]:

@@ -52,13 +52,27 @@ class UnitFailedError(RunnerError):
         key: the failed unit's key.
         error: ``"ExceptionType: message"`` of the original exception.
         traceback: the formatted traceback from the process that ran the unit.
+        finished_units: how many units the run folder holds (set by :func:`~structnets.runner.run`).
     """
 
     def __init__(self, key: str, error: str, traceback: str) -> None:
         self.key = key
         self.error = error
         self.traceback = traceback
+        self.finished_units: int | None = None  # units stored in the run folder when it failed
         super().__init__(f"unit {key!r} failed: {error}")
+
+
+class UntrustedExperimentError(RunnerError):
+    """A run folder names an experiment that is not registered; nothing was imported."""
+
+
+class RunLockedError(RunnerError):
+    """Another live process is running into the same run folder."""
+
+
+class InvalidConfigError(RunnerError, ValueError):
+    """A config value is invalid; raised before the run folder is created or touched."""
 
 
 class BackendUnavailableError(RunnerError, ImportError):

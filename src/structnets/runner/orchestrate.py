@@ -34,11 +34,12 @@ import pandas as pd
 
 from . import _atomic
 from .backends import Backend, make_backend
-from .config import config_from_json, config_to_json
-from .errors import ExperimentError, RunnerError, StoreError, UnitFailedError
+from .config import config_from_json, config_to_json, validate_config
+from .errors import CorruptStoreError, ExperimentError, RunnerError, StoreError, UnitFailedError
 from .experiment import Experiment, ProgressCallback, Unit
 from .info import git_info, machine_info, package_versions
-from .resolve import experiment_ref, resolve_experiment
+from .lock import run_lock
+from .resolve import experiment_ref, resolve_experiment, resolve_stored_experiment
 from .store import ResultStore, UnitRecord, dumps, utc_now
 
 logger = logging.getLogger(__name__)
@@ -152,15 +153,67 @@ def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out
     return moved
 
 
-def _write_outputs(experiment: Experiment, config: Any, frame: pd.DataFrame, out: Path) -> tuple[str, list[Path]]:
+def _experiment_call(experiment: Experiment, what: str, call: Any, *args: Any) -> Any:
+    """Call ``experiment.report``/``figures``; turn a crash into a one-line :class:`ExperimentError`."""
+    try:
+        return call(*args)
+    except RunnerError:
+        raise
+    except Exception as e:  # noqa: BLE001 - named, with the original chained for --traceback
+        raise ExperimentError(
+            f"{experiment.name}.{what}() failed on the stored results: {type(e).__name__}: {e}"
+        ) from e
+
+
+def _write_outputs(
+    experiment: Experiment, config: Any, frame: pd.DataFrame, out: Path, missing: list[str] | None = None
+) -> tuple[str, list[Path]]:
+    """Write ``results.csv``, ``table.md`` and ``figures/``.
+
+    ``missing`` lists the units known but not finished (an unfinished run): the table then starts
+    with a notice saying so, and when the experiment's own table or figures cannot be made from the
+    rows that exist, the notice says that instead of failing.
+    """
     _atomic.write_csv(out / RESULTS_CSV, frame)
-    table = experiment.report(frame, config)
-    if not isinstance(table, str):
-        raise ExperimentError(f"{experiment.name}.report() must return Markdown text, got {type(table).__name__}")
-    if not table.endswith("\n"):
-        table += "\n"
+    if missing is None:
+        table = _experiment_call(experiment, "report", experiment.report, frame, config)
+        if not isinstance(table, str):
+            raise ExperimentError(f"{experiment.name}.report() must return Markdown text, got {type(table).__name__}")
+        if not table.endswith("\n"):
+            table += "\n"
+        _atomic.write_text(out / TABLE_MD, table)
+        figures = _experiment_call(experiment, "figures", _write_figures, experiment, frame, config, out)
+        return table, figures
+    notice = _unfinished_notice(experiment, frame, missing, out)
+    try:
+        body = experiment.report(frame, config)
+        if not isinstance(body, str):
+            raise TypeError(f"report() returned {type(body).__name__}, not Markdown text")
+    except Exception as e:  # noqa: BLE001 - an experiment's table may need rows that do not exist yet
+        logger.info("%s.report() on an unfinished run: %s: %s", experiment.name, type(e).__name__, e)
+        body = (
+            f"The experiment's table cannot be made from the units finished so far "
+            f"({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+            f"the finished units are in {RESULTS_CSV}.\n"
+        )
+    table = notice + body + ("" if body.endswith("\n") else "\n")
     _atomic.write_text(out / TABLE_MD, table)
-    return table, _write_figures(experiment, frame, config, out)
+    try:
+        figures = _write_figures(experiment, frame, config, out)
+    except Exception as e:  # noqa: BLE001 - as above: drawn once the run is finished
+        logger.info("%s.figures() on an unfinished run: %s: %s", experiment.name, type(e).__name__, e)
+        figures = []
+    return table, figures
+
+
+def _unfinished_notice(experiment: Experiment, frame: pd.DataFrame, missing: list[str], out: Path) -> str:
+    done = len(frame)
+    examples = ", ".join(f"`{k}`" for k in missing[:3]) + (", ..." if len(missing) > 3 else "")
+    return (
+        f"> **Unfinished run of {experiment.name}**: {done} of {done + len(missing)} units known so far are "
+        f"finished; {len(missing)} missing ({examples}), and later stages may add more. "
+        f"Rerun the `structnets run` command that started it, with `--out {out}`, to finish it.\n\n"
+    )
 
 
 @dataclasses.dataclass
@@ -252,13 +305,38 @@ def run(
     exp = resolve_experiment(experiment)
     ref = experiment if isinstance(experiment, str) else experiment_ref(exp)
     config = _check_config(exp, config)
+    # The whole config is checked before the run folder is created or touched.
+    validate_config(config)
     config_json = config_to_json(config)
     backend_obj: Backend = make_backend(backend, exp, ref, jobs)
     out = Path(out_dir)
+    _make_folder(out)
+    with run_lock(out):
+        return _run_locked(exp, ref, config, config_json, backend_obj, backend, out, progress)
+
+
+def _make_folder(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise StoreError(f"`out_dir` {out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(
+            f"cannot create the run folder {out}: {e.strerror or e}; choose another output folder (--out)"
+        ) from e
+    _check_writable(out, "a run writes results.db, results.csv, table.md and figures/ there")
+    db = out / RESULTS_DB
+    if db.is_file() and not os.access(db, os.R_OK | os.W_OK):
+        raise StoreError(
+            f"{db} is read-only, so the run cannot record its units there; fix its permissions or "
+            "use another output folder (--out)"
+        )
 
+
+def _run_locked(
+    exp: Experiment, ref: str | None, config: Any, config_json: dict[str, Any], backend_obj: Backend,
+    backend: str, out: Path, progress: ProgressCallback | None,
+) -> pd.DataFrame:
     store = ResultStore.create_or_resume(out / RESULTS_DB, experiment=exp.name, experiment_ref=ref, config=config_json)
     session = _Session(started=utc_now(), t0=time.perf_counter(), backend=backend, jobs=backend_obj.jobs)
     try:
@@ -295,7 +373,9 @@ def run(
                         failure = outcome
                         backend_obj.cancel_pending()
                 if failure is not None:
-                    raise UnitFailedError(failure.key, failure.error or "", failure.traceback or "")
+                    error = UnitFailedError(failure.key, failure.error or "", failure.traceback or "")
+                    error.finished_units = len(records)
+                    raise error
             backend_obj.close()
             frame = schedule.frame(records)
             _write_outputs(exp, config, frame, out)
@@ -309,11 +389,19 @@ def run(
             raise
         finally:
             backend_obj.close()
-            store.end_session(session_id, status=session.status, units_run=session.units_run)
+            _end_session_quietly(store, session_id, session)
             _write_info_quietly(out, exp, ref, config_json, session, store)
         return frame
     finally:
         store.close()
+
+
+def _end_session_quietly(store: ResultStore, session_id: int, session: _Session) -> None:
+    """Record how the session ended; never masks the exception that ended it."""
+    try:
+        store.end_session(session_id, status=session.status, units_run=session.units_run)
+    except StoreError as e:
+        logger.warning("could not record the end of the session in %s: %s", store.path, e)
 
 
 def _write_info_quietly(
@@ -326,59 +414,96 @@ def _write_info_quietly(
         logger.warning("could not update %s: %s", out / RUN_INFO, e)
 
 
-def load_results(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None) -> tuple[Experiment, Any, pd.DataFrame]:
-    """Read a run folder's experiment, config and results frame from ``results.db`` alone.
+@dataclasses.dataclass(frozen=True)
+class _Loaded:
+    experiment: Experiment
+    config: Any
+    frame: pd.DataFrame
+    missing: list[str]  # units known but not finished; empty for a finished run
 
-    Args:
-        run_dir: a folder written by :func:`run` (finished or not).
-        experiment: the experiment, when the run folder cannot name an importable one.
 
-    Returns:
-        ``(experiment, config, results)``; for an unfinished run, the units finished so far.
-    """
-    run_dir = Path(run_dir)
+def _load(run_dir: Path, experiment: str | Experiment | None) -> _Loaded:
     if not run_dir.is_dir():
         raise StoreError(f"`run_dir` {run_dir} is not a directory")
-    with ResultStore.open_existing(run_dir / RESULTS_DB) as store:
+    db = run_dir / RESULTS_DB
+    with ResultStore.open_existing(db) as store:
         meta = dict(store.meta)
         stored_config = store.config
         records = store.records()
     if experiment is None:
-        spec = meta.get("experiment_ref") or meta["experiment"]
-        try:
-            exp = resolve_experiment(spec)
-        except (ValueError, TypeError) as e:
-            raise RunnerError(f"cannot find experiment {meta['experiment']!r} of {run_dir}: {e}") from e
+        # Names in a run folder are data: only registered experiments, checked before any import.
+        exp = resolve_stored_experiment(meta["experiment"], meta.get("experiment_ref"), run_dir)
     else:
         exp = resolve_experiment(experiment)
     if exp.name != meta["experiment"]:
         raise RunnerError(f"{run_dir} holds experiment {meta['experiment']!r}, not {exp.name!r}")
-    config = config_from_json(exp.config_class, stored_config)
+    if not isinstance(stored_config, dict):
+        raise CorruptStoreError(db, f"its stored config is a JSON {type(stored_config).__name__}, not an object")
+    try:
+        config = config_from_json(exp.config_class, stored_config)
+    except (TypeError, ValueError) as e:
+        raise CorruptStoreError(db, f"its stored config is not a valid {exp.config_class.__name__}: {e}") from e
     # Replay until the first round with missing units (an unfinished run) or the end.
     schedule = _Schedule(exp, config)
-    schedule.advance(records)
-    return exp, config, schedule.frame(records)
+    missing = [key for key, _ in schedule.advance(records)]
+    return _Loaded(exp, config, schedule.frame(records), missing)
+
+
+def load_results(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None) -> tuple[Experiment, Any, pd.DataFrame]:
+    """Read a run folder's experiment, config and results frame from ``results.db`` alone.
+
+    The run folder may only name a registered experiment (or structnets' toy): a name stored in a
+    run folder is never imported. For an experiment outside the registry, pass it as
+    ``experiment`` (you vouch for that code).
+
+    Args:
+        run_dir: a folder written by :func:`run` (finished or not).
+        experiment: the experiment, when the run folder cannot name a registered one.
+
+    Returns:
+        ``(experiment, config, results)``; for an unfinished run, the units finished so far.
+
+    Raises:
+        StoreError: no run folder or no ``results.db``; CorruptStoreError: it is unreadable, its
+            config does not fit the experiment, or a row is malformed (the row is named).
+        UntrustedExperimentError: the folder names an experiment that is not registered.
+    """
+    loaded = _load(Path(run_dir), experiment)
+    return loaded.experiment, loaded.config, loaded.frame
 
 
 def report(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None) -> str:
     """Regenerate ``results.csv``, ``table.md`` and ``figures/`` of a run from ``results.db`` alone.
 
-    Works on unfinished runs too (with the units finished so far).
+    Works on unfinished runs too: the table then starts with a notice of how many units are
+    finished and which are missing, and shows what the finished units allow.
 
     Args:
         run_dir: a folder written by :func:`run`.
-        experiment: the experiment, when the run folder cannot name an importable one.
+        experiment: the experiment, when the run folder cannot name a registered one (see
+            :func:`load_results`).
 
     Returns:
         The Markdown text written to ``table.md``.
 
     Raises:
-        StoreError: no ``results.db`` in ``run_dir``; CorruptStoreError: it is unreadable.
+        StoreError: no ``results.db`` in ``run_dir``, or ``run_dir`` is not writable;
+            CorruptStoreError: it is unreadable or malformed.
+        UntrustedExperimentError: the folder names an experiment that is not registered.
+        ExperimentError: the experiment's ``report`` or ``figures`` failed on a finished run.
     """
     run_dir = Path(run_dir)
-    exp, config, frame = load_results(run_dir, experiment=experiment)
-    table, _ = _write_outputs(exp, config, frame, run_dir)
+    loaded = _load(run_dir, experiment)
+    _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
+    table, _ = _write_outputs(
+        loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None
+    )
     return table
+
+
+def _check_writable(folder: Path, why: str) -> None:
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(f"{folder} is not writable ({why}); copy the run folder somewhere writable, or fix its permissions")
 
 
 __all__ = ["ProgressCallback", "load_results", "report", "results_frame", "run"]

@@ -6,7 +6,11 @@ import importlib
 import sys
 from typing import Any
 
+from .errors import UntrustedExperimentError
 from .experiment import Experiment
+
+BUILTIN_REFS = frozenset({"structnets.runner._toy:EXPERIMENT"})
+"""Experiment specs outside the registry that a run folder may still name: structnets' own toy."""
 
 _REQUIRED = ("name", "description", "config_class", "units", "run_unit", "report", "figures")
 
@@ -50,6 +54,42 @@ def resolve_experiment(spec: str | Experiment) -> Experiment:
     from .. import experiments  # deferred: experiments import the runner
 
     return check_experiment(experiments.get(spec), f"registered experiment {spec!r}")
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """``repr`` of an untrusted stored value, cut to ``limit`` characters (one line, no control codes)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def resolve_stored_experiment(name: Any, ref: Any, where: Any) -> Experiment:
+    """Return the experiment a run folder's ``results.db`` names, importing only trusted code.
+
+    A run folder may come from someone else, so the names stored in it are data, never code to run:
+    only a registered experiment name (:func:`structnets.experiments.names`) or one of
+    :data:`BUILTIN_REFS` is accepted, and anything else is refused *before* any import. Callers that
+    trust an experiment outside the registry pass it explicitly (``report(..., experiment=...)``,
+    ``structnets report DIR --experiment MODULE:OBJECT``).
+
+    Args:
+        name: the stored experiment name (``meta.experiment``).
+        ref: the stored reference (``meta.experiment_ref``; empty when none was stored).
+        where: the run folder, for the message.
+
+    Raises:
+        UntrustedExperimentError: the folder names anything but a registered experiment.
+    """
+    from .. import experiments
+
+    registered = experiments.names()
+    spec = ref if isinstance(ref, str) and ref else name
+    if not isinstance(spec, str) or not (spec in registered or spec in BUILTIN_REFS):
+        raise UntrustedExperimentError(
+            f"{where} names the experiment {_shown(spec)}, which is not a registered experiment "
+            f"({', '.join(registered)}); structnets never imports code that a run folder names. "
+            f"If you trust that code, name it yourself: structnets report {where} --experiment MODULE:OBJECT"
+        )
+    return resolve_experiment(spec)
 
 
 def experiment_ref(experiment: Experiment) -> str | None:

@@ -18,6 +18,8 @@ refused with :class:`CorruptStoreError` and never written to.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -125,6 +127,8 @@ class ResultStore:
                     raise CorruptStoreError(path, "the file is not an SQLite database")
         elif not create:
             raise StoreError(f"no results database at {path}: is this a run folder?")
+        if path.exists() and not os.access(path, os.R_OK):
+            raise StoreError(f"cannot read {path}: permission denied; fix its permissions")
         try:
             # Autocommit: each statement is its own transaction, committed when it returns.
             conn = sqlite3.connect(path, timeout=60.0, isolation_level=None)
@@ -145,6 +149,10 @@ class ResultStore:
             raise
         except sqlite3.DatabaseError as e:
             conn.close()
+            if _is_access_error(e):
+                raise StoreError(
+                    f"cannot open {path}: {e} (check the permissions of the file and of its folder)"
+                ) from e
             raise CorruptStoreError(path, f"SQLite error: {e}") from e
         if not tables:
             return conn, True
@@ -207,11 +215,30 @@ class ResultStore:
                 if meta["experiment"] != experiment:
                     diffs.append(f"experiment: stored {meta['experiment']!r}, requested {experiment!r}")
                 diffs += config_differences(json.loads(meta["config"]), json.loads(dumps(dict(config))))
-                if diffs:
-                    raise ConfigMismatchError(path, diffs)
                 conn.execute("PRAGMA journal_mode=WAL")
+                if diffs:
+                    (stored_units,) = conn.execute("SELECT COUNT(*) FROM results").fetchone()
+                    if stored_units:
+                        raise ConfigMismatchError(path, diffs)
+                    # No unit finished (e.g. the first one failed on a bad value): nothing can be
+                    # mixed, so the folder takes the new experiment and config.
+                    meta = {
+                        **meta,
+                        "experiment": experiment,
+                        "experiment_ref": experiment_ref or "",
+                        "config": dumps(dict(config)),
+                    }
+                    conn.execute("BEGIN")
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                        [(k, meta[k]) for k in ("experiment", "experiment_ref", "config")],
+                    )
+                    conn.execute("COMMIT")
             # FULL: a committed unit survives even an OS crash; one fsync per unit is cheap.
             conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as e:
+            conn.close()
+            raise _store_error(path, e) from e
         except BaseException:
             conn.close()
             raise
@@ -245,22 +272,33 @@ class ResultStore:
         return json.loads(self.meta["config"])
 
     def records(self) -> dict[str, UnitRecord]:
-        """Every finished unit, by key, in the order they were committed."""
+        """Every finished unit, by key, in the order they were committed.
+
+        Raises:
+            CorruptStoreError: a row cannot be read, is not a flat JSON row, lacks a column that
+                every other row of its kind has, or holds a value of another type than theirs
+                (the row and column are named).
+        """
         try:
             rows = self._conn.execute(
                 "SELECT key, params, result, started, finished, worker, host, wall_s "
                 "FROM results ORDER BY rowid"
             ).fetchall()
-            return {
-                r[0]: UnitRecord(r[0], json.loads(r[1]), json.loads(r[2]), r[3], r[4], r[5], r[6], r[7])
-                for r in rows
-            }
-        except (sqlite3.DatabaseError, ValueError) as e:
+        except sqlite3.DatabaseError as e:
             raise CorruptStoreError(self.path, f"cannot read results: {e}") from e
+        records: dict[str, UnitRecord] = {}
+        for r in rows:
+            try:
+                params, result = json.loads(r[1]), json.loads(r[2])
+            except (TypeError, ValueError) as e:
+                raise CorruptStoreError(self.path, f"row {_shown(r[0])} is not JSON ({e})") from e
+            records[r[0]] = UnitRecord(r[0], params, result, r[3], r[4], r[5], r[6], r[7])
+        check_records(self.path, records)
+        return records
 
     def add(self, record: UnitRecord) -> bool:
         """Commit one finished unit; return False if its key was already stored (kept as it was)."""
-        cur = self._conn.execute(
+        cur = self._execute(
             "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.key,
@@ -275,9 +313,15 @@ class ResultStore:
         )
         return cur.rowcount == 1
 
+    def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        try:
+            return self._conn.execute(sql, args)
+        except sqlite3.Error as e:
+            raise _store_error(self.path, e) from e
+
     def begin_session(self, *, backend: str, jobs: int, host: str, pid: int) -> int:
         """Record the start of a runner invocation; return its session id."""
-        cur = self._conn.execute(
+        cur = self._execute(
             "INSERT INTO sessions (started, status, backend, jobs, host, pid) VALUES (?, 'running', ?, ?, ?, ?)",
             (utc_now(), backend, jobs, host, pid),
         )
@@ -285,14 +329,14 @@ class ResultStore:
 
     def end_session(self, session_id: int, *, status: str, units_run: int) -> None:
         """Record how a runner invocation ended (``finished``, ``interrupted`` or ``failed``)."""
-        self._conn.execute(
+        self._execute(
             "UPDATE sessions SET finished = ?, status = ?, units_run = ? WHERE id = ?",
             (utc_now(), status, units_run, session_id),
         )
 
     def sessions(self) -> list[dict[str, Any]]:
         """Every runner invocation on this folder, oldest first."""
-        cur = self._conn.execute(f"SELECT {', '.join(_SCHEMA['sessions'])} FROM sessions ORDER BY id")
+        cur = self._execute(f"SELECT {', '.join(_SCHEMA['sessions'])} FROM sessions ORDER BY id")
         return [dict(zip(_SCHEMA["sessions"], row, strict=True)) for row in cur.fetchall()]
 
     def close(self) -> None:
@@ -304,3 +348,105 @@ class ResultStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_access_error(e: sqlite3.Error) -> bool:
+    text = str(e).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text or "permission" in text
+
+
+def _store_error(path: Path, e: sqlite3.Error) -> StoreError:
+    if _is_access_error(e):
+        return StoreError(
+            f"cannot write to {path}: {e}; check the permissions of the file and of its folder, "
+            "or use another output folder (--out)"
+        )
+    if isinstance(e, sqlite3.OperationalError) and "locked" in str(e).lower():
+        return StoreError(f"{path} is locked by another process ({e}); wait for it, or use another output folder (--out)")
+    return CorruptStoreError(path, f"SQLite error: {e}")
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+_SAFE_KEY = re.compile(r"[\w./=:,+@-]{1,200}")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "str"
+
+
+def _bad_row(path: Path, key: str, problem: str) -> CorruptStoreError:
+    if _SAFE_KEY.fullmatch(key):
+        fix = f"delete that row to recompute it (sqlite3 {path} \"DELETE FROM results WHERE key='{key}'\") and rerun"
+    else:
+        fix = "delete that row to recompute it and rerun"
+    return CorruptStoreError(path, f"row {_shown(key)} {problem}; {fix}")
+
+
+def check_records(path: Path, records: Mapping[str, UnitRecord]) -> None:
+    """Refuse malformed stored rows, naming the row and the column.
+
+    Every row must hold a JSON object of params and a flat JSON object of scalars as its result
+    (what the runner writes). Rows of the same kind (keys equal up to their ``name=value`` parts,
+    e.g. ``cv/iris/lowrank/fold=*/seed=*``) come from the same code, so they must have the same
+    columns with values of the same type (number, string or bool; null fits any): a row lacking a
+    column that every other row of its kind has, or holding a string where they hold numbers, was
+    damaged or edited after the run.
+
+    Raises:
+        CorruptStoreError: naming the first bad row.
+    """
+    groups: dict[str, list[UnitRecord]] = {}
+    for key, record in records.items():
+        if not isinstance(record.params, dict):
+            raise _bad_row(path, key, f"has params of JSON type {type(record.params).__name__}, not an object")
+        if not isinstance(record.result, dict):
+            raise _bad_row(path, key, f"has a result of JSON type {type(record.result).__name__}, not an object")
+        for column, value in record.result.items():
+            if column == "key":
+                raise _bad_row(path, key, "has a result column named 'key', which is reserved")
+            if value is not None and not isinstance(value, (str, int, float, bool)):
+                raise _bad_row(
+                    path, key, f"holds a JSON {type(value).__name__} in column {_shown(column)}, not a scalar"
+                )
+        groups.setdefault(re.sub(r"=[^/]*", "=*", key), []).append(record)
+    for kind_key, group in groups.items():
+        if len(group) < 2:
+            continue
+        counts: dict[str, int] = {}
+        kinds: dict[str, dict[str, list[str]]] = {}
+        for record in group:
+            for column, value in record.result.items():
+                counts[column] = counts.get(column, 0) + 1
+                kind = _kind(value)
+                if kind != "null":
+                    kinds.setdefault(column, {}).setdefault(kind, []).append(record.key)
+        for record in group:
+            for column, count in counts.items():
+                if count == len(group) - 1 and column not in record.result:
+                    raise _bad_row(
+                        path, record.key,
+                        f"lacks the column {_shown(column)} that the other {count} rows of its kind "
+                        f"({_shown(kind_key)}) have",
+                    )
+        for column, by_kind in kinds.items():
+            if len(by_kind) < 2:
+                continue
+            ranked = sorted(by_kind.items(), key=lambda kv: -len(kv[1]))
+            usual, _ = ranked[0]
+            odd_kind, odd_keys = ranked[-1]
+            value = records[odd_keys[0]].result[column]
+            raise _bad_row(
+                path, odd_keys[0],
+                f"holds {_shown(value)} ({odd_kind}) in column {_shown(column)}, where the other rows of "
+                f"its kind ({_shown(kind_key)}) hold {usual} values",
+            )
