@@ -26,7 +26,7 @@ def test_registered_under_their_names() -> None:
     assert get("dlor-blindspot") is blindspot.EXPERIMENT
 
 
-@pytest.mark.parametrize(("mode", "depth", "branches"), [("deep", 3, 1), ("wide", 2, 3)])
+@pytest.mark.parametrize(("mode", "depth", "branches"), [("deep", 3, 1), ("summed", 2, 3), ("parallel", 2, 3)])
 def test_batched_net_equals_each_seed_model(mode: str, depth: int, branches: int) -> None:
     models = []
     for seed in range(3):
@@ -38,11 +38,15 @@ def test_batched_net_equals_each_seed_model(mode: str, depth: int, branches: int
     assert out.shape == (3, 11, 1)
     for s, model in enumerate(models):
         torch.testing.assert_close(out[s], model(x), rtol=1e-12, atol=1e-12)
-    assert sum(p[:, 0].numel() for p in net.parameters()) == dlor_parameter_count(6, depth, 2, mode, branches)
-    assert len(list(net.parameters())) == 4  # alpha, U, V, bias: all layers and seeds stacked
+    assert sum(p.numel() for p in net.parameters()) == 3 * dlor_parameter_count(6, depth, 2, mode, branches)
+    assert net.parameters_per_seed() == dlor_parameter_count(6, depth, 2, mode, branches)
+    # alpha, U, V, bias (+ out_bias for parallel): all layers and seeds stacked
+    assert len(list(net.parameters())) == (5 if mode == "parallel" else 4)
     for s, rebuilt in enumerate(net.to_models()):
         torch.testing.assert_close(rebuilt(x), models[s](x), rtol=0, atol=0)
-        torch.testing.assert_close(net.dense(0)[s], rebuilt[1].to_dense(), rtol=1e-13, atol=1e-13)
+        first = rebuilt[1]
+        dense = sum(b.to_dense() for b in first.branches) if mode == "parallel" else first.to_dense()
+        torch.testing.assert_close(net.dense(0)[s], dense, rtol=1e-13, atol=1e-13)
 
 
 def _train_separately(model: torch.nn.Module, X, y, epochs: int, lr: float) -> None:
@@ -55,7 +59,7 @@ def _train_separately(model: torch.nn.Module, X, y, epochs: int, lr: float) -> N
         scheduler.step()
 
 
-@pytest.mark.parametrize("mode", ["deep", "wide"])
+@pytest.mark.parametrize("mode", ["deep", "summed", "parallel"])
 def test_batched_training_equals_separate_trainings(mode: str) -> None:
     """Adam is elementwise and Σ_s MSE_s separates, so one batched run = S separate runs."""
     torch.manual_seed(0)
@@ -101,12 +105,89 @@ def test_epochs_to_threshold_is_the_first_evaluation_below_it() -> None:
     assert history.epochs_to_threshold == [None]
 
 
+@pytest.mark.parametrize("mode", ["summed", "parallel"])
 @pytest.mark.parametrize(("width", "rank", "wide_depth", "branches"), [(8, 1, 3, 4), (16, 2, 1, 4), (10, 3, 2, 2)])
-def test_matched_depth_matches_parameter_counts(width: int, rank: int, wide_depth: int, branches: int) -> None:
-    depth = sawtooth_exp.matched_deep_depth(width, rank, wide_depth, branches)
-    wide = dlor_parameter_count(width, wide_depth, rank, "wide", branches)
+def test_matched_depth_matches_parameter_counts(width: int, rank: int, wide_depth: int, branches: int, mode: str) -> None:
+    depth = sawtooth_exp.matched_deep_depth(width, rank, wide_depth, branches, mode)
+    wide = dlor_parameter_count(width, wide_depth, rank, mode, branches)
     per_layer = 2 * width * rank + 1 + width
     assert abs(dlor_parameter_count(width, depth, rank, "deep") - wide) <= per_layer / 2
+
+
+def test_default_wide_networks_share_one_matched_deep_network() -> None:
+    config = sawtooth_exp.DLoRSawtoothConfig()
+    assert sawtooth_exp.deep_depths(config) == {"parallel": 14, "summed": 14}
+    counts = {
+        "deep": dlor_parameter_count(8, 14, 1, "deep"),
+        "parallel": dlor_parameter_count(8, 3, 1, "parallel", 4),
+        "summed": dlor_parameter_count(8, 3, 1, "summed", 5),
+    }
+    assert counts == {"deep": 375, "parallel": 376, "summed": 372}
+
+
+# --------------------------------------------------------------------------------------------
+# Per-cell statistics
+
+
+def test_rank_test_equals_scipys_exact_mann_whitney_without_ties() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    for shift in (0.0, 0.5, 2.0, 10.0):
+        a, b = rng.normal(0, 1, 5), rng.normal(shift, 1, 5)
+        expected = stats.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue
+        assert math.isclose(sawtooth_exp.rank_test(a, b), expected, rel_tol=1e-12)
+    assert math.isclose(sawtooth_exp.rank_test([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]), 2 / 252)
+    assert math.isclose(sawtooth_exp.rank_test([1, 2, 3, 4, 6], [5, 7, 8, 9, 10]), 4 / 252)
+
+
+def test_rank_test_counts_never_reached_as_slowest() -> None:
+    inf = math.inf
+    assert math.isclose(sawtooth_exp.rank_test([100, 200, 300, 400, 500], [inf] * 5), 2 / 252)
+    assert sawtooth_exp.rank_test([inf] * 5, [inf] * 5) == 1.0  # all tied: no evidence either way
+    with pytest.raises(ValueError, match="`a` and `b` must be non-empty"):
+        sawtooth_exp.rank_test([], [1.0])
+
+
+def test_ratio_interval_is_welchs_interval_on_log10() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(1)
+    deep, wide = 10 ** rng.normal(-4, 0.2, 5), 10 ** rng.normal(-3.8, 0.4, 5)
+    ratio, low, high = sawtooth_exp.ratio_interval(deep, wide, 0.95)
+    welch = stats.ttest_ind(np.log10(wide), np.log10(deep), equal_var=False)
+    interval = welch.confidence_interval(0.95)
+    assert math.isclose(math.log10(ratio), np.log10(wide).mean() - np.log10(deep).mean(), rel_tol=1e-12)
+    assert math.isclose(math.log10(low), interval.low, rel_tol=1e-10)
+    assert math.isclose(math.log10(high), interval.high, rel_tol=1e-10)
+    assert all(math.isnan(v) for v in sawtooth_exp.ratio_interval([1e-3, math.inf], [1e-3, 2e-3]))
+
+
+def _cell(mse: list[float], epochs: list[int | None]) -> dict:
+    return {"final_test_mse": json.dumps(mse), "epochs_to_threshold": json.dumps(epochs)}
+
+
+def test_compare_cell_calls_a_claim_reproduced_only_when_significant() -> None:
+    separated = sawtooth_exp.compare_cell(
+        _cell([1e-5, 2e-5, 3e-5, 4e-5, 5e-5], [100, 150, 200, 250, 300]),
+        _cell([1e-4, 2e-4, 3e-4, 4e-4, 5e-4], [None] * 5),
+    )
+    assert separated["verdict_mse"] == "reproduced" and math.isclose(separated["p_mse"], 2 / 252)
+    assert separated["verdict_success"] == "reproduced" and math.isclose(separated["p_success"], 2 / 252)
+    assert separated["verdict_speed"] == "reproduced"
+    assert separated["ratio_low"] > 1
+    # the issue's d2t2 cell at 50,000 epochs: deep 2.6e-4 [1.5e-4, 4.2e-4], wide 4.0e-4 [2.6e-4, 4.5e-4]
+    overlapping = sawtooth_exp.compare_cell(
+        _cell([1.5e-4, 2.2e-4, 2.6e-4, 3.0e-4, 4.2e-4], [3000, 4000, 4150, 4500, 5000]),
+        _cell([2.6e-4, 3.5e-4, 4.0e-4, 4.3e-4, 4.5e-4], [3500, 3800, 3850, 4200, 6000]),
+    )
+    assert overlapping["verdict_mse"] == "not significant" and overlapping["p_mse"] > 0.05
+    assert overlapping["ratio_low"] < 1 < overlapping["ratio_high"]
+    assert overlapping["verdict_success"] == "not significant" and overlapping["p_success"] == 1.0
+    reversed_cell = sawtooth_exp.compare_cell(
+        _cell([1e-4, 2e-4, 3e-4, 4e-4, 5e-4], [1, 2, 3, 4, 5]), _cell([1e-5, 2e-5, 3e-5, 4e-5, 5e-5], [1, 2, 3, 4, 5])
+    )
+    assert reversed_cell["verdict_mse"] == "reversed" and reversed_cell["verdict_speed"] == "not significant"
 
 
 def test_parse_target() -> None:
@@ -148,23 +229,31 @@ def test_trained_rank_one_networks_stay_above_the_floor_and_dlor_goes_below() ->
 
 def test_sawtooth_experiment_end_to_end(tmp_path) -> None:
     config = sawtooth_exp.DLoRSawtoothConfig(
-        targets=("d1t2", "d2t1"), seeds=(0, 1), budgets=(5, 10), width=4, wide_depth=1, branches=2,
-        n_train=16, test_points=32, eval_every=5, dense_width=4, dense_epochs=20, hs=(1e-1, 1e-3),
-        correspondence_seeds=(0,),
+        targets=("d1t2", "d2t1"), seeds=(0, 1, 2), budgets=(5, 10), width=4, wide_depth=1, branches=2,
+        summed_branches=2, n_train=16, test_points=32, eval_every=5, dense_width=4, dense_epochs=20,
+        hs=(1e-1, 1e-3), correspondence_seeds=(0,),
     )
+    depths = sawtooth_exp.deep_depths(config)
+    assert depths == {"parallel": 3, "summed": 2}  # 48 and 44 parameters: two deep networks
     results = sawtooth_exp.run(config, tmp_path)
-    assert len(results) == 2 * 2 * 2 + 2
+    assert len(results) == 2 * (2 + 2) * 2 + 2
     train = results[results["stage"] == "train"]
-    assert set(train["mode"]) == {"deep", "wide"}
+    assert set(train["mode"]) == {"deep", "parallel", "summed"}
     for _, row in train.iterrows():
-        assert len(json.loads(row["final_test_mse"])) == 2
+        assert len(json.loads(row["final_test_mse"])) == 3
+        assert row["parameters"] == dlor_parameter_count(4, int(row["depth"]), 1, row["mode"], int(row["branches"]))
     corr = results[results["stage"] == "correspondence"]
     for _, row in corr.iterrows():
         curves = json.loads(row["curves"])
-        assert max(curves["wide"]["sup_error"]) < 1e-12
-        assert curves["deep"]["sup_error"][1] < curves["deep"]["sup_error"][0]
+        assert max(curves["summed"]["sup_error"]) < 1e-12
+        for mode in ("deep", "parallel"):
+            assert curves[mode]["sup_error"][1] < curves[mode]["sup_error"][0]
+    cells = sawtooth_exp.cell_comparisons(results, config)
+    assert len(cells) == 2 * 2 * 2 and set(cells["wide_mode"]) == {"parallel", "summed"}
+    assert set(cells["deep_depth"]) == {2, 3}
     table = (tmp_path / "table.md").read_text()
     assert "## Fixed budgets" in table and "## h → 0" in table and "## Spectra" in table
+    assert "parallel DLoR (sup |DLoR − MLP|)" in table and "reproduced** in a cell only where" in table
     figures = {p.name for p in (tmp_path / "figures").iterdir()}
     assert {"training_curves.png", "h_convergence.png", "spectra.png", "fits.png"} <= figures
 

@@ -6,21 +6,24 @@ Low-Rank Neural Networks* (arXiv 2605.05659), experiments. Targets: the sawtooth
 f_{T,d}(x) = (1/d) Σ_i tri(T·x_i) on [0, 1]^d of :mod:`structnets.data.sawtooth`. Stages (each a
 set of pure, seeded units, one result row each):
 
-1. ``train``: one unit per (target, mode, budget) trains *all seeds at once*: the S networks of
-   one architecture are one batched model (:class:`BatchedDLoRNet`, parameters with a leading
-   seed axis, batched matmuls), trained by one Adam on the sum of the per-seed losses. Adam is
-   elementwise, so this equals S independent trainings (a test checks it), at the cost of
-   about one. Deep: ``dlor_mlp(d, 1, N, L_deep, r, "deep")``; wide: ``dlor_mlp(d, 1, N, L_wide,
-   r, "wide", branches=B)``, with L_deep chosen so the parameter counts match (reported).
-   Full-batch Adam, cosine learning-rate decay over the budget; each budget (5,000 and 50,000
-   epochs in the full run) is its own run. Reported per seed: final test MSE, whether and when
-   (first evaluation epoch) the test MSE reached the threshold 1e-3.
-2. ``correspondence``: one unit per (target, seed) trains a dense MLP and evaluates the deep and
-   wide DLoR networks of :func:`structnets.constructive.dlor_network_from_dense` at
-   h = 1e-1 … 1e-4: their test MSE and sup-distance to the MLP.
+1. ``train``: one unit per (target, architecture, budget) trains *all seeds at once*: the S
+   networks of one architecture are one batched model (:class:`BatchedDLoRNet`, parameters with
+   a leading seed axis, batched matmuls), trained by one Adam on the sum of the per-seed losses.
+   Adam is elementwise, so this equals S independent trainings (a test checks it), at the cost
+   of about one. Architectures: ``dlor_mlp(d, 1, N, L, r, mode, branches=B)`` for the wide
+   forms ``"parallel"`` (the paper's wide network, σ per branch) and ``"summed"`` (branches
+   added before σ), and ``"deep"`` with the depth matched to each wide network's parameter
+   count. Full-batch Adam, cosine learning-rate decay over the budget; each budget (5,000 and
+   50,000 epochs in the full run) is its own run. Reported per seed: final test MSE, whether
+   and when (first evaluation epoch) the test MSE reached the threshold 1e-3.
+2. ``correspondence``: one unit per (target, seed) trains a dense MLP and evaluates the deep,
+   parallel and summed DLoR networks of :func:`structnets.constructive.dlor_network_from_dense`
+   at h = 1e-1 … 1e-4: their test MSE and sup-distance to the MLP.
 
-The spectral figure reads the singular values of the trained deep layers (αI + UVᵀ) stored by
-the ``train`` units of the largest budget (seed 0).
+The table compares deep with each wide network per (target, budget) cell with exact tests over
+the seeds (:func:`compare_cell`), and calls a claim reproduced only where its test is
+significant. The spectral figure reads the singular values of the trained deep layers
+(αI + UVᵀ) stored by the ``train`` units of the largest budget (seed 0).
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ from ..runner.figures import save_figure
 from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
 
 THRESHOLD = 1e-3
+WIDE_MODES: tuple[str, ...] = ("parallel", "summed")
+CORRESPONDENCE_MODES: tuple[str, ...] = ("deep", "parallel", "summed")
+# modules of a DLoR network that apply no σ (every other one is σ or a parallel layer with σ inside)
+_LINEAR_LAYERS = ("ZeroPad", "TakeFirst", "DLoRLinear", "DLoRBranches")
 
 
 # --------------------------------------------------------------------------------------------
@@ -53,14 +60,18 @@ THRESHOLD = 1e-3
 class BatchedDLoRNet(nn.Module):
     """S networks built by :func:`structnets.models.dlor_mlp` with one architecture, as one module.
 
-    The parameters of all L DLoR maps and all S seeds are four tensors: ``alpha`` (L, S, B),
-    ``U`` and ``V`` (L, S, N, B·r) (the B branches of a wide layer side by side, so the layer is
-    one rank-Br update) and ``bias`` (L, S, N). ``forward`` forms every weight
-    W = (Σ_k α_k) I + UVᵀ in one batched product, then runs the layers as batched matmuls: for
-    every seed s it computes what ``models[s]`` computes (to rounding), and four parameter
-    tensors instead of 4·L keep autograd and the optimiser step cheap (measured: 1.8 ms vs 7.5 ms
-    of CPU per step for the 12-layer deep network with per-layer tensors and low-rank products).
-    :meth:`to_models` writes them back.
+    The parameters of all L DLoR maps and all S seeds are a few tensors: ``alpha`` (L, S, B),
+    ``U`` and ``V`` (L, S, N, B·r) (the B branches of a layer side by side) and the biases:
+    ``bias`` (L, S, N) for ``"deep"`` and ``"summed"`` networks; for ``"parallel"`` networks
+    ``bias`` (L − 1, S, B, N), one per branch of every nonlinear layer, and ``out_bias`` (S, N)
+    for the last, linear map. ``forward`` runs the layers as batched matmuls: for deep/summed
+    maps it forms every weight W = (Σ_k α_k) I + UVᵀ in one batched product (the B branches of a
+    summed layer are one rank-Br update); a parallel layer computes
+    Σ_k σ(α_k h + (hV_k)U_kᵀ + b_k) with the branch axis batched. For every seed s it computes
+    what ``models[s]`` computes (to rounding), and a few parameter tensors instead of 4·L keep
+    autograd and the optimiser step cheap (measured: 1.8 ms vs 7.5 ms of CPU per step for the
+    12-layer deep network with per-layer tensors and low-rank products). :meth:`to_models`
+    writes them back.
 
     Args:
         models: S ≥ 1 networks from ``dlor_mlp`` with identical arguments.
@@ -70,6 +81,8 @@ class BatchedDLoRNet(nn.Module):
 
     def __init__(self, models: Sequence[nn.Sequential]) -> None:
         super().__init__()
+        from ..models.dlor_mlp import DLoRParallel
+
         if not models:
             raise ValueError("`models` must hold at least one network, got 0")
         # A plain list, not a submodule: the template's own parameters must not be trained.
@@ -79,16 +92,22 @@ class BatchedDLoRNet(nn.Module):
         self.in_features = models[0][0].in_features
         self.width = models[0][0].width
         self.out_features = models[0][-1].out_features
-        self.activation = copy.deepcopy(models[0][2])
+        self.parallel = isinstance(models[0][1], DLoRParallel)
+        self.activation = copy.deepcopy(models[0][1].activation if self.parallel else models[0][2])
+        self.rank = maps[0][0][0][0].U.shape[1]
 
-        def stack(get: Any) -> nn.Parameter:
-            layers = range(len(maps[0]))
+        def stack(get: Any, layers: Sequence[int] | None = None) -> nn.Parameter:
+            layers = range(len(maps[0])) if layers is None else layers
             return nn.Parameter(torch.stack([torch.stack([get(m[layer]) for m in maps]) for layer in layers]).clone())
 
         self.alpha = stack(lambda layer: torch.stack([b.alpha for b in layer[0]]))
         self.U = stack(lambda layer: torch.cat([b.U for b in layer[0]], 1))
         self.V = stack(lambda layer: torch.cat([b.V for b in layer[0]], 1))
-        self.bias = stack(lambda layer: layer[1])
+        if self.parallel:
+            self.bias = stack(lambda layer: torch.stack([b.bias for b in layer[0]]), range(len(maps[0]) - 1))
+            self.out_bias = nn.Parameter(torch.stack([m[-1][1] for m in maps]).clone())
+        else:
+            self.bias = stack(lambda layer: layer[1])
 
     @property
     def depth(self) -> int:
@@ -96,12 +115,15 @@ class BatchedDLoRNet(nn.Module):
         return self.alpha.shape[0] - 1
 
     def weights(self) -> torch.Tensor:
-        """The (L, S, N, N) weights (Σ_k α_k) I + U Vᵀ of every map and seed."""
+        """The (L, S, N, N) weights Σ_k (α_k I + U_k V_kᵀ) of every map and seed (for a parallel
+        layer, the sum of its branch weights, which σ per branch does not compose to)."""
         eye = torch.eye(self.width, dtype=self.U.dtype, device=self.U.device)
         return torch.matmul(self.U, self.V.transpose(-1, -2)) + self.alpha.sum(-1)[..., None, None] * eye
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         h = nn.functional.pad(input, (0, self.width - self.in_features)).expand(self.seeds, -1, -1)
+        if self.parallel:
+            return self._forward_parallel(h)
         transposed = self.weights().transpose(-1, -2).unbind(0)
         biases = self.bias.unbind(0)
         last = len(transposed) - 1
@@ -110,8 +132,25 @@ class BatchedDLoRNet(nn.Module):
             h = self.activation(z) if layer < last else z
         return h[..., : self.out_features]
 
+    def _forward_parallel(self, h: torch.Tensor) -> torch.Tensor:
+        layers, seeds, n, _ = self.U.shape
+        branches = self.alpha.shape[-1]
+        U = self.U.reshape(layers, seeds, n, branches, self.rank)
+        V = self.V.reshape(layers, seeds, n, branches, self.rank)
+        for layer in range(layers - 1):
+            projected = torch.einsum("sim,smbr->sbir", h, V[layer])  # (S, B, n_points, r)
+            low = torch.einsum("sbir,snbr->sbin", projected, U[layer])
+            z = self.alpha[layer][:, :, None, None] * h[:, None] + low + self.bias[layer][:, :, None, :]
+            h = self.activation(z).sum(1)
+        weight_t = self.weights()[-1].transpose(-1, -2)
+        return torch.baddbmm(self.out_bias[:, None, :], h, weight_t)[..., : self.out_features]
+
+    def parameters_per_seed(self) -> int:
+        """Number of parameters of one seed's network (every tensor has exactly one seed axis)."""
+        return sum(p.numel() for p in self.parameters()) // self.seeds
+
     def dense(self, layer: int) -> torch.Tensor:
-        """The (S, N, N) weights of DLoR map ``layer``."""
+        """The (S, N, N) weights of DLoR map ``layer`` (summed over branches)."""
         return self.weights()[layer]
 
     def to_models(self) -> list[nn.Sequential]:
@@ -119,37 +158,47 @@ class BatchedDLoRNet(nn.Module):
         models = []
         for s in range(self.seeds):
             model = copy.deepcopy(self._template[0])
-            for layer, (branches, bias) in enumerate(_dlor_maps(model, live=True)):
+            maps = _dlor_maps(model, live=True)
+            for layer, (branches, bias) in enumerate(maps):
                 rank = branches[0].rank
                 with torch.no_grad():
                     for k, branch in enumerate(branches):
                         branch.alpha.copy_(self.alpha[layer, s, k])
                         branch.U.copy_(self.U[layer, s, :, k * rank : (k + 1) * rank])
                         branch.V.copy_(self.V[layer, s, :, k * rank : (k + 1) * rank])
-                    bias.copy_(self.bias[layer, s])
+                        if self.parallel and layer < len(maps) - 1:
+                            branch.bias.copy_(self.bias[layer, s, k])
+                    if not self.parallel:
+                        bias.copy_(self.bias[layer, s])
+                    elif layer == len(maps) - 1:
+                        bias.copy_(self.out_bias[s])
             models.append(model)
         return models
 
 
-def _dlor_maps(model: nn.Sequential, live: bool = False) -> list[tuple[list[nn.Module], torch.Tensor]]:
-    """(branches, bias) of every DLoR map of a ``dlor_mlp`` network, in order."""
-    from ..models.dlor_mlp import DLoRBranches
+def _dlor_maps(model: nn.Sequential, live: bool = False) -> list[tuple[list[Any], torch.Tensor | None]]:
+    """(branches, bias) of every DLoR map of a ``dlor_mlp`` network, in order (bias None for a
+    parallel layer, whose branches carry their own)."""
+    from ..models.dlor_mlp import DLoRBranches, DLoRParallel
     from ..nn import DLoRLinear
 
-    maps = []
+    maps: list[tuple[list[Any], torch.Tensor | None]] = []
     for module in model:
         if isinstance(module, DLoRLinear):
             maps.append(([module], module.bias))
         elif isinstance(module, DLoRBranches):
             maps.append((list(module.branches), module.bias))
+        elif isinstance(module, DLoRParallel):
+            maps.append((list(module.branches), None))
     if not live:
-        maps = [([_Detached(b) for b in branches], bias.detach()) for branches, bias in maps]
+        maps = [([_Detached(b) for b in branches], None if bias is None else bias.detach()) for branches, bias in maps]
     return maps
 
 
 class _Detached:
     def __init__(self, branch: nn.Module) -> None:
         self.alpha, self.U, self.V = branch.alpha.detach(), branch.U.detach(), branch.V.detach()
+        self.bias = None if branch.bias is None else branch.bias.detach()
 
 
 def build_batched(
@@ -272,9 +321,17 @@ class DLoRSawtoothConfig:
         seeds: initialisation seeds (≥ 5 in the full run); data are the same for every seed.
         budgets: training epochs (full-batch Adam steps) of each independent run.
         width, rank: N and r of every DLoR map (N ≥ d + 3, the paper's n + m + 2).
-        wide_depth, branches: the wide network, ``branches`` parallel DLoR maps per layer.
-        deep_depth: depth of the deep network; None picks the depth whose parameter count is
-            closest to the wide network's.
+        wide_modes: the wide networks trained against the deep one: ``"parallel"`` (the
+            paper's wide network, σ per branch) and/or ``"summed"`` (branches added before σ,
+            one DLoR map of rank B·r per layer; called ``"wide"`` before issue 12).
+        wide_depth: nonlinear layers of both wide networks.
+        branches: B of the parallel network; summed_branches: B of the summed one (defaults
+            4 and 5 give 376 and 372 parameters, both matched by one 15-map deep network, 375).
+        deep_depth: depth of the deep network; None picks, for each wide network, the depth
+            whose parameter count is closest to it (units shared when the depths coincide).
+        alpha_level: two-sided level of the per-cell tests (exact rank test on the final test
+            MSE and on the epochs to threshold, Fisher's exact test on the successes); a cell
+            is called reproduced only when its test is significant at this level.
         activation: σ of every layer.
         lr: initial Adam learning rate (cosine decay to lr/100 over each budget).
         n_train: training points for d = 1; 4^{d−1}·n_train for dimension d (uniform sample).
@@ -294,9 +351,12 @@ class DLoRSawtoothConfig:
     budgets: tuple[int, ...] = (5000, 50000)
     width: int = 8
     rank: int = 1
+    wide_modes: tuple[str, ...] = ("parallel", "summed")
     wide_depth: int = 3
     branches: int = 4
+    summed_branches: int = 5
     deep_depth: int | None = None
+    alpha_level: float = 0.05
     activation: str = "tanh"
     lr: float = 3e-3
     n_train: int = 256
@@ -341,8 +401,14 @@ class DLoRSawtoothConfig:
             check_int("budgets", budget, low=1)
         check_int("width", self.width, low=2)
         check_int("rank", self.rank, low=1, high=self.width - 1)
+        if not self.wide_modes or len(set(self.wide_modes)) != len(self.wide_modes):
+            raise ValueError(f"`wide_modes` must list distinct modes, got {self.wide_modes!r}")
+        for mode in self.wide_modes:
+            check_choice("wide_modes", mode, WIDE_MODES)
         check_int("wide_depth", self.wide_depth, low=1)
         check_int("branches", self.branches, low=1)
+        check_int("summed_branches", self.summed_branches, low=1)
+        check_real("alpha_level", self.alpha_level, low=0.0, high=1.0, low_open=True, high_open=True)
         if self.deep_depth is not None:
             check_int("deep_depth", self.deep_depth, low=1)
         check_choice("activation", self.activation, ACTIVATIONS)
@@ -359,11 +425,11 @@ class DLoRSawtoothConfig:
         check_int("correspondence_rank", self.correspondence_rank, low=1)
 
 
-def matched_deep_depth(width: int, rank: int, wide_depth: int, branches: int) -> int:
-    """The deep depth whose parameter count is closest to the wide network's (ties: shallower)."""
+def matched_deep_depth(width: int, rank: int, wide_depth: int, branches: int, mode: str = "summed") -> int:
+    """The deep depth whose parameter count is closest to the ``mode`` wide network's (ties: shallower)."""
     from ..models import dlor_parameter_count
 
-    target = dlor_parameter_count(width, wide_depth, rank, "wide", branches)
+    target = dlor_parameter_count(width, wide_depth, rank, mode, branches)
     per_map = dlor_parameter_count(width, 1, rank, "deep") // 2
     maps = max(2, round(target / per_map))
     return maps - 1
@@ -389,10 +455,26 @@ def _unit_data(params: Mapping[str, Any], dtype: torch.dtype) -> list[torch.Tens
 # Units
 
 
+def wide_branches(config: DLoRSawtoothConfig, mode: str) -> int:
+    """B of the ``mode`` wide network of ``config``."""
+    return config.branches if mode == "parallel" else config.summed_branches
+
+
+def deep_depths(config: DLoRSawtoothConfig) -> dict[str, int]:
+    """The deep depth matched to each wide network of ``config`` (``deep_depth`` if given)."""
+    return {
+        mode: config.deep_depth
+        or matched_deep_depth(config.width, config.rank, config.wide_depth, wide_branches(config, mode), mode)
+        for mode in config.wide_modes
+    }
+
+
 def _units(config: DLoRSawtoothConfig, finished: pd.DataFrame) -> list[Unit]:
     from ..models import dlor_parameter_count
 
-    deep_depth = config.deep_depth or matched_deep_depth(config.width, config.rank, config.wide_depth, config.branches)
+    depths = deep_depths(config)
+    architectures = [("deep", depth, 1) for depth in sorted(set(depths.values()))]
+    architectures += [(mode, config.wide_depth, wide_branches(config, mode)) for mode in config.wide_modes]
     common = {
         "width": config.width,
         "rank": config.rank,
@@ -404,11 +486,11 @@ def _units(config: DLoRSawtoothConfig, finished: pd.DataFrame) -> list[Unit]:
     units = []
     for target in config.targets:
         dim, teeth = parse_target(target)
-        for mode, depth, branches in (("deep", deep_depth, 1), ("wide", config.wide_depth, config.branches)):
+        for mode, depth, branches in architectures:
             for budget in config.budgets:
                 units.append(
                     Unit(
-                        key=f"train/{target}/{mode}/budget={budget}",
+                        key=f"train/{target}/{mode}/depth={depth}/branches={branches}/budget={budget}",
                         params={
                             "stage": "train",
                             "target": target,
@@ -526,7 +608,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "branches": int(params["branches"]),
         "width": int(params["width"]),
         "rank": int(params["rank"]),
-        "parameters": int(sum(p[:, 0].numel() for p in net.parameters())),  # per seed
+        "parameters": net.parameters_per_seed(),
         "budget": int(params["budget"]),
         "n_seeds": len(seeds),
         "median_test_mse": float(np.median(final)),
@@ -591,7 +673,7 @@ def _run_correspondence(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "fit_seconds": fit_seconds,
     }
     curves: dict[str, dict[str, list[float]]] = {}
-    for mode in ("deep", "wide"):
+    for mode in CORRESPONDENCE_MODES:
         curves[mode] = {"h": [], "test_mse": [], "sup_error": []}
         for h in params["hs"]:
             network = dlor_network_from_dense(dense, mode, float(h), rank=int(params["dlor_rank"]))
@@ -600,7 +682,7 @@ def _run_correspondence(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
             curves[mode]["h"].append(float(h))
             curves[mode]["test_mse"].append(float(((out - y_test) ** 2).mean()))
             curves[mode]["sup_error"].append(float((out - reference).abs().max()))
-        row[f"{mode}_dlor_depth"] = sum(1 for m in network if hasattr(m, "alpha") or hasattr(m, "branches")) - 1
+        row[f"{mode}_dlor_depth"] = sum(1 for m in network if type(m).__name__ not in _LINEAR_LAYERS)
         row[f"{mode}_dlor_parameters"] = int(sum(p.numel() for p in network.parameters()))
         row[f"{mode}_sup_error_min_h"] = curves[mode]["sup_error"][int(np.argmin(curves[mode]["h"]))]
     row["curves"] = json.dumps(curves)
@@ -620,6 +702,103 @@ PAPER_CLAIMS = (
 )
 
 
+# --------------------------------------------------------------------------------------------
+# Per-cell statistics (pure functions of the per-seed results)
+
+
+def rank_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of the exact permutation (Mann–Whitney) test that a and b come from one
+    distribution: the statistic is the rank sum of a (mid-ranks for ties; ±inf allowed, so a
+    seed that never reached a threshold counts as slowest); the p-value is the fraction of the
+    C(n_a + n_b, n_a) relabellings whose rank sum is at least as far from its mean. Exact, so
+    valid for 5 seeds (the smallest two-sided p for 5 against 5 is 2/252 ≈ 0.008); above 10⁶
+    relabellings the normal approximation of :func:`scipy.stats.mannwhitneyu` is used."""
+    import itertools
+
+    from scipy import stats
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError(f"`a` and `b` must be non-empty, got {len(a)} and {len(b)} values")
+    pooled = np.concatenate([a, b])
+    ranks = stats.rankdata(pooled)
+    centre = len(a) * (len(pooled) + 1) / 2
+    observed = abs(ranks[: len(a)].sum() - centre)
+    if math.comb(len(pooled), len(a)) > 1_000_000:
+        return float(stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic").pvalue)
+    sums = np.array([ranks[list(c)].sum() for c in itertools.combinations(range(len(pooled)), len(a))])
+    return float(np.mean(np.abs(sums - centre) >= observed - 1e-9))
+
+
+def ratio_interval(deep: Sequence[float], wide: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Geometric-mean ratio wide/deep of positive values (e.g. final test MSEs) and its Welch
+    ``level`` confidence interval, computed on log10 values: 10^(Δ ± t·se) with Δ the difference
+    of mean logs, se² = s_w²/n_w + s_d²/n_d and Welch–Satterthwaite degrees of freedom.
+    (nan, nan, nan) when a value is not finite or positive or a side has fewer than 2 values."""
+    from scipy import stats
+
+    d, w = np.asarray(deep, dtype=float), np.asarray(wide, dtype=float)
+    if len(d) < 2 or len(w) < 2 or not (np.all(np.isfinite(d)) and np.all(np.isfinite(w))) or d.min() <= 0 or w.min() <= 0:
+        return math.nan, math.nan, math.nan
+    ld, lw = np.log10(d), np.log10(w)
+    diff = lw.mean() - ld.mean()
+    vd, vw = ld.var(ddof=1) / len(ld), lw.var(ddof=1) / len(lw)
+    se = math.sqrt(vd + vw)
+    if se == 0.0:
+        return 10**diff, 10**diff, 10**diff
+    dof = (vd + vw) ** 2 / (vd**2 / (len(ld) - 1) + vw**2 / (len(lw) - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, dof)) * se
+    return 10**diff, 10 ** (diff - half), 10 ** (diff + half)
+
+
+def compare_cell(deep: Mapping[str, Any], wide: Mapping[str, Any], alpha_level: float = 0.05) -> dict[str, Any]:
+    """Deep against wide in one (target, budget) cell, from the per-seed values of two ``train`` rows.
+
+    Three claims of the paper, each with its own test at two-sided level ``alpha_level``:
+    lower final test MSE (exact rank test; effect: :func:`ratio_interval`), more successes
+    (Fisher's exact test on successes/seeds), faster to the threshold (exact rank test on the
+    epochs to threshold, a seed that never reached it counting as slowest). A verdict is
+    ``"reproduced"`` only when the test is significant in deep's favour, ``"reversed"`` when it
+    is significant the other way, else ``"not significant"``.
+    """
+    from scipy import stats
+
+    def values(row: Mapping[str, Any], key: str) -> list[float]:
+        raw = json.loads(row[key]) if isinstance(row[key], str) else row[key]
+        return [math.inf if v is None else float(v) for v in raw]
+
+    def verdict(p: float, deep_better: bool, wide_better: bool) -> str:
+        if p < alpha_level and deep_better:
+            return "reproduced"
+        if p < alpha_level and wide_better:
+            return "reversed"
+        return "not significant"
+
+    d_mse, w_mse = values(deep, "final_test_mse"), values(wide, "final_test_mse")
+    d_ep, w_ep = values(deep, "epochs_to_threshold"), values(wide, "epochs_to_threshold")
+    ratio, low, high = ratio_interval(d_mse, w_mse, 1 - alpha_level)
+    p_mse = rank_test(d_mse, w_mse)
+    d_rank = stats.rankdata(d_mse + w_mse)[: len(d_mse)].mean() - (len(d_mse) + len(w_mse) + 1) / 2
+    d_success, w_success = sum(math.isfinite(e) for e in d_ep), sum(math.isfinite(e) for e in w_ep)
+    p_success = float(
+        stats.fisher_exact([[d_success, len(d_ep) - d_success], [w_success, len(w_ep) - w_success]]).pvalue
+    )
+    p_speed = rank_test(d_ep, w_ep)
+    e_rank = stats.rankdata(d_ep + w_ep)[: len(d_ep)].mean() - (len(d_ep) + len(w_ep) + 1) / 2
+    d_rate, w_rate = d_success / len(d_ep), w_success / len(w_ep)
+    return {
+        "ratio": ratio,
+        "ratio_low": low,
+        "ratio_high": high,
+        "p_mse": p_mse,
+        "verdict_mse": verdict(p_mse, d_rank < 0, d_rank > 0),
+        "p_success": p_success,
+        "verdict_success": verdict(p_success, d_rate > w_rate, d_rate < w_rate),
+        "p_speed": p_speed,
+        "verdict_speed": verdict(p_speed, e_rank < 0, e_rank > 0),
+    }
+
+
 def _stage(results: pd.DataFrame, stage: str) -> pd.DataFrame:
     if results.empty or "stage" not in results:
         return results.iloc[0:0]
@@ -630,48 +809,122 @@ def _fmt(value: float, digits: int = 2) -> str:
     return "—" if value is None or not np.isfinite(value) else f"{value:.{digits}e}"
 
 
+def _train_row(train: pd.DataFrame, target: str, mode: str, budget: int, depth: int | None = None) -> Any:
+    rows = train[(train["target"] == target) & (train["mode"] == mode) & (train["budget"] == budget)]
+    if depth is not None:
+        rows = rows[rows["depth"] == depth]
+    return None if rows.empty else rows.iloc[0]
+
+
+def _p(value: float) -> str:
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def cell_comparisons(results: pd.DataFrame, config: DLoRSawtoothConfig) -> pd.DataFrame:
+    """One row per (target, budget, wide form) with both networks run: :func:`compare_cell`
+    of the deep network (matched depth) against that wide network, plus medians and counts."""
+    train = _stage(results, "train")
+    depths = deep_depths(config)
+    rows = []
+    for target in config.targets:
+        for budget in config.budgets:
+            for mode in config.wide_modes:
+                deep = _train_row(train, target, "deep", budget, depths[mode])
+                wide = _train_row(train, target, mode, budget)
+                if deep is None or wide is None:
+                    continue
+                rows.append(
+                    {
+                        "target": target,
+                        "budget": budget,
+                        "wide_mode": mode,
+                        "deep_depth": int(deep["depth"]),
+                        "deep_parameters": int(deep["parameters"]),
+                        "wide_parameters": int(wide["parameters"]),
+                        "deep_median": float(deep["median_test_mse"]),
+                        "deep_min": float(deep["min_test_mse"]),
+                        "deep_max": float(deep["max_test_mse"]),
+                        "wide_median": float(wide["median_test_mse"]),
+                        "wide_min": float(wide["min_test_mse"]),
+                        "wide_max": float(wide["max_test_mse"]),
+                        "deep_successes": int(deep["successes"]),
+                        "wide_successes": int(wide["successes"]),
+                        "n_seeds": int(deep["n_seeds"]),
+                        "deep_epochs": float(deep["median_epochs_to_threshold"]),
+                        "wide_epochs": float(wide["median_epochs_to_threshold"]),
+                        **compare_cell(deep, wide, config.alpha_level),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
 def _report(results: pd.DataFrame, config: DLoRSawtoothConfig) -> str:
     train = _stage(results, "train")
     corr = _stage(results, "correspondence")
+    depths = deep_depths(config)
+    level = config.alpha_level
     lines = [
         "# dlor-sawtooth: deep (multiplicative) vs wide (additive) DLoR networks",
         "",
         "Targets f(x) = (1/d) Σ_i tri(T·x_i) on [0, 1]^d, tri the triangle wave (``dT`` = d-dimensional, "
         f"T teeth); variance 1/(12d). Every map is N×N αI + UVᵀ with N = {config.width}, r = {config.rank}, "
-        f"σ = {config.activation}. Wide: {config.wide_depth + 1} layers of {config.branches} parallel DLoR maps; "
-        "deep: one DLoR map per layer, depth chosen to match the parameter count. Full-batch Adam, lr "
-        f"{config.lr:g} with cosine decay, each budget its own run; seeds {list(config.seeds)} batched in one "
-        f"model (same data, different initialisation). Success: test MSE ≤ {config.threshold:g} at some "
-        f"evaluation (every {config.eval_every} epochs); epochs to threshold: median over successful seeds.",
+        f"σ = {config.activation}. Wide networks, {config.wide_depth} nonlinear layers each: `parallel` (the "
+        f"paper's wide network: {config.branches} DLoR branches per layer, σ per branch, summed after σ) and "
+        f"`summed` ({config.summed_branches} branches added before σ: one DLoR map of rank "
+        f"{config.summed_branches}·r per layer). Deep: one DLoR map per layer, depth matched to each wide "
+        f"network's parameter count ({', '.join(f'{m}: {d} nonlinear layers' for m, d in depths.items())}). "
+        f"Full-batch Adam, lr {config.lr:g} with cosine decay, each budget its own run; seeds "
+        f"{list(config.seeds)} batched in one model (same data, different initialisation). Success: test MSE "
+        f"≤ {config.threshold:g} at some evaluation (every {config.eval_every} epochs).",
         "",
         PAPER_CLAIMS,
         "",
-        "## Fixed budgets",
+        "## Fixed budgets: deep against each wide network, per cell",
         "",
-        "| target | budget | mode | depth × branches | params | final test MSE median [min, max] | success "
-        "| epochs to 1e-3 | deep better? |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"Per cell and claim a two-sided test at level {level:g} over the {len(config.seeds)} seeds: lower "
+        "final test MSE by the exact rank (Mann–Whitney permutation) test, with the geometric-mean ratio "
+        f"wide/deep and its Welch {1 - level:.0%} interval on log10 MSE; more successes by Fisher's exact "
+        "test; faster by the exact rank test on epochs to threshold (a seed that never reached it is "
+        "slowest). A claim is **reproduced** in a cell only where its test is significant in deep's favour; "
+        f"with {len(config.seeds)} seeds against {len(config.seeds)} the smallest possible rank-test p is "
+        f"{_p(2 / math.comb(2 * len(config.seeds), len(config.seeds)))}.",
+        "",
+        "| target | budget | wide form | deep: layers, params | deep final MSE median [min, max] | wide: params "
+        "| wide final MSE median [min, max] | MSE ratio wide/deep [CI] | lower MSE (p) | successes deep/wide (p) "
+        "| epochs to 1e-3 deep/wide (p) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for target in config.targets:
-        for budget in config.budgets:
-            rows = train[(train["target"] == target) & (train["budget"] == budget)]
-            by_mode = {row["mode"]: row for _, row in rows.iterrows()}
-            verdict = _verdict(by_mode)
-            for mode in ("deep", "wide"):
-                if mode not in by_mode:
-                    lines.append(f"| {target} | {budget} | {mode} | not run | | | | | |")
-                    continue
-                r = by_mode[mode]
-                epochs = r["median_epochs_to_threshold"]
-                epochs_text = "—" if not np.isfinite(epochs) else str(int(epochs))
-                lines.append(
-                    f"| {target} | {budget} | {mode} | {int(r['depth']) + 1} × {int(r['branches'])} | "
-                    f"{int(r['parameters'])} | "
-                    f"{_fmt(r['median_test_mse'])} [{_fmt(r['min_test_mse'])}, {_fmt(r['max_test_mse'])}] | "
-                    f"{int(r['successes'])}/{int(r['n_seeds'])} | {epochs_text} | "
-                    f"{verdict if mode == 'deep' else ''} |"
-                )
-    lines.append("")
+    cells = cell_comparisons(results, config)
+    for _, c in cells.iterrows():
+        def epochs(value: float) -> str:
+            return "—" if not np.isfinite(value) else str(int(value))
+
+        ci = "—" if not np.isfinite(c["ratio"]) else f"{c['ratio']:.2f} [{c['ratio_low']:.2f}, {c['ratio_high']:.2f}]"
+        lines.append(
+            f"| {c['target']} | {c['budget']} | {c['wide_mode']} | {c['deep_depth'] + 1}, {c['deep_parameters']} | "
+            f"{_fmt(c['deep_median'])} [{_fmt(c['deep_min'])}, {_fmt(c['deep_max'])}] | {c['wide_parameters']} | "
+            f"{_fmt(c['wide_median'])} [{_fmt(c['wide_min'])}, {_fmt(c['wide_max'])}] | {ci} | "
+            f"{c['verdict_mse']} ({_p(c['p_mse'])}) | {c['deep_successes']}/{c['wide_successes']} of {c['n_seeds']}: "
+            f"{c['verdict_success']} ({_p(c['p_success'])}) | {epochs(c['deep_epochs'])}/{epochs(c['wide_epochs'])}: "
+            f"{c['verdict_speed']} ({_p(c['p_speed'])}) |"
+        )
+    if not cells.empty:
+        lines.append("")
+        for mode in config.wide_modes:
+            sub = cells[cells["wide_mode"] == mode]
+            if sub.empty:
+                continue
+            counts = {
+                claim: {v: int((sub[f"verdict_{claim}"] == v).sum()) for v in ("reproduced", "not significant", "reversed")}
+                for claim in ("mse", "success", "speed")
+            }
+            lines.append(
+                f"Deep against `{mode}`, {len(sub)} cells: lower MSE reproduced in {counts['mse']['reproduced']} "
+                f"(reversed in {counts['mse']['reversed']}), more successes in {counts['success']['reproduced']} "
+                f"(reversed in {counts['success']['reversed']}), faster in {counts['speed']['reproduced']} "
+                f"(reversed in {counts['speed']['reversed']}); the rest are not significant."
+            )
+        lines.append("")
     if not train.empty:
         seconds = train.groupby("mode")["seconds"].sum()
         lines += [
@@ -686,14 +939,14 @@ def _report(results: pd.DataFrame, config: DLoRSawtoothConfig) -> str:
             "## h → 0: DLoR networks built from a trained dense MLP",
             "",
             f"Dense MLP: width {config.dense_width}, depth {config.dense_depth}, σ = {config.activation}, "
-            f"{config.dense_epochs} epochs. Its deep and wide DLoR networks (rank {config.correspondence_rank}) "
-            "from `dlor_network_from_dense`, evaluated in float64 on the test grid: mean over seeds of the "
-            "test MSE and of the sup-distance to the dense MLP.",
+            f"{config.dense_epochs} epochs. Its deep, parallel and summed DLoR networks (rank "
+            f"{config.correspondence_rank}) from `dlor_network_from_dense`, evaluated in float64 on the test "
+            "grid: mean over seeds of the test MSE and of the sup-distance to the dense MLP.",
             "",
         ]
         hs = list(config.hs)
         lines += [
-            "| target | network | params | depth | " + " | ".join(f"h={h:g}" for h in hs) + " |",
+            "| target | network | params | nonlinear layers | " + " | ".join(f"h={h:g}" for h in hs) + " |",
             "|---|---|---|---|" + "---|" * len(hs),
         ]
         for target in config.targets:
@@ -706,7 +959,9 @@ def _report(results: pd.DataFrame, config: DLoRSawtoothConfig) -> str:
                 f"| {target} | dense MLP (test MSE) | {int(rows['dense_parameters'].iloc[0])} | {config.dense_depth} | "
                 + " | ".join(_fmt(dense_mse) for _ in hs) + " |"
             )
-            for mode in ("deep", "wide"):
+            for mode in CORRESPONDENCE_MODES:
+                if mode not in curves[0] or f"{mode}_dlor_parameters" not in rows:
+                    continue
                 for metric, label in (("test_mse", "test MSE"), ("sup_error", "sup |DLoR − MLP|")):
                     values = np.mean([c[mode][metric] for c in curves], axis=0)
                     lines.append(
@@ -715,9 +970,10 @@ def _report(results: pd.DataFrame, config: DLoRSawtoothConfig) -> str:
                     )
         lines += [
             "",
-            "Wide is exact at every h (a sum of DLoR maps before σ is the dense map); deep evaluates the "
-            "product of DLoR factors through σ's near-linear regime, error O(h²) for tanh at c = 0 "
-            "(O(h) for σ with σ''(c) ≠ 0).",
+            "Deep evaluates the product of DLoR factors through σ's near-linear regime, parallel (the paper's "
+            "wide network) each branch of the sum; both have error O(h²) for tanh at c = 0 (O(h) for σ with "
+            "σ''(c) ≠ 0) and converge to the MLP only as h → 0. Summed adds the branches before σ, a linear "
+            "re-parametrisation: exact at every h.",
             "",
         ]
 
@@ -729,16 +985,16 @@ def _report(results: pd.DataFrame, config: DLoRSawtoothConfig) -> str:
         ]
         budget = max(config.budgets)
         for target in config.targets:
-            rows = train[(train["target"] == target) & (train["mode"] == "deep") & (train["budget"] == budget)]
-            if rows.empty:
+            row = _train_row(train, target, "deep", budget, min(depths.values()))
+            if row is None:
                 continue
-            for layer, spectrum in enumerate(json.loads(rows["spectra"].iloc[0])):
-                s = np.asarray(spectrum["singular_values"])
+            for layer, spectrum in enumerate(json.loads(row["spectra"])):
+                sv = np.asarray(spectrum["singular_values"])
                 alpha = abs(spectrum["alpha"])
-                background = int(np.sum(np.abs(s - alpha) <= 1e-6 * max(1.0, alpha)))
+                background = int(np.sum(np.abs(sv - alpha) <= 1e-6 * max(1.0, alpha)))
                 lines.append(
-                    f"| {target} | {layer + 1} | {spectrum['alpha']:.3f} | {s[0]:.3f} | {s[1]:.3f} | {s[-1]:.3f} | "
-                    f"{background}/{len(s)} |"
+                    f"| {target} | {layer + 1} | {spectrum['alpha']:.3f} | {sv[0]:.3f} | {sv[1]:.3f} | {sv[-1]:.3f} | "
+                    f"{background}/{len(sv)} |"
                 )
         lines += [
             "",
@@ -748,18 +1004,6 @@ def _report(results: pd.DataFrame, config: DLoRSawtoothConfig) -> str:
             "",
         ]
     return "\n".join(lines)
-
-
-def _verdict(by_mode: Mapping[str, Any]) -> str:
-    """Does this (target, budget) agree with the paper: deep lower median MSE and ≥ successes?"""
-    if "deep" not in by_mode or "wide" not in by_mode:
-        return "—"
-    deep, wide = by_mode["deep"], by_mode["wide"]
-    lower = deep["median_test_mse"] < wide["median_test_mse"]
-    more = deep["successes"] >= wide["successes"]
-    if lower and more:
-        return "yes"
-    return "no" if not lower and not more else "partly"
 
 
 def _figures(results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -> list[Path]:
@@ -772,22 +1016,21 @@ def _figures(results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -
     out_dir.mkdir(parents=True, exist_ok=True)
     train, corr = _stage(results, "train"), _stage(results, "correspondence")
     paths: list[Path] = []
-    colours = {"deep": "tab:blue", "wide": "tab:orange"}
+    colours = {"deep": "tab:blue", "parallel": "tab:orange", "summed": "tab:green", "wide": "tab:green"}
     budget = max(config.budgets)
 
     if not train.empty:
         targets = [t for t in config.targets if not train[train["target"] == t].empty]
         fig, axes = plt.subplots(1, len(targets), figsize=(4.2 * len(targets), 3.4), squeeze=False)
         for ax, target in zip(axes[0], targets):
-            for mode in ("deep", "wide"):
-                rows = train[(train["target"] == target) & (train["mode"] == mode) & (train["budget"] == budget)]
-                if rows.empty:
-                    continue
-                curve = json.loads(rows["curve"].iloc[0])
+            rows = train[(train["target"] == target) & (train["budget"] == budget)]
+            for _, row in rows.iterrows():
+                mode = row["mode"]
+                curve = json.loads(row["curve"])
                 epochs, values = np.asarray(curve["epochs"]), np.asarray(curve["test_mse"], dtype=float)
-                ax.plot(epochs, np.median(values, axis=1), color=colours[mode],
-                        label=f"{mode} ({int(rows['parameters'].iloc[0])} params)")
-                ax.fill_between(epochs, values.min(axis=1), values.max(axis=1), color=colours[mode], alpha=0.2)
+                ax.plot(epochs, np.median(values, axis=1), color=colours.get(mode, "gray"),
+                        label=f"{mode} ({int(row['parameters'])} params)")
+                ax.fill_between(epochs, values.min(axis=1), values.max(axis=1), color=colours.get(mode, "gray"), alpha=0.15)
             ax.axhline(config.threshold, color="gray", ls="--", lw=0.8)
             ax.set_yscale("log")
             ax.set_xlabel("epoch")
@@ -804,13 +1047,14 @@ def _figures(results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -
             for ax, target in zip(axes[0], one_d):
                 grid = np.linspace(0, 1, 513)
                 ax.plot(grid, sawtooth(grid[:, None], parse_target(target)[1]), color="black", lw=1, label="target")
-                for mode in ("deep", "wide"):
-                    rows = train[(train["target"] == target) & (train["mode"] == mode) & (train["budget"] == budget)]
-                    if rows.empty or rows["prediction"].iloc[0] in (None, "null"):
+                rows = train[(train["target"] == target) & (train["budget"] == budget)]
+                for _, row in rows.iterrows():
+                    if row["prediction"] in (None, "null"):
                         continue
-                    prediction = json.loads(rows["prediction"].iloc[0])
+                    prediction = json.loads(row["prediction"])
                     ax.plot(
-                        prediction["x"], prediction["y"], color=colours[mode], lw=1.2, ls="--", label=f"{mode}, seed 0"
+                        prediction["x"], prediction["y"], color=colours.get(row["mode"], "gray"), lw=1.2, ls="--",
+                        label=f"{row['mode']}, seed 0",
                     )
                 ax.set_title(f"{target}: fits after {budget} epochs", fontsize=10)
                 ax.legend(fontsize=8)
@@ -838,7 +1082,7 @@ def _figures(results: pd.DataFrame, config: DLoRSawtoothConfig, out_dir: Path) -
         for column, target in enumerate(targets):
             rows = corr[corr["target"] == target]
             curves = [json.loads(c) for c in rows["curves"]]
-            for mode in ("deep", "wide"):
+            for mode in [m for m in CORRESPONDENCE_MODES if m in curves[0]]:
                 h = np.asarray(curves[0][mode]["h"])
                 sup = np.mean([c[mode]["sup_error"] for c in curves], axis=0)
                 mse = np.mean([c[mode]["test_mse"] for c in curves], axis=0)
@@ -875,12 +1119,19 @@ def run(config: DLoRSawtoothConfig | None = None, out_dir: str | Path | None = N
 
 
 __all__ = [
+    "CORRESPONDENCE_MODES",
     "EXPERIMENT",
     "THRESHOLD",
+    "WIDE_MODES",
     "BatchedDLoRNet",
     "DLoRSawtoothConfig",
     "build_batched",
+    "cell_comparisons",
+    "compare_cell",
+    "deep_depths",
     "matched_deep_depth",
+    "rank_test",
+    "ratio_interval",
     "parse_target",
     "run",
     "train_batched",
