@@ -9,19 +9,26 @@ Public API:
 * :class:`Unit`, :class:`Experiment` — the protocol experiments implement (:mod:`.experiment`).
 * :func:`resolve_experiment` — a registered name or ``"module.path:OBJECT"`` to an experiment.
 * :func:`apply_overrides` — ``--set key=value`` overrides of a config, parsed by field type.
+* :func:`validate_config` — the checks every config passes before a run folder is created.
+
+A run folder's ``results.db`` may only name a registered experiment: :func:`report` and
+:func:`load_results` never import a module a run folder names (pass ``experiment=`` for others).
 """
 
 from __future__ import annotations
 
-from .config import apply_overrides, config_from_json, config_to_json, parse_overrides
+from .config import apply_overrides, config_from_json, config_to_json, parse_overrides, validate_config
 from .errors import (
     BackendUnavailableError,
     ConfigMismatchError,
     CorruptStoreError,
     ExperimentError,
+    InvalidConfigError,
+    RunLockedError,
     RunnerError,
     StoreError,
     UnitFailedError,
+    UntrustedExperimentError,
 )
 from .experiment import Experiment, Unit
 from .orchestrate import ProgressCallback, load_results, report, run
@@ -33,11 +40,14 @@ __all__ = [
     "CorruptStoreError",
     "Experiment",
     "ExperimentError",
+    "InvalidConfigError",
     "ProgressCallback",
+    "RunLockedError",
     "RunnerError",
     "StoreError",
     "Unit",
     "UnitFailedError",
+    "UntrustedExperimentError",
     "apply_overrides",
     "config_from_json",
     "config_to_json",
@@ -46,4 +56,5 @@ __all__ = [
     "report",
     "resolve_experiment",
     "run",
+    "validate_config",
 ]

@@ -340,10 +340,10 @@ def _run_locked(
     store = ResultStore.create_or_resume(out / RESULTS_DB, experiment=exp.name, experiment_ref=ref, config=config_json)
     session = _Session(started=utc_now(), t0=time.perf_counter(), backend=backend, jobs=backend_obj.jobs)
     try:
+        records = store.records()  # checks every stored row before anything is written
         session_id = store.begin_session(
             backend=backend, jobs=backend_obj.jobs or 0, host=socket.gethostname(), pid=os.getpid()
         )
-        records = store.records()
         if records:
             logger.info("resuming %s in %s: %d units already finished", exp.name, out, len(records))
         _atomic.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, None))
