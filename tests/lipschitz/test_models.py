@@ -22,8 +22,11 @@ F64 = torch.float64
         ("gradient-step", {"learnable_step": False, "step": 2.0, "hidden": 12}),
         ("fixed-width", {}),
         ("gradient-step", {"bound": "power"}),
+        ("gradient-step", {"lift": "orthogonal"}),
+        ("gradient-step", {"lift": "orthogonal", "maxmin": True, "learnable_step": False, "step": 2.0}),
+        ("fixed-width", {"lift": "orthogonal"}),
     ],
-    ids=["gs-learnable", "cpl-fixed-step", "fixed-width", "gs-power"],
+    ids=["gs-learnable", "cpl-fixed-step", "fixed-width", "gs-power", "gs-orthogonal", "cpl-orthogonal-maxmin", "fw-orthogonal"],
 )
 @pytest.mark.parametrize("dtype", [torch.float32, F64], ids=str)
 def test_model_is_one_lipschitz_after_steepness_training(variant: str, kwargs: dict, dtype: torch.dtype) -> None:
@@ -62,6 +65,18 @@ def test_layout() -> None:
     assert model(torch.randn(7, 4)).shape == (7, 2)
 
 
+def test_orthogonal_lift_and_maxmin_layout_and_certificate() -> None:
+    model = lipschitz_resnet(6, 3, width=4, depth=2, lift="orthogonal", maxmin=True, dtype=F64).eval()
+    names = [type(m).__name__ for m in model]
+    assert names == ["OrthogonalLinear"] + ["GradientStepResidual", "MaxMin"] * 2 + ["OrthogonalLinear"]
+    # the lift preserves every direction in its row space (all singular values ≈ 1), unlike V/max(1, B(V))
+    singular = torch.linalg.svdvals(model[0].to_dense().detach())
+    assert float(singular.min()) >= 1 - 1.1e-6 and float(singular.max()) <= 1.0
+    assert lipschitz_upper_bound(model) <= 1.0
+    plain = lipschitz_resnet(6, 3, width=4, depth=2, dtype=F64)
+    assert float(torch.linalg.svdvals(plain[0].to_dense().detach()).min()) < 0.99
+
+
 def test_fixed_width_defaults_to_d_plus_3_and_holds_the_theorems_max_min_block_exactly() -> None:
     # Fixed-width theorem (Murari, Furuya, Schönlieb 2025): width d + 3 suffices; its blocks carry
     # max{x1, x2} and min{x1, x2}. With d = 2 (width 5), a lift that embeds x, one gradient step
@@ -96,6 +111,8 @@ def test_fixed_width_defaults_to_d_plus_3_and_holds_the_theorems_max_min_block_e
         ({"step": 2.0}, "step"),
         ({"hidden": -1}, "hidden"),
         ({"in_features": 0}, "in_features"),
+        ({"lift": "polar"}, "lift"),
+        ({"maxmin": 1}, "maxmin"),
     ],
 )
 def test_bad_arguments_are_named(kwargs: dict, argument: str) -> None:

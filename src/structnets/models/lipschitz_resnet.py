@@ -6,10 +6,12 @@ import torch
 from torch import nn
 
 from .._validation import check_choice, check_int, check_real
-from ..nn import GradientStepResidual, NormConstrainedLinear
+from ..nn import GradientStepResidual, MaxMin, NormConstrainedLinear, OrthogonalLinear
 from ..nn._spectral import spectral_norm_bound, top_right_singular_vector
 
 VARIANTS: tuple[str, ...] = ("gradient-step", "fixed-width", "unconstrained")
+# Kinds of lift (in → width) and head (width → out) of the constrained variants.
+LIFTS: tuple[str, ...] = ("norm-constrained", "orthogonal")
 
 
 class UnconstrainedResidual(nn.Module):
@@ -66,6 +68,8 @@ def lipschitz_resnet(
     step: float = 1.0,
     learnable_step: bool = True,
     bound: str = "exact",
+    lift: str = "norm-constrained",
+    maxmin: bool = False,
     *,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
@@ -101,6 +105,13 @@ def lipschitz_resnet(
         step: initial s ∈ (0, 2) of τ = s/‖W‖² (s ∈ [0, 2] when not learnable; CPL uses s = 2).
         learnable_step: learn s per block.
         bound: spectral bound of every constrained map (see :class:`GradientStepResidual`).
+        lift: kind of the lift and the head (constrained variants): ``"norm-constrained"``
+            (:class:`NormConstrainedLinear`, A = V / max(1, B(V)): only the top singular value is
+            pinned, so a 784 → width lift shrinks most directions) or ``"orthogonal"``
+            (:class:`OrthogonalLinear`: the certified polar factor, every singular value ≈ 1,
+            gradient-norm preserving; MNIST: see docs/lipschitz.md).
+        maxmin: insert a :class:`MaxMin` (GroupSort of size 2, 1-Lipschitz, gradient-norm
+            preserving) after every residual block (constrained variants).
         device, dtype: where to allocate parameters.
 
     Returns:
@@ -109,6 +120,9 @@ def lipschitz_resnet(
     in_features = check_int("in_features", in_features, low=1)
     out_features = check_int("out_features", out_features, low=1)
     check_choice("variant", variant, VARIANTS)
+    check_choice("lift", lift, LIFTS)
+    if not isinstance(maxmin, bool):
+        raise TypeError(f"`maxmin` must be a bool, got {maxmin!r}")
     if width is None:
         if variant != "fixed-width":
             raise ValueError(f"`width` may be None only with variant='fixed-width' (width d + 3), got variant={variant!r}")
@@ -126,9 +140,16 @@ def lipschitz_resnet(
         layers += [UnconstrainedResidual(width, hidden, **factory) for _ in range(depth)]
         layers.append(nn.Linear(width, out_features, **factory))
         return nn.Sequential(*layers)
-    layers = [NormConstrainedLinear(in_features, width, bound=bound, **factory)]
+    def outer(n_in: int, n_out: int) -> nn.Module:
+        if lift == "orthogonal":
+            return OrthogonalLinear(n_in, n_out, **factory)
+        return NormConstrainedLinear(n_in, n_out, bound=bound, **factory)
+
+    layers = [outer(in_features, width)]
     for _ in range(depth):
         layers.append(GradientStepResidual(width, hidden, step=step, learnable_step=learnable_step, bound=bound, **factory))
+        if maxmin:
+            layers.append(MaxMin(width, **factory))
         if variant == "fixed-width":
             between = NormConstrainedLinear(width, width, bound=bound, **factory)
             # Start at the identity (‖I‖₂ = 1, every singular value 1): a default init has most
@@ -140,7 +161,7 @@ def lipschitz_resnet(
                 between.bias.zero_()
                 between.power_vector.copy_(top_right_singular_vector(between.raw_weight))
             layers.append(between)
-    layers.append(NormConstrainedLinear(width, out_features, bound=bound, **factory))
+    layers.append(outer(width, out_features))
     return nn.Sequential(*layers)
 
 
@@ -158,7 +179,15 @@ def export_model(model: nn.Sequential) -> nn.Sequential:
         raise TypeError(f"`model` must be an nn.Sequential, got {type(model).__name__}")
     import copy
 
-    return nn.Sequential(*[layer.export() if hasattr(layer, "export") else copy.deepcopy(layer) for layer in model])
+    parameter = next(model.parameters(), None)
+    factory = {} if parameter is None else {"device": parameter.device, "dtype": parameter.dtype}
+
+    def plain(layer: nn.Module) -> nn.Module:
+        if isinstance(layer, MaxMin):  # no tensors of its own: build its residual in the model's dtype
+            return layer.export(**factory)
+        return layer.export() if hasattr(layer, "export") else copy.deepcopy(layer)
+
+    return nn.Sequential(*[plain(layer) for layer in model])
 
 
-__all__ = ["VARIANTS", "UnconstrainedResidual", "export_model", "lipschitz_resnet"]
+__all__ = ["LIFTS", "VARIANTS", "UnconstrainedResidual", "export_model", "lipschitz_resnet"]
