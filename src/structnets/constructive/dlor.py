@@ -7,13 +7,17 @@ Low-Rank Neural Networks* (arXiv 2605.05659). A DLoR factor is M = αI + UVᵀ, 
 * :func:`rank_one_interpolant`: a network whose weights are all rank-1 (α = 0) fits any finite
   scalar data set with distinct inputs exactly (the interpolation half of the paper's paradox).
 * :func:`dlor_sum`: W = Σ_k (α_k I + U_k V_kᵀ), ⌈rank(W − αI)/r⌉ terms (additive: width).
-* :func:`dlor_product`: W = Π_k (I + U_k V_kᵀ), ⌈(2N − 1)/r⌉ factors at most (multiplicative:
-  depth), from Householder QR; exact for singular W too.
-* :func:`dlor_network_from_dense`: the wide or deep DLoR network of a dense MLP. Wide is exact;
-  deep routes each product through the activation's near-linear regime at scale h, with error
-  O(h) (O(h²) when σ''(c) = 0 at the operating point c) as h → 0.
+* :func:`dlor_product`: W = Π_k (α_k I + U_k V_kᵀ), ⌈(2N − 1)/r⌉ factors at most (multiplicative:
+  depth), from Householder QR; α_k = 1 but for the last factor, which carries an exact power of
+  two; exact for singular W too.
+* :func:`dlor_network_from_dense`: the deep, parallel (the paper's wide) or summed DLoR network
+  of a dense MLP. Summed is exact; deep and parallel route the product / each branch of the sum
+  through the activation's near-linear regime at scale h, with error O(h) (O(h²) when
+  σ''(c) = 0 at the operating point c) as h → 0.
 
-Everything is computed in float64; tests check the reconstructions to relative error 1e-10.
+Everything is computed in float64 after exact power-of-two scaling; tests check the
+reconstructions to relative error 1e-10 for ‖W‖ from 1e-300 to 1e300, and dlor_product's
+columnwise (rowwise) accuracy, hence small singular values, on column- (row-) graded matrices.
 """
 
 from __future__ import annotations
@@ -117,7 +121,16 @@ def dlor_sum(W: Any, rank: int) -> list[DLoRFactor]:
     N·ε·σ_max are dropped (W − τI of rank ρ gives K = max(1, ⌈ρ/r⌉) terms, ⌈N/r⌉ for a generic
     W). Terms come in decreasing singular value order, so the first j terms are τ·j/K·I plus
     the best rank-jr approximation of W − τI. Chen et al. (arXiv 2605.05659): the additive
-    half of the structural correspondence; K parallel DLoR branches = a wide layer.
+    half of the structural correspondence; its K terms, each through σ, are the K parallel
+    branches of the paper's wide layer (``dlor_network_from_dense(..., "parallel")``).
+
+    Accuracy: W is scaled by an exact power of two first (W = 2^e·W̃, max|W̃| in [1, 2); 2^e is
+    split between U_k and V_k and multiplies α_k), so the reconstruction is normwise exact,
+    ‖Σ_k M_k − W‖_F ≤ c·Nε‖W‖_F, for ‖W‖ from 1e-300 to 1e300. It is not entrywise exact on
+    graded matrices: every term adds τ/K to every diagonal entry, so a diagonal entry W_jj ≪ τ
+    comes back as a difference of numbers of size τ, with absolute error ~ε|τ| (diag(1, 1e-10, 1):
+    σ_min off by ~1e-6 relative; only Weyl's |σ̂_min − σ_min| ≤ ‖Ŵ − W‖₂ holds). No additive
+    decomposition with Σ_k α_k ≠ 0 can avoid that; :func:`dlor_product` is columnwise exact.
 
     Args:
         W: (N, N) real matrix (array or tensor), N ≥ 2, finite.
@@ -534,9 +547,19 @@ def dlor_network_from_dense(
     network has the layout of :func:`structnets.models.dlor_mlp` (zero-padded input, output
     read from the first m coordinates), in float64:
 
-    * ``mode="wide"``: layer ℓ is the sum of the K terms of :func:`dlor_sum` (W_ℓ), bias b_ℓ,
-      followed by the same σ: ``dlor_mlp(n, m, N, L − 1, rank, "wide", branches=K)``. Exact
-      (a sum before σ is linear): the error is rounding only, whatever ``h``.
+    * ``mode="summed"`` (``"wide"`` is its deprecated alias): layer ℓ is the sum of the K terms
+      of :func:`dlor_sum` (W_ℓ), bias b_ℓ, followed by the same σ:
+      ``dlor_mlp(n, m, N, L − 1, rank, "summed", branches=K)``. Exact (a sum before σ is
+      linear): the error is rounding only, whatever ``h``.
+    * ``mode="parallel"``, the paper's wide network (the additive decomposition "mapped
+      through the nonlinear activation forms a set of parallel layers"): with W_ℓ = Σ_k M_k
+      (:func:`dlor_sum`, K terms), hidden layer ℓ becomes a :class:`DLoRParallel` of K branches
+      a ↦ Σ_k σ(h M_k a + c) (K·N units, σ per branch), then one DLoR map with α = 1/(hs),
+      U = V = 0 and bias b_ℓ − Kσ(c)/(hs), then σ: Σ_k λ_h(M_k a) + b_ℓ = W_ℓ a + b_ℓ + O(h)
+      before σ. The output map (no σ) is the exact sum of its K branches. Network:
+      ``ZeroPad, [DLoRParallel, DLoRLinear, σ] × (L − 1), DLoRBranches, TakeFirst``; sup error
+      O(h), O(h²) when σ''(c) = 0, exactly 0 for ReLU once h·max|M_k a| < c: it converges to
+      the MLP only as h → 0.
     * ``mode="deep"``: W_ℓ = M_1 ⋯ M_K by :func:`dlor_product`; the product is evaluated by
       K DLoR layers, each but the last followed by σ used in its near-linear regime around
       the operating point c: with s = σ'(c), λ_h(z) = (σ(hz + c) − σ(c))/(h s) = z + O(h z²).
@@ -553,15 +576,17 @@ def dlor_network_from_dense(
 
     Args:
         mlp: the dense network (an ``nn.Sequential``; its parameters are read, not changed).
-        mode: ``"deep"`` or ``"wide"``.
-        h: the scale of the near-linear regime, in (0, 1] (ignored by ``"wide"``, which is exact).
+        mode: ``"deep"``, ``"parallel"`` or ``"summed"`` (``"wide"``: deprecated alias of
+            ``"summed"``, with a FutureWarning).
+        h: the scale of the near-linear regime, in (0, 1] (ignored by ``"summed"``, which is exact).
         rank: r of every DLoR factor, in [1, N − 1].
         center: the operating point c of σ; default 1 for ReLU, 0 otherwise. σ'(c) must be ≠ 0.
         dtype: dtype of the returned network (float64 by default: at h = 1e-4 the quotient
             λ_h loses about log10(1/h) digits to cancellation).
 
     Returns:
-        an ``nn.Sequential`` as built by :func:`structnets.models.dlor_mlp`.
+        an ``nn.Sequential``: as built by :func:`structnets.models.dlor_mlp` for deep and summed;
+        the layout above for parallel.
     """
     from ..models.dlor_mlp import DLoRBranches, DLoRParallel, TakeFirst, ZeroPad, dlor_mlp, resolve_mode
     from ..nn import DLoRLinear
