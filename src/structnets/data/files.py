@@ -320,6 +320,38 @@ def search_dirs(data_dir: PathArg | None = None) -> list[Path]:
     return unique
 
 
+def searched(data_dir: PathArg | None = None) -> str:
+    """Describe every place a file is looked for, in order, and whether each exists (for messages).
+
+    Example: ``"STRUCTNETS_DATA (not set), then the cache /home/me/.cache/structnets (does not
+    exist yet)"``.
+    """
+    parts: list[str] = []
+    if data_dir is not None:
+        path = _as_path("data_dir", data_dir)
+        parts.append(f"the data_dir argument {path}" + ("" if path.is_dir() else " (not a folder)"))
+    env = os.environ.get(ENV_VAR)
+    if env:
+        path = Path(env).expanduser()
+        parts.append(f"{ENV_VAR}={path}" + ("" if path.is_dir() else " (not a folder)"))
+    else:
+        parts.append(f"{ENV_VAR} (not set)")
+    cache = cache_dir()
+    if cache is None:
+        parts.append("no cache (there is no home folder)")
+    else:
+        parts.append(f"the cache {cache}" + ("" if cache.is_dir() else " (does not exist yet)"))
+    return ", then ".join(parts)
+
+
+def _how_to_get(spec: FileSpec) -> str:
+    return (
+        f"structnets.data.load({spec.dataset!r}) downloads it from {spec.urls[0]} into the cache when "
+        f"the network is reachable; otherwise put a copy (plain or .gz) in a folder and point {ENV_VAR} "
+        "at it, then `structnets data verify` checks it"
+    )
+
+
 def locate(spec: FileSpec, dirs: list[Path]) -> Path | None:
     """Return the first copy of ``spec`` in ``dirs`` (plain name first, then ``.gz``), or None."""
     for folder in dirs:
@@ -414,7 +446,7 @@ def resolve(dataset: str, data_dir: PathArg | None = None, *, download: bool = T
     archives: dict[str, bytes] = {}  # one fetch per archive, e.g. adult.zip for both files
     for index, spec in enumerate(specs):
         if found[index] is None:
-            found[index] = _download(spec, dirs, archives, allowed=download)
+            found[index] = _download(spec, dirs, archives, allowed=download, where=searched(data_dir))
     return [path for path in found if path is not None]
 
 
@@ -428,7 +460,7 @@ def verify(data_dir: PathArg | None = None) -> list[FileStatus]:
         one :class:`FileStatus` per registered file, in :func:`structnets.data.names` order.
     """
     dirs = search_dirs(data_dir)
-    where = ", ".join(str(d) for d in dirs) or "no existing folder"
+    where = searched(data_dir)
     statuses: list[FileStatus] = []
     for dataset, specs in FILES.items():
         for spec in specs:
@@ -437,7 +469,7 @@ def verify(data_dir: PathArg | None = None) -> list[FileStatus]:
             if path is None:
                 ok = False
                 message = (
-                    f"missing: not found in {where}; load({dataset!r}) would download it "
+                    f"missing: looked in {where}; load({dataset!r}) would download it "
                     f"from {spec.urls[0]}"
                 )
             else:
@@ -472,20 +504,22 @@ def fetch_url(url: str, *, timeout: float = 120.0) -> bytes:
 
 
 def _download(
-    spec: FileSpec, dirs: list[Path], archives: dict[str, bytes], *, allowed: bool
+    spec: FileSpec, dirs: list[Path], archives: dict[str, bytes], *, allowed: bool, where: str | None = None
 ) -> Path:
-    where = ", ".join(str(d) for d in dirs) or "no existing folder"
+    where = where or (", then ".join(str(d) for d in dirs) or "no folder")
     if not allowed:
         raise DataFileError(
-            f"data file {spec.filename!r} (data set {spec.dataset!r}) was not found in {where}, "
-            f"and downloading is disabled; put a copy there or set {ENV_VAR}",
+            f"data file {spec.filename!r} (data set {spec.dataset!r}) was not found: looked in {where}, "
+            f"under its name and with .gz appended; downloading is disabled (download=False). "
+            f"{_how_to_get(spec)}",
             filename=spec.filename,
         )
     cache = cache_dir()
     if cache is None:
         raise DataFileError(
-            f"data file {spec.filename!r} was not found in {where}, and there is no home folder "
-            f"to download it into; set {ENV_VAR}",
+            f"data file {spec.filename!r} (data set {spec.dataset!r}) was not found: looked in {where}; "
+            f"there is no home folder to download it into: download it from {spec.urls[0]}, put it in a "
+            f"folder and point {ENV_VAR} at it",
             filename=spec.filename,
         )
     failures: list[str] = []
@@ -509,9 +543,10 @@ def _download(
     if mismatch is not None:
         raise mismatch
     raise DataFileError(
-        f"data file {spec.filename!r} (data set {spec.dataset!r}) was not found in {where}, and "
-        f"downloading it failed ({'; '.join(failures)}); put a copy in one of those folders or "
-        f"set {ENV_VAR}",
+        f"data file {spec.filename!r} (data set {spec.dataset!r}) was not found: looked in {where}; "
+        f"downloading it failed ({'; '.join(failures)}). Download it yourself from {spec.urls[0]} "
+        f"into {cache} or into a folder that {ENV_VAR} names (plain or .gz), then "
+        "`structnets data verify` checks it",
         filename=spec.filename,
     )
 
@@ -570,7 +605,7 @@ def _atomic_write(target: Path, data: bytes) -> None:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
+        os.chmod(temporary, 0o666 & ~_umask())  # as open() would create it; mkstemp gives 0600
         os.replace(temporary, target)
     except BaseException:
         try:
@@ -578,6 +613,19 @@ def _atomic_write(target: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _decompress(raw: bytes, spec: FileSpec, path: Path) -> bytes:

@@ -42,7 +42,7 @@ def load(name: str, data_dir: PathArg | None = None, *, download: bool = True) -
     Raises:
         ValueError: an unknown name (the message lists the valid ones), or a ``data_dir`` /
             ``STRUCTNETS_DATA`` that is not a folder.
-        TypeError: ``name`` is not a str.
+        TypeError: ``name`` is not a str, or ``download`` is not a bool.
         DataFileError: a file is missing and cannot be downloaded, cannot be read (e.g. a
             truncated gzip), or does not match its pinned digest (the message names the file and
             gives both digests).
@@ -53,6 +53,8 @@ def load(name: str, data_dir: PathArg | None = None, *, download: bool = True) -
         )
     if name not in files.FILES:
         raise ValueError(f"`name` must be one of {names()}, got {name!r}")
+    if not isinstance(download, bool):  # "False" is truthy: never guess what a string means
+        raise TypeError(f"`download` must be a bool, got {download!r} ({type(download).__name__})")
     paths = files.resolve(name, data_dir, download=download)
     key = tuple(_stat_key(path) for path in paths)
     parsed = _parse(name, key)
