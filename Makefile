@@ -36,6 +36,8 @@ bench: setup
 	$(PY) benchmarks/lowrank_speed.py
 	$(PY) benchmarks/lipschitz_constraint.py
 	$(PY) benchmarks/rates_refiners.py
+	$(PY) benchmarks/certificate_cache.py
+	$(PY) benchmarks/forward_rounding.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

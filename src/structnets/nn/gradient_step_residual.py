@@ -42,8 +42,14 @@ class GradientStepResidual(nn.Module):
     can undershoot. With ``bound="exact"`` (default) every forward pass is certified. With
     ``bound="power"`` training-mode passes use the paper's cheap persistent power-iteration
     estimate (one step per call; uncertified while training), and every eval-mode pass uses the
-    exact certified bound, recomputed whenever the weight has changed (tracked by its version
-    counter), so the deployed layer is 1-Lipschitz in fact.
+    exact certified bound, recomputed whenever the weight's *content* has changed (a cache
+    checked with ``torch.equal``, so fused optimizers and ``.data`` edits cannot make it stale),
+    so the deployed layer is 1-Lipschitz in fact.
+
+    What is certified: exact arithmetic on the stored W, b and τ. τ is formed in float64 and
+    rounded down in the weight's dtype, so τ·‖W‖₂² ≤ s ≤ 2 holds exactly in float64, float32,
+    float16 and bfloat16. Floating-point evaluation adds a rounding error of at most order
+    depth × unit round-off × ‖x‖ (measured by ``benchmarks/forward_rounding.py``).
 
     Args:
         features: input and output size d.
