@@ -139,18 +139,36 @@ def _check_config(experiment: Experiment, config: Any) -> Any:
 
 
 def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out: Path) -> list[Path]:
-    """Draw figures into a temporary folder, then move each file into ``out/figures`` atomically."""
+    """Draw figures into a temporary folder, then move each file into ``out/figures`` atomically.
+
+    Raises:
+        ExperimentError: ``experiment.figures`` raised (named, one line).
+        StoreError: the figures cannot be written into ``out/figures``.
+    """
     fig_dir = out / FIGURES
-    fig_dir.mkdir(exist_ok=True)
     moved: list[Path] = []
-    with tempfile.TemporaryDirectory(prefix=".figures-", dir=out) as tmp:
-        experiment.figures(frame, config, Path(tmp))
-        for src in sorted(p for p in Path(tmp).rglob("*") if p.is_file()):
-            dest = fig_dir / src.relative_to(tmp)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(src, dest)
-            moved.append(dest)
+    try:
+        fig_dir.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".figures-", dir=out) as tmp:
+            _experiment_call(experiment, "figures", experiment.figures, frame, config, Path(tmp))
+            for src in sorted(p for p in Path(tmp).rglob("*") if p.is_file()):
+                dest = fig_dir / src.relative_to(tmp)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(src, dest)
+                moved.append(dest)
+    except OSError as e:
+        raise StoreError(f"cannot write the figures into {fig_dir}: {e}") from e
     return moved
+
+
+def _write_text_output(path: Path, text: str, csv: pd.DataFrame | None = None) -> None:
+    try:
+        if csv is not None:
+            _atomic.write_csv(path, csv)
+        else:
+            _atomic.write_text(path, text)
+    except OSError as e:
+        raise StoreError(f"cannot write {path}: {e.strerror or e}; check the permissions of the run folder") from e
 
 
 def _experiment_call(experiment: Experiment, what: str, call: Any, *args: Any) -> Any:
@@ -174,16 +192,15 @@ def _write_outputs(
     with a notice saying so, and when the experiment's own table or figures cannot be made from the
     rows that exist, the notice says that instead of failing.
     """
-    _atomic.write_csv(out / RESULTS_CSV, frame)
+    _write_text_output(out / RESULTS_CSV, "", frame)
     if missing is None:
         table = _experiment_call(experiment, "report", experiment.report, frame, config)
         if not isinstance(table, str):
             raise ExperimentError(f"{experiment.name}.report() must return Markdown text, got {type(table).__name__}")
         if not table.endswith("\n"):
             table += "\n"
-        _atomic.write_text(out / TABLE_MD, table)
-        figures = _experiment_call(experiment, "figures", _write_figures, experiment, frame, config, out)
-        return table, figures
+        _write_text_output(out / TABLE_MD, table)
+        return table, _write_figures(experiment, frame, config, out)
     notice = _unfinished_notice(experiment, frame, missing, out)
     try:
         body = experiment.report(frame, config)
@@ -197,10 +214,10 @@ def _write_outputs(
             f"the finished units are in {RESULTS_CSV}.\n"
         )
     table = notice + body + ("" if body.endswith("\n") else "\n")
-    _atomic.write_text(out / TABLE_MD, table)
+    _write_text_output(out / TABLE_MD, table)
     try:
         figures = _write_figures(experiment, frame, config, out)
-    except Exception as e:  # noqa: BLE001 - as above: drawn once the run is finished
+    except ExperimentError as e:  # as above: drawn once the run is finished
         logger.info("%s.figures() on an unfinished run: %s: %s", experiment.name, type(e).__name__, e)
         figures = []
     return table, figures
@@ -493,8 +510,9 @@ def report(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | No
         ExperimentError: the experiment's ``report`` or ``figures`` failed on a finished run.
     """
     run_dir = Path(run_dir)
+    if run_dir.is_dir():
+        _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
     loaded = _load(run_dir, experiment)
-    _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
     table, _ = _write_outputs(
         loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None
     )
