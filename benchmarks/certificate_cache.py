@@ -25,7 +25,7 @@ from _args import int_at_least
 from structnets.analysis.timing import interleaved_ratio
 from structnets.models import lipschitz_resnet
 from structnets.nn import GradientStepResidual, NormConstrainedLinear
-from structnets.nn._spectral import squared_norm_bound
+from structnets.functional import squared_norm_bound
 
 WIDTHS = (100, 256, 512)
 
@@ -37,7 +37,7 @@ def _recomputing(model: torch.nn.Module) -> None:
             bound = layer._bound
 
             def fresh(weight: torch.Tensor, _bound=bound) -> torch.Tensor:  # type: ignore[no-untyped-def]
-                from structnets.nn._spectral import certificate_method
+                from structnets.functional import certificate_method
 
                 with torch.no_grad():
                     return squared_norm_bound(weight.detach(), certificate_method(_bound.mode))

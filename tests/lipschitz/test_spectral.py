@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from structnets.nn._spectral import power_iteration, spectral_norm_bound, spectral_norm_exact
+from structnets.functional import power_iteration, spectral_norm_bound, spectral_norm_exact
 
 
 def _matrices() -> list[torch.Tensor]:

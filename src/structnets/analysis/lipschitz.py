@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from .._validation import check_int, check_real
-from ..nn._spectral import spectral_norm_bound
+from ..functional import spectral_norm_bound
 
 # Certified ℓ₂ Lipschitz constants of elementwise activations (max |σ'|).
 _ACTIVATION_CONSTANTS: dict[type[nn.Module], float] = {

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from ..nn import MaxMin, NormConstrainedLinear
-from ..nn._spectral import spectral_norm_bound
+from ..functional import spectral_norm_bound
 
 Piece = tuple[Sequence[float], float]
 

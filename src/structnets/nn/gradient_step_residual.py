@@ -38,7 +38,7 @@ class GradientStepResidual(nn.Module):
 
     The step is τ = s / B², where s ∈ [0, 2] is ``step`` (learnable if ``learnable_step``, then
     s = 2·sigmoid(θ) ∈ (0, 2)) and B ≥ ‖W‖₂ is a *certified* upper bound
-    (:func:`structnets.nn._spectral.spectral_norm_bound`), never a power-iteration estimate, which
+    (:func:`structnets.functional.spectral_norm_bound`), never a power-iteration estimate, which
     can undershoot. With ``bound="exact"`` (default) every forward pass is certified. With
     ``bound="power"`` training-mode passes use the paper's cheap persistent power-iteration
     estimate (one step per call; uncertified while training), and every eval-mode pass uses the
@@ -146,7 +146,7 @@ class GradientStepResidual(nn.Module):
     def tau(self) -> torch.Tensor:
         """Return the step τ = s / Q in the weight's dtype, Q ≥ ‖W‖₂² (0 when W = 0).
 
-        τ is formed in float64 and rounded towards 0 (:func:`~structnets.nn._spectral.tau_round_down`),
+        τ is formed in float64 and rounded towards 0 (:func:`~structnets.functional.tau_round_down`),
         so the stored τ and W satisfy τ·‖W‖₂² ≤ s ≤ 2 in exact arithmetic, in every dtype. A
         non-learnable s is taken as the exact float ``step``, not its dtype rounding.
         """

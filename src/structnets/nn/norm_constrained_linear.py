@@ -17,7 +17,7 @@ class NormConstrainedLinear(nn.Module):
 
     The free parameter V is rescaled onto the spectral-norm unit ball only when it leaves it, so
     every V is admissible and ‖A‖₂ ≤ ‖V‖₂ / max(1, B(V)) ≤ 1 *for certain* (B is certified, see
-    :func:`structnets.nn._spectral.spectral_norm_bound`). These are the norm-constrained linear
+    :func:`structnets.functional.spectral_norm_bound`). These are the norm-constrained linear
     maps inserted between residual blocks in the fixed-width theorem of *Approximation theory for
     1-Lipschitz ResNets* (arXiv 2505.12003), and the lift and head of :func:`lipschitz_resnet`.
     A checkpoint whose V breaks the constraint is therefore re-projected on use, never used as is;
