@@ -81,9 +81,10 @@ def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
         targets=((1, 1.0),), sizes=(20, 40, 80), seeds=(0, 1), depths=(2,), steps=30, lbfgs_iters=20,
         approx_targets=((1, 3.0),), approx_parameters=(10, 20, 40), approx_steps=30, approx_lbfgs_iters=20,
         approx_lm_iters=20, approx_train=64, approx_seeds=(0,), levels=4, test_points=256,
+        separation_cells=("1:3:2",),
     )
     results = runner.run(get("smoothness-rates"), config, tmp_path / "run")
-    assert len(results) == 9  # 3 estimation, 3 approximation, 3 certified ReLU floors
+    assert len(results) == 12  # 3 + 3 estimation (s = 1; separation cell s = 3), 3 approximation, 3 floors
     # The certified floor is a lower bound for every ReLU network of that depth and width, so the
     # trained ReLU networks of the approximation part (same test points) can never beat it.
     floors = results[results["part"] == "relu-floor"].set_index("width")
@@ -100,6 +101,9 @@ def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
     assert "−2s/(2s+d)" in table and "| 1 | 1 | 2 | relu | -0.667 |" in table
     assert "settled (converged) / members" in table
     assert "(c) The ReLU depth cap, certified" in table and "Slope of the certified floor" in table
+    # The cap with the paper's L − 1 = weight layers: −min(2, 3)/1 = −2 for ReLU at 2 weight layers.
+    assert "| 1 | 3 | 2 | relu | -2.000 |" in table
+    assert "(a′) Where the ReLU cap predicts separation" in table and "| 1 | 3 | 2 | -0.857 | -0.800 |" in table
     assert {"relu/0/converged", "relu/0/late_gain", "relu/0/adam_train_mse"} <= set(results.columns)
     assert (tmp_path / "run" / "figures" / "estimation.png").exists()
     with pytest.raises(ValueError, match="`activations`"):

@@ -6,7 +6,8 @@ nonparametric bootstrap of the observations: at each x the replicates (seeds) ar
 replacement, the slope refitted, and the percentile interval reported (Efron & Tibshirani 1993,
 Ch. 13). Without replicates the (x, y) pairs themselves are resampled. Used by the
 smoothness-adaptivity experiment (Liu, Wang, Wu, Zhang, arXiv 2602.19691) against the minimax
-exponent −2s/(2s + d).
+exponent −2s/(2s + d) and the ReLU depth cap (:func:`relu_depth_cap_exponent`, with the depth
+convention derived there: the paper's L − 1 is the number of weight layers).
 """
 
 from __future__ import annotations
@@ -127,4 +128,56 @@ def minimax_exponent(s: float, d: int) -> float:
     return -2.0 * s / (2.0 * s + d)
 
 
-__all__ = ["SlopeFit", "loglog_slope", "minimax_exponent"]
+def relu_depth_cap_exponent(s: float, d: int, weight_layers: int) -> float:
+    """The ReLU depth cap of Liu et al., Theorem 6.1, as an RMSE/sup-error exponent in N.
+
+    The theorem: a ReLU network of depth L with N parameters has worst-case error
+    Ω(N^{−min(L−1, s)/d}) on the unit ball of W^{s,∞}([0,1]^d). Here L counts the layers of
+    *neurons*, input and output included, so L − 1 is the number of affine maps (weight layers):
+    a one-hidden-layer network has L = 3 and cap N^{−min(2, s)/d}.
+
+    Why this convention (the other one makes the theorem false): at d = 1 a one-hidden-layer ReLU
+    network with m units (N = 3m + 1 parameters) is exactly a continuous piecewise-linear function
+    with m + 1 free knots, and free-knot linear splines reach sup error ≍ m^{−2} on every C²
+    target, so N^{−2} is attainable at one hidden layer (our certified floor,
+    :func:`structnets.analysis.piecewise_linear_floor`, measures slope −1.98 and is attained to
+    10⁻¹² on y = x²). Reading L as the number of weight layers (L = 2) would give a "lower
+    bound" N^{−1} that these networks beat. Conversely, with H = L_w − 1 hidden layers of widths
+    w_l a network ℝ → ℝ has at most Π(w_l + 1) pieces (:func:`relu_piece_bound`); pairing
+    consecutive layers, (w_l + 1)(w_{l+1} + 1) ≤ 4 w_l w_{l+1} ≤ 4N, so at most (4N)^{⌈H/2⌉}
+    pieces, and a target with |f''| ≥ c > 0 then keeps sup error ≥ c'·N^{−2⌈H/2⌉}: exponent
+    2⌈(L_w − 1)/2⌉ ≤ L_w = L − 1, with equality for even L_w. So the paper's L − 1 equals our
+    number of weight layers L_w, and the cap is sharp at d = 1 for L_w = 2.
+
+    Args:
+        s: smoothness (> 0).
+        d: input dimension (≥ 1).
+        weight_layers: affine maps of the network, L_w = L − 1 (≥ 2; 2 = one hidden layer).
+
+    Returns:
+        −min(L_w, s)/d: the error of fixed-depth ReLU networks cannot fall faster than N to this
+        power (on the worst target of the class).
+    """
+    s = check_real("s", s, low=0.0, low_open=True)
+    d = check_int("d", d, low=1)
+    weight_layers = check_int("weight_layers", weight_layers, low=2)
+    return -min(float(weight_layers), s) / d
+
+
+def relu_estimation_exponent(s: float, d: int, weight_layers: int) -> float:
+    """The estimation (MSE in n) exponent that the ReLU depth cap allows: −2r/(2r + d), r = min(L_w, s).
+
+    Derived, not stated by the paper: with approximation order r (squared bias N^{−2r/d}) and
+    variance ≍ N/n up to logs, the best N balances to n^{−2r/(2r+d)}. Smooth activations are
+    allowed r = s (:func:`minimax_exponent`); a separation in n is predicted only where
+    L_w < s, e.g. d = 1, s = 3, L_w = 2: −0.8 against −0.857; d = 2, s = 4, L_w = 2: −0.667
+    against −0.8.
+
+    Args:
+        s, d, weight_layers: as in :func:`relu_depth_cap_exponent`.
+    """
+    r = -relu_depth_cap_exponent(s, d, weight_layers) * d
+    return -2.0 * r / (2.0 * r + d)
+
+
+__all__ = ["SlopeFit", "loglog_slope", "minimax_exponent", "relu_depth_cap_exponent", "relu_estimation_exponent"]

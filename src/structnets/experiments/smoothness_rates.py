@@ -4,7 +4,10 @@ Liu, Wang, Wu, Zhang, *Smoothness Adaptivity in Constant-Depth Neural Networks: 
 Smooth Activations* (arXiv 2602.19691). Claims: at constant depth, smooth activations (GELU,
 SiLU/Swish, Tanh) attain the approximation rate N^{−s/d} and the minimax estimation rate
 n^{−2s/(2s+d)} (up to log n) for every smoothness s, by growing width alone; fixed-depth ReLU
-networks are capped at N^{−min(L−1, s)/d}. Their experiment: two-layer networks with ReLU, Tanh
+networks are capped at N^{−min(L−1, s)/d} (Theorem 6.1), where the paper's depth L counts the
+layers of neurons, input and output included: L − 1 is our number of weight layers L_w, so a
+one-hidden-layer net (L_w = 2) is capped at N^{−min(2, s)/d}
+(:func:`structnets.analysis.rates.relu_depth_cap_exponent` derives the convention). Their experiment: two-layer networks with ReLU, Tanh
 and GELU on smooth targets; the test error falls faster in n for the smooth activations.
 
 Two parts, each unit one batched ensemble (every activation × every seed trained at once as one
@@ -19,11 +22,16 @@ the result equals training them one by one. Every member records whether it conv
   the given depth, :func:`estimation_width`); empirical risk minimisation; excess risk ‖f̂ − f‖² on
   fresh test points. Fitted slope of log excess risk on log n (bootstrap 95% interval over seeds)
   beside −2s/(2s+d).
+* ``separation_cells``: further estimation cells (d, s, L_w) where the cap predicts a gap in n between
+  smooth activations (−2s/(2s+d)) and ReLU (at best −2r/(2r+d), r = min(L_w, s)): d = 1, s = 3,
+  L_w = 2 (−0.857 vs −0.8) and d = 2, s = 4, L_w = 2 (−0.8 vs −0.667). The report compares the
+  slopes pairwise (same data per seed) and keeps the optimisation-limited flag.
 * ``approximation``: noiseless fit on a dense training set, parameter counts N on a log grid (width
   solved per depth), test RMSE vs N; fitted slope beside −s/d (smooth) and the ReLU cap
-  −min(L−1, s)/d.
+  −min(L_w, s)/d.
 
-Depth L counts weight layers: L = 2 is the two-layer (one hidden layer) network of the paper.
+Depth L in this module counts weight layers (L_w; the paper's L − 1): L = 2 is the two-layer (one
+hidden layer) network of the paper's experiment.
 """
 
 from __future__ import annotations
@@ -70,8 +78,11 @@ class SmoothnessRatesConfig:
             converged, or if the training MSE gained in the second half of the L-BFGS budget is at
             most settle_tol × its measured error (excess risk, or noiseless test MSE).
         min_width: smallest hidden width of the estimation part.
-        approx_targets: (d, s) pairs of the approximation part; s > L − 1 is where the claimed
-            ReLU depth cap binds (e.g. s = 3 at L = 2).
+        separation_cells: extra estimation cells ``"d:s:L"`` (L = weight layers) run at that one
+            depth, where the ReLU cap predicts a slower rate in n than smooth activations
+            (L < s); e.g. ``"1:3:2"``. Settable as ``--set separation_cells=1:3:2,2:4:2``.
+        approx_targets: (d, s) pairs of the approximation part; s > L (weight layers) is where the
+            ReLU depth cap −min(L, s)/d binds (e.g. s = 3 at L = 2: cap −2 against −3).
         approx_parameters: parameter counts N of the approximation part (a log grid; the width is
             solved from N at each depth, so the depths are compared at equal N).
         lm_iters: budget of an optional third phase of the estimation part, per-member
@@ -95,6 +106,7 @@ class SmoothnessRatesConfig:
     """
 
     targets: tuple[tuple[int, float], ...] = ((1, 1.0), (2, 2.0))
+    separation_cells: tuple[str, ...] = ("1:3:2", "2:4:2")
     sizes: tuple[int, ...] = (50, 100, 200, 500, 1000, 2000, 5000)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     depths: tuple[int, ...] = (2, 6)
@@ -130,6 +142,7 @@ class SmoothnessRatesConfig:
             steps=150,
             lbfgs_iters=450,
             levels=8,
+            separation_cells=("1:3:2",),
             approx_targets=((1, 3.0),),
             approx_parameters=(40, 120, 360),
             approx_steps=150,
@@ -142,8 +155,9 @@ class SmoothnessRatesConfig:
     def __post_init__(self) -> None:
         from .._validation import check_choice, check_int, check_real
 
-        if not self.targets:
-            raise ValueError("`targets` must list at least one (d, s) pair, got ()")
+        cells = parse_separation_cells(self.separation_cells)
+        if not self.targets and not cells:
+            raise ValueError("`targets` must list at least one (d, s) pair when `separation_cells` is empty, got ()")
         for d, s in self.targets:
             check_int("targets", d, low=1)
             check_real("targets", s, low=0.0, low_open=True)
@@ -174,6 +188,32 @@ class SmoothnessRatesConfig:
             check_real("approx_targets", s, low=0.0, low_open=True)
         for N in self.approx_parameters:
             check_int("approx_parameters", N, low=8)
+
+
+def parse_separation_cells(cells: tuple[str, ...]) -> list[tuple[int, float, int]]:
+    """Parse ``"d:s:L"`` strings into (d, s, weight layers); a ValueError names the bad cell."""
+    out = []
+    for cell in cells:
+        parts = str(cell).split(":")
+        try:
+            d, s, depth = int(parts[0]), float(parts[1]), int(parts[2])
+            if len(parts) != 3 or d < 1 or not (s > 0 and math.isfinite(s)) or depth < 2:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise ValueError(
+                f"`separation_cells` entries must be 'd:s:L' with int d >= 1, float s > 0 and int L >= 2, got {cell!r}"
+            ) from None
+        out.append((d, s, depth))
+    return out
+
+
+def _estimation_cells(config: SmoothnessRatesConfig) -> list[tuple[int, float, int]]:
+    """(d, s, L) of every estimation cell: targets × depths, then the separation cells (no repeats)."""
+    cells = [(d, float(s), depth) for d, s in config.targets for depth in config.depths]
+    for cell in parse_separation_cells(config.separation_cells):
+        if cell not in cells:
+            cells.append(cell)
+    return cells
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,17 +381,16 @@ def _units(config: SmoothnessRatesConfig, finished: pd.DataFrame) -> list[Unit]:
     common = {"activations": list(config.activations), "lr": config.lr, "ftol": config.ftol,
               "levels": config.levels, "directions": config.directions, "test_points": config.test_points,
               "input_scale": config.input_scale}
-    for d, s in config.targets:
-        for depth in config.depths:
-            for n in config.sizes:
-                width = estimation_width(n, d, s, depth, budget=config.budget, min_width=config.min_width,
-                                         n_min=min(config.sizes))
-                units.append(Unit(
-                    key=f"estimation/d={d}/s={s:g}/L={depth}/n={n}",
-                    params={"part": "estimation", "d": d, "s": s, "depth": depth, "n": n, "width": width,
-                            "noise": config.noise, "seeds": list(config.seeds), "steps": config.steps,
-                            "lbfgs_iters": config.lbfgs_iters, "lm_iters": config.lm_iters, **common},
-                ))
+    for d, s, depth in _estimation_cells(config):
+        for n in config.sizes:
+            width = estimation_width(n, d, s, depth, budget=config.budget, min_width=config.min_width,
+                                     n_min=min(config.sizes))
+            units.append(Unit(
+                key=f"estimation/d={d}/s={s:g}/L={depth}/n={n}",
+                params={"part": "estimation", "d": d, "s": s, "depth": depth, "n": n, "width": width,
+                        "noise": config.noise, "seeds": list(config.seeds), "steps": config.steps,
+                        "lbfgs_iters": config.lbfgs_iters, "lm_iters": config.lm_iters, **common},
+            ))
     for d, s in config.approx_targets:
         for depth in config.depths:
             for N in config.approx_parameters:
@@ -531,8 +570,60 @@ def _limited(row: dict[str, Any], share: float = 0.8) -> str:
     return "yes" if row["settled"] < share * row["members"] else "no"
 
 
+def _separation_section(long: pd.DataFrame, config: SmoothnessRatesConfig) -> list[str]:
+    """Pairwise slope differences smooth − ReLU in the estimation cells where the cap predicts a gap."""
+    from ..analysis import loglog_slope, minimax_exponent
+    from ..analysis.rates import relu_estimation_exponent
+
+    rows = long[long["part"] == "estimation"]
+    cells = sorted({(int(d), float(s), int(L)) for d, s, L in zip(rows["d"], rows["s"], rows["depth"])
+                    if relu_estimation_exponent(float(s), int(d), int(L)) > minimax_exponent(float(s), int(d)) + 1e-12})
+    if not cells:
+        return []
+    lines = [
+        "",
+        "## (a′) Where the ReLU cap predicts separation in n (L < s)",
+        "",
+        "Each smooth member and the ReLU member of the same seed see the same data, so the slope of "
+        "log(smooth excess risk / ReLU excess risk) in log n is the slope difference, with a stratified "
+        "bootstrap 95% interval. *Smooth faster* = the interval lies below 0. Predicted difference: "
+        "−2s/(2s+d) − (−2r/(2r+d)), r = min(L, s).",
+        "",
+        "| d | s | L | smooth rate −2s/(2s+d) | ReLU cap rate −2r/(2r+d) | predicted difference | activation | slope | ReLU slope | difference [95%] | smooth faster | largest-n ratio smooth/ReLU | optimisation-limited (smooth / ReLU) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d, s, L in cells:
+        cell = rows[(rows["d"] == d) & (rows["s"] == s) & (rows["depth"] == L)]
+        relu = cell[cell["activation"] == "relu"].set_index(["n", "seed"])["test_mse"]
+        if relu.empty:
+            continue
+        smooth_rate, relu_rate = minimax_exponent(s, d), relu_estimation_exponent(s, d, L)
+        relu_summary = {r["activation"]: r for r in _slope_table(cell, "estimation", "n", "test_mse")}
+        for name in SMOOTH:
+            member = cell[cell["activation"] == name].set_index(["n", "seed"])["test_mse"]
+            joined = pd.concat([member.rename("smooth"), relu.rename("relu")], axis=1).dropna()
+            joined = joined[(joined["smooth"] > 0) & (joined["relu"] > 0)]
+            if joined.empty or joined.index.get_level_values("n").nunique() < 3:
+                continue
+            ns = joined.index.get_level_values("n").to_numpy(float)
+            diff = loglog_slope(ns, (joined["smooth"] / joined["relu"]).to_numpy(float), n_boot=1000)
+            largest = joined.loc[joined.index.get_level_values("n") == ns.max()]
+            ratio = float(largest["smooth"].median() / largest["relu"].median())
+            own, base = relu_summary.get(name), relu_summary.get("relu")
+            lines.append(
+                f"| {d} | {s:g} | {L} | {smooth_rate:.3f} | {relu_rate:.3f} | {smooth_rate - relu_rate:.3f} | {name} | "
+                f"{own['fit'].slope:.3f} | {base['fit'].slope:.3f} | {diff.slope:.3f} [{diff.low:.3f}, {diff.high:.3f}] | "
+                f"{'yes' if diff.high < 0 else 'no'} | {ratio:.2f} | {_limited(own)} / {_limited(base)} |"
+                if own is not None and base is not None else
+                f"| {d} | {s:g} | {L} | {smooth_rate:.3f} | {relu_rate:.3f} | {smooth_rate - relu_rate:.3f} | {name} | — | — | "
+                f"{diff.slope:.3f} [{diff.low:.3f}, {diff.high:.3f}] | {'yes' if diff.high < 0 else 'no'} | {ratio:.2f} | — |"
+            )
+    return lines
+
+
 def _report(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str:
     from ..analysis import minimax_exponent
+    from ..analysis.rates import relu_depth_cap_exponent, relu_estimation_exponent
 
     long = _long(results, config.settle_tol) if not results.empty else pd.DataFrame()
     lines = [
@@ -540,7 +631,9 @@ def _report(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str:
         "",
         "Liu, Wang, Wu, Zhang, *Smoothness Adaptivity in Constant-Depth Neural Networks*, arXiv 2602.19691. "
         "Paper: smooth activations (GELU, SiLU, Tanh) reach the minimax rate n^{−2s/(2s+d)} (log factors aside) "
-        "and the approximation rate N^{−s/d} at constant depth; fixed-depth ReLU is capped at N^{−min(L−1,s)/d}; "
+        "and the approximation rate N^{−s/d} at constant depth; fixed-depth ReLU is capped at N^{−min(L−1,s)/d} "
+        "(Theorem 6.1; the paper's L counts layers of neurons including input and output, so L − 1 = our weight "
+        "layers and the cap is −min(L, s)/d in this table's L); "
         "in their two-layer experiment the test error falls markedly faster with n for the smooth activations. "
         f"Ours: lacunary targets of exact smoothness s (K = {config.levels} levels, {config.directions} directions), noise σ = {config.noise:g}, "
         f"budget N ∝ n^{{d/(2s+d)}} (c_N = {config.budget:g}, min width {config.min_width}), float64, "
@@ -553,7 +646,7 @@ def _report(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str:
         + (f" + ≤ {config.approx_lm_iters} per-member Levenberg–Marquardt iterations (exact Gauss–Newton curvature)"
            if config.approx_lm_iters else "")
         + f"; seeds {list(config.seeds)}; slopes by least squares on "
-        "log–log with stratified bootstrap 95% intervals. L = number of weight layers.",
+        "log–log with stratified bootstrap 95% intervals. L = number of weight layers (the paper's L − 1).",
         "",
         f"*Settled* member: L-BFGS converged, or the training MSE it gained in the second half of its L-BFGS budget "
         f"is ≤ {config.settle_tol:g} × its measured error. A row is *optimisation-limited* when fewer than 80% of its "
@@ -568,23 +661,25 @@ def _report(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str:
         "Train MSE / σ̂²: final training MSE over the mean squared noise actually drawn (≈ 1 − N/n for an "
         "empirical risk minimiser that fits f well; > 1 means bias or underfitting).",
         "",
-        "| d | s | L | activation | paper rate −2s/(2s+d) | our slope [95%] | contains paper rate | slope over the largest half of n [95%] | median train MSE after Adam | median train MSE final | train MSE / σ̂² | settled (converged) / members | optimisation-limited | median excess risk at largest n |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| d | s | L | activation | paper rate −2s/(2s+d) | ReLU cap rate −2r/(2r+d), r = min(L, s) | our slope [95%] | contains paper rate | slope over the largest half of n [95%] | median train MSE after Adam | median train MSE final | train MSE / σ̂² | settled (converged) / members | optimisation-limited | median excess risk at largest n |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in _slope_table(long, "estimation", "n", "test_mse"):
         rate = minimax_exponent(row["s"], row["d"])
+        cap = relu_estimation_exponent(row["s"], row["d"], row["depth"])
         fit = row["fit"]
         lines.append(
-            f"| {row['d']} | {row['s']:g} | {row['depth']} | {row['activation']} | {rate:.3f} | "
+            f"| {row['d']} | {row['s']:g} | {row['depth']} | {row['activation']} | {rate:.3f} | {cap:.3f} | "
             f"{fit.slope:.3f} [{fit.low:.3f}, {fit.high:.3f}] | {'yes' if fit.contains(rate) else 'no'} | "
             f"{_upper_cell(row)} | {row['adam']:.2e} | {row['train']:.2e} | {row['train_ratio']:.2f} | "
             f"{row['settled']} ({row['converged']}) / {row['members']} | {_limited(row)} | {row['largest']:.2e} |"
         )
+    lines += _separation_section(long, config)
     lines += [
         "",
         "## (b) Approximation: test RMSE vs parameters N (noiseless fit)",
         "",
-        "| d | s | L | activation | paper rate (smooth: −s/d; ReLU cap: −min(L−1,s)/d) | our slope of RMSE [95%] | slope over the largest half of N [95%] | median train MSE after Adam | median train MSE final | settled (converged) / members | optimisation-limited | median RMSE at largest N |",
+        "| d | s | L | activation | paper rate (smooth: −s/d; ReLU cap: −min(L, s)/d, L = weight layers) | our slope of RMSE [95%] | slope over the largest half of N [95%] | median train MSE after Adam | median train MSE final | settled (converged) / members | optimisation-limited | median RMSE at largest N |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     approx = long[long["part"] == "approximation"].copy()
@@ -592,7 +687,7 @@ def _report(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str:
         approx["rmse"] = np.sqrt(approx["test_mse"])
         for row in _slope_table(approx, "approximation", "parameters", "rmse"):
             d, s, depth = row["d"], row["s"], row["depth"]
-            rate = -s / d if row["activation"] in SMOOTH else -min(depth - 1, s) / d
+            rate = -s / d if row["activation"] in SMOOTH else relu_depth_cap_exponent(s, d, depth)
             fit = row["fit"]
             lines.append(
                 f"| {d} | {s:g} | {depth} | {row['activation']} | {rate:.3f} | {fit.slope:.3f} "
@@ -640,7 +735,8 @@ def _floor_section(long: pd.DataFrame, results: pd.DataFrame) -> list[str]:
         "the sorted test points its MSE is at least that of the best segmentation into that many "
         "least-squares lines (exact dynamic programme). The floor holds for **every** ReLU network of this "
         "depth and width, however trained; a smooth network of the same size below it beats all of them. "
-        "Floor 0 with pieces ≥ n/2 (or above `floor_max_pieces`) is vacuous.",
+        "Floor 0 with pieces ≥ n/2 (or above `floor_max_pieces`) is vacuous. At L = 2 the floor is the paper's "
+        "cap N^{−min(L−1, s)/d} with the paper's L = 3 (layers of neurons): −2 for s ≥ 2 at d = 1.",
         "",
         "| d | s | L | N | width | pieces ≤ | certified ReLU floor RMSE | trained ReLU RMSE (median) | ReLU ≥ floor | best smooth activation: RMSE (median) | smooth below floor |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -671,7 +767,8 @@ def _floor_section(long: pd.DataFrame, results: pd.DataFrame) -> list[str]:
         group = group[group["floor_computed"].astype(bool) & (group["floor_mse"] > 0)]
         if len(group) >= 3:
             fit = loglog_slope(group["parameters"].to_numpy(float), group["floor_rmse"].to_numpy(float), n_boot=200)
-            slopes.append(f"d = {d}, s = {s:g}, L = {depth}: {fit.slope:.2f}")
+            cap = -min(float(depth), float(s)) / d
+            slopes.append(f"d = {d}, s = {s:g}, L = {depth}: {fit.slope:.2f} (cap −min(L, s)/d = {cap:.2f})")
     if slopes:
         lines += ["", "Slope of the certified floor's RMSE in N (the cap itself, measured): " + "; ".join(slopes) + "."]
     return lines
@@ -685,6 +782,7 @@ def _figures(results: pd.DataFrame, config: SmoothnessRatesConfig, out_dir: Path
     from matplotlib.ticker import NullFormatter
 
     from ..analysis import minimax_exponent
+    from ..analysis.rates import relu_depth_cap_exponent, relu_estimation_exponent
 
     out_dir.mkdir(parents=True, exist_ok=True)
     if results.empty:
@@ -710,16 +808,32 @@ def _figures(results: pd.DataFrame, config: SmoothnessRatesConfig, out_dir: Path
             if part == "estimation":
                 first = panel[panel[x] == xs[0]]["test_mse"].median()
                 ax.loglog(xs, first * (xs / xs[0]) ** minimax_exponent(s, d), "k--", lw=0.8, label="−2s/(2s+d)")
-            elif not floors.empty:
+                cap = relu_estimation_exponent(s, d, depth)
+                if cap > minimax_exponent(s, d) + 1e-12:
+                    relu_first = panel[(panel[x] == xs[0]) & (panel["activation"] == "relu")]["test_mse"].median()
+                    ax.loglog(xs, relu_first * (xs / xs[0]) ** cap, ":", color="tab:red", lw=0.9,
+                              label=f"ReLU cap {cap:.2f}")
+            else:
+                # Reference slopes from the first N: −s/d (smooth), and the ReLU cap −min(L, s)/d
+                # (the paper's L − 1 = our weight layers L).
+                first = np.sqrt(panel[panel[x] == xs[0]]["test_mse"]).median()
+                ax.loglog(xs, first * (xs / xs[0]) ** (-s / d), "k-.", lw=0.8, label=f"−s/d = {-s / d:.2f}")
+                cap = relu_depth_cap_exponent(s, d, depth)
+                relu_first = np.sqrt(panel[(panel[x] == xs[0]) & (panel["activation"] == "relu")]["test_mse"]).median()
+                if np.isfinite(relu_first):
+                    ax.loglog(xs, relu_first * (xs / xs[0]) ** cap, ":", color="tab:red", lw=0.9,
+                              label=f"ReLU cap −min(L,s)/d = {cap:.2f}")
+            if part == "approximation" and not floors.empty:
                 floor = floors[(floors["d"] == d) & (floors["s"] == s) & (floors["depth"] == depth)
                                & floors["floor_computed"].astype(bool)].sort_values("parameters")
                 if not floor.empty:
                     ax.loglog(floor["parameters"], floor["floor_rmse"], "k--", lw=1.0, label="ReLU floor (any weights)")
-            ax.set_title(f"d={d}, s={s:g}, L={depth}", fontsize=9)
+            ax.set_title(f"d={d}, s={s:g}, {depth} weight layers", fontsize=9)
             ax.set_xlabel(x)
             ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short ranges
         axes[0][0].set_ylabel(ylabel)
-        axes[0][0].legend(fontsize=7)
+        for ax in axes[0]:  # the reference slopes differ per panel
+            ax.legend(fontsize=6)
         fig.suptitle(f"smoothness-rates: {part}", fontsize=10)
         paths.append(save_figure(fig, out_dir / f"{part}.png"))
     return paths
