@@ -9,9 +9,16 @@ unconstrained ResNet of the same shape (``lipschitz_resnet(..., variant="unconst
 * ``exact``: every map's bound is the float64 Gram eigenvalue with a rounding margin, at every
   step (certified during training as well as at evaluation);
 * ``power``: the paper's persistent power estimate while training (one step per call), the exact
-  certified bound at evaluation.
+  certified bound at evaluation;
+* ``certified``: the model ``lipschitz-mnist`` trains for its target (issue 11): ``exact`` bounds
+  and the orthogonal lift and head (``lift="orthogonal"``: one float64 Gram eigendecomposition for
+  the polar factor and one certified bound per step, each);
+* ``deel``: deel-torchlip's SpectralLinear + GroupSort2 MLP with ``depth`` hidden layers of
+  ``width`` (only when the optional ``deel-torchlip`` is installed; "not installed" otherwise).
 
-Both are ``variant="gradient-step"`` (lift, ``depth`` gradient-step blocks, head, all constrained).
+``exact``, ``power`` and ``certified`` are ``variant="gradient-step"`` (lift, ``depth``
+gradient-step blocks, head, all constrained). A second table says where the time of one
+``certified`` training step goes (torch profiler, self CPU time by operator family).
 Run ``--help`` for options; ``make bench`` runs the default set.
 """
 
@@ -32,6 +39,7 @@ from structnets.models import lipschitz_resnet
 
 SHAPES = ((5, 50), (10, 100), (20, 200))
 BOUNDS = ("exact", "power")
+KINDS = (*BOUNDS, "certified", "deel")
 GOAL = 1.3
 NOISY_LOAD = 0.10  # other processes' CPU share above which a row is flagged
 
@@ -65,10 +73,33 @@ def _stepper(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch: in
     return step
 
 
+def _deel_available() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("deel.torchlip") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _model(kind: str, depth: int, width: int) -> torch.nn.Module:
+    if kind == "certified":
+        return lipschitz_resnet(784, 10, width, depth, variant="gradient-step", bound="exact", lift="orthogonal")
+    if kind == "deel":
+        from deel import torchlip
+
+        layers: list[torch.nn.Module] = [torchlip.SpectralLinear(784, width), torchlip.GroupSort2()]
+        for _ in range(depth - 1):
+            layers += [torchlip.SpectralLinear(width, width), torchlip.GroupSort2()]
+        return torchlip.Sequential(*layers, torchlip.SpectralLinear(width, 10))
+    return lipschitz_resnet(784, 10, width, depth, variant="gradient-step", bound=kind)
+
+
 def run(args: argparse.Namespace) -> list[dict[str, object]]:
     generator = torch.Generator().manual_seed(0)
     X = torch.rand(8 * args.batch, 784, generator=generator)
     y = torch.randint(10, (8 * args.batch,), generator=generator)
+    kinds = [k for k in KINDS if k != "deel" or _deel_available()]
     rows: list[dict[str, object]] = []
     for depth, width in args.shapes:
         torch.manual_seed(0)
@@ -76,22 +107,59 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
         load = other_process_load()
         settle = settle_before_pair(args.settle)
         ratios: dict[str, TimeRatio] = {}
-        for bound in BOUNDS:
-            model = lipschitz_resnet(784, 10, width, depth, variant="gradient-step", bound=bound)
-            ratios[bound] = interleaved_ratio(
-                _stepper(model, X, y, args.batch), baseline, pairs=args.pairs, warmup=3, before_pair=settle
-            )
+        for kind in kinds:
+            ratios[kind] = interleaved_ratio(
+                _stepper(_model(kind, depth, width), X, y, args.batch), baseline, pairs=args.pairs, warmup=3,
+                before_pair=settle,
+            )  # fmt: skip
         rows.append({"depth": depth, "width": width, "ratios": ratios, "other_load": load()})
         print(_row(rows[-1]), flush=True)
     return rows
+
+
+# Operator families for the profile of one certified step (substrings of profiler op names).
+FAMILIES = (
+    ("float64 eigen-solves", ("eigh", "eigvalsh", "syevd")),
+    ("matrix products", ("mm", "matmul", "linear", "addmm", "bmm")),
+    ("dtype casts and copies", ("_to_copy", "copy_", "aten::to")),
+    ("Adam", ("adam", "_foreach")),
+)
+
+
+def where_the_time_goes(depth: int, width: int, batch: int, steps: int) -> dict[str, float]:
+    """Self CPU time shares of one ``certified`` training step by operator family (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    generator = torch.Generator().manual_seed(0)
+    X = torch.rand(8 * batch, 784, generator=generator)
+    y = torch.randint(10, (8 * batch,), generator=generator)
+    torch.manual_seed(0)
+    step = _stepper(_model("certified", depth, width), X, y, batch)
+    for _ in range(2):
+        step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        seconds = (time.perf_counter() - start) / steps
+    totals = dict.fromkeys([name for name, _ in FAMILIES] + ["other"], 0.0)
+    for event in prof.key_averages():
+        name = event.key.lower()
+        family = next((f for f, keys in FAMILIES if any(k in name for k in keys)), "other")
+        totals[family] += event.self_cpu_time_total
+    whole = sum(totals.values()) or 1.0
+    return {"step_ms": 1e3 * seconds, **{f: v / whole for f, v in totals.items()}}
 
 
 def _row(row: dict[str, object]) -> str:
     ratios: dict[str, TimeRatio] = row["ratios"]  # type: ignore[assignment]
     load = row["other_load"]
     cells = [str(row["depth"]), str(row["width"]), f"{ratios[BOUNDS[0]].seconds_b * 1e3:.1f}"]
-    for bound in BOUNDS:
-        r = ratios[bound]
+    for kind in KINDS:
+        if kind not in ratios:
+            cells += ["not installed", "—"]
+            continue
+        r = ratios[kind]
         mark = "" if r.median <= GOAL else " ✗"
         cells += [f"**{r.median:.2f}×**{mark}", f"{r.q1:.2f}–{r.q3:.2f}"]
     cells.append("n/a" if load is None else f"{100 * load:.0f}%" + (" ⚠" if load > NOISY_LOAD else ""))  # type: ignore[operator]
@@ -106,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads (default 1: as each experiment job runs)")
     parser.add_argument("--settle", type=float, default=0.0, help="wait up to S s before each pair for the machine to go idle")
     parser.add_argument("--quick", action="store_true", help="depth 5 width 50 only, 8 pairs (about 10 s)")
+    parser.add_argument("--profile-steps", type=int_at_least(0), default=5,
+                        help="steps profiled per shape for the where-the-time-goes table (0: skip)")
     args = parser.parse_args(argv)
     if args.quick:
         args.shapes, args.pairs = ((5, 50),), 8
@@ -118,12 +188,19 @@ def main(argv: list[str] | None = None) -> int:
         f"other processes during the row.\n"
     )
     header = ["depth", "width", "unconstrained ms"]
-    for bound in BOUNDS:
-        header += [f"{bound} ratio (median)", f"{bound} IQR"]
+    for kind in KINDS:
+        header += [f"{kind} ratio (median)", f"{kind} IQR"]
     header.append("other load")
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     start = time.perf_counter()
     rows = run(args)
+    if args.profile_steps:
+        families = [name for name, _ in FAMILIES] + ["other"]
+        print("\n## Where the time of one `certified` training step goes (self CPU time, torch profiler)\n")
+        print("| depth | width | step ms | " + " | ".join(families) + " |\n|" + "---|" * (3 + len(families)))
+        for depth, width in args.shapes:
+            shares = where_the_time_goes(depth, width, args.batch, args.profile_steps)
+            print(f"| {depth} | {width} | {shares['step_ms']:.1f} | " + " | ".join(f"{100 * shares[f]:.0f}%" for f in families) + " |")
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
     if any((row["other_load"] or 0.0) > NOISY_LOAD for row in rows):  # type: ignore[operator]
         print("⚠ rows marked ⚠ ran while other processes used the CPU: rerun them on an idle machine (or use --settle).")
