@@ -216,7 +216,9 @@ def _write_outputs(
     table = notice + body + ("" if body.endswith("\n") else "\n")
     _write_text_output(out / TABLE_MD, table)
     try:
-        figures = _write_figures(experiment, frame, config, out)
+        with warnings.catch_warnings():  # e.g. "no artists with labels": expected of a partial figure
+            warnings.simplefilter("ignore")
+            figures = _write_figures(experiment, frame, config, out)
     except ExperimentError as e:  # as above: drawn once the run is finished
         logger.info("%s.figures() on an unfinished run: %s: %s", experiment.name, type(e).__name__, e)
         figures = []
