@@ -3,6 +3,7 @@ a scalar reference implementation, the tail profile (eq. 4.4), limits, monotonic
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -210,21 +211,26 @@ def test_two_layer_log_covering_is_the_sum_of_the_layers() -> None:
     a1 = torch.diag(torch.tensor([2.0, 1.0, 0.5, 0.25, 0.125, 0.0625], dtype=F64))
     a2 = torch.tensor([[1.0, 0.5, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]], dtype=F64)
     setting = {"n": 5000, "margin": 3.0, "input_norm": 2.0, "data_norm": 70.0, "lipschitz": 1.5}
-    for p in (0.0, 0.5, 1.0, 2.0):
-        bound = rank_sparse_bound([a1, a2], p=p, **setting)
+    for p, allocation in itertools.product((0.0, 0.5, 1.0, 2.0), ("equal", "optimal")):
+        bound = rank_sparse_bound([a1, a2], p=p, allocation=allocation, **setting)
         s1, s2 = 2.0, float(torch.linalg.matrix_norm(a2, ord=2))
         scale = math.e * 1.5 * (70.0 / math.sqrt(5000)) * s1 * s2
         assert bound.lipschitz_scale == pytest.approx(scale, rel=1e-12)
-        assert bound.data_norm == 70.0 and bound.tail_covering == "maurey"
+        assert bound.data_norm == 70.0 and bound.tail_covering == "maurey" and bound.allocation == allocation
         if bound.dudley_alpha >= 1.0:
             continue
-        t = min(3.0 * bound.dudley_alpha / (2 * scale * 2), 0.5)
+        budget = min(3.0 * bound.dudley_alpha / (2 * scale), 1.0)  # Σ_i t_i ≤ γα/(2K), capped at 1
+        radii = bound.layer_radii_at_alpha
+        if allocation == "equal":
+            assert radii == (pytest.approx(budget / 2, rel=1e-12),) * 2
+        assert sum(radii) <= budget * (1 + 1e-12)
         if p == 0:
             masses = [6, 2]
         else:
             masses = [float((torch.linalg.svdvals(a) ** p).sum() / torch.linalg.matrix_norm(a, ord=2) ** p) for a in (a1, a2)]
         expected = sum(
-            schatten_ball_log_covering(*a.shape, t, p=p, relative_schatten_power=mass)[0] for a, mass in zip((a1, a2), masses)
+            schatten_ball_log_covering(*a.shape, t, p=p, relative_schatten_power=mass)[0]
+            for a, mass, t in zip((a1, a2), masses, radii)
         )
         assert bound.log_covering_at_alpha == pytest.approx(expected, rel=1e-9)
 

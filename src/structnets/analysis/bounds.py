@@ -228,41 +228,67 @@ def _tail_profile(k_max: int, p: float, m: float) -> tuple[np.ndarray, np.ndarra
     return u, np.maximum(f2, 0.0)
 
 
-def _log_covering_grid(
-    rows: int, cols: int, t: np.ndarray, p: float | None, m: float | None, tail_covering: str = "maurey"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Vectorised :func:`schatten_ball_log_covering` over an array of relative radii t.
+_Route = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-    Returns ``(log N, k, tail)``: the bound, the split rank and the Maurey tail's share of log N.
+
+def _log_covering_routes(
+    rows: int,
+    cols: int,
+    t: np.ndarray,
+    p: float | None,
+    m: float | None,
+    factor_rank: int | None = None,
+) -> dict[str, _Route]:
+    """Vectorised :func:`schatten_ball_log_covering` over an array of relative radii t, per route.
+
+    Returns ``{route: (log N, k, tail)}`` (the bound, the split rank and the Maurey tail's share
+    of log N) for ``"parameter"`` (the parameter count, 4.1, or with ``factor_rank`` r the
+    smaller of it and the factors' count ``(rows + cols) r log(9 √r / t)``, eq. 4.1f),
+    ``"truncate"`` (the best of it and the truncation covers) and ``"maurey"`` (the best of all);
+    for ``p`` None only ``"parameter"``. Each route is at most the one before, pointwise.
     """
     k_max = min(rows, cols)
     t = np.asarray(t, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         full = rows * cols * np.log(3.0 * math.sqrt(k_max) / t)
-    value = full.copy()
-    best_k = np.full(t.shape, k_max, dtype=np.int64)
-    tail = np.zeros(t.shape)
-    if p is not None:
-        u, f2 = _tail_profile(k_max, p, m)
-        ks = np.arange(k_max + 1)
-        c = ((rows + cols + 1) * ks).astype(np.float64)
-        ch = c * np.log(9.0 * np.sqrt(np.maximum(ks, 1)))
-        atoms = math.log(2.0 * rows * cols)
-        for start in range(0, t.size, _CHUNK):
-            window = slice(start, start + _CHUNK)
-            tc, log_t = t[window][None, :], np.log(t[window])[None, :]
-            # a head of rank k has radius ≤ t, so it costs ≥ c_k (h_k − log t), increasing in k:
-            # ranks where that already exceeds the parameter count everywhere cannot win.
-            useful = ((ch[:, None] - c[:, None] * log_t) < full[window][None, :]).any(axis=1)
-            top = max(int(useful.sum()), 1)
-            uk, ck, chk = u[:top, None], c[:top, None], ch[:top, None]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                # (i) truncation: ‖A − A_k‖_2 ≤ u_k s; the head net gets the rest, t − u_k
-                room = tc - uk
-                cost = np.where(room > 0, chk - ck * np.log(room), np.inf)
-                cost[0] = np.where(room[0] >= 0, 0.0, np.inf)  # k = 0: the zero matrix covers C
-                tail_cost = np.zeros_like(cost)
-                if tail_covering == "maurey":
+    full_k = np.full(t.shape, k_max, dtype=np.int64)
+    if factor_rank is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factored = (rows + cols) * factor_rank * np.log(9.0 * math.sqrt(factor_rank) / t)
+        use = factored < full
+        full = np.where(use, factored, full)
+        full_k = np.where(use, factor_rank, full_k)
+    single = t >= 1.0
+    zero = np.zeros(t.shape)
+
+    def finish(value: np.ndarray, k: np.ndarray, tail: np.ndarray) -> _Route:
+        return np.where(single, 0.0, value), np.where(single, 0, k), np.where(single, 0.0, tail)
+
+    routes = {"parameter": finish(full, full_k, zero)}
+    if p is None:
+        return routes
+    chosen = {name: [full.copy(), full_k.copy(), zero.copy()] for name in ("truncate", "maurey")}
+    u, f2 = _tail_profile(k_max, p, m)
+    ks = np.arange(k_max + 1)
+    c = ((rows + cols + 1) * ks).astype(np.float64)
+    ch = c * np.log(9.0 * np.sqrt(np.maximum(ks, 1)))
+    atoms = math.log(2.0 * rows * cols)
+    for start in range(0, t.size, _CHUNK):
+        window = slice(start, start + _CHUNK)
+        tc, log_t = t[window][None, :], np.log(t[window])[None, :]
+        # a head of rank k has radius ≤ t, so it costs ≥ c_k (h_k − log t), increasing in k:
+        # ranks where that already exceeds the parameter count everywhere cannot win.
+        useful = ((ch[:, None] - c[:, None] * log_t) < full[window][None, :]).any(axis=1)
+        top = max(int(useful.sum()), 1)
+        uk, ck, chk = u[:top, None], c[:top, None], ch[:top, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # (i) truncation: ‖A − A_k‖_2 ≤ u_k s; the head net gets the rest, t − u_k
+            room = tc - uk
+            cost = np.where(room > 0, chk - ck * np.log(room), np.inf)
+            cost[0] = np.where(room[0] >= 0, 0.0, np.inf)  # k = 0: the zero matrix covers C
+            tail_cost = np.zeros_like(cost)
+            for name in ("truncate", "maurey"):
+                if name == "maurey":
                     energy = rows * f2[:top, None]
                     # (ii) head (k ≥ 1) at radius (1 − λ)t, tail at λt by Maurey's lemma
                     for share in _TAIL_SHARES:
@@ -277,15 +303,35 @@ def _log_covering_grid(
                     better = pure < cost[0]
                     cost[0] = np.where(better, pure, cost[0])
                     tail_cost[0] = np.where(better, pure, tail_cost[0])
-            j = np.argmin(cost, axis=0)
-            columns = np.arange(cost.shape[1])
-            chosen = cost[j, columns]
-            use = chosen < value[window]
-            value[window] = np.where(use, chosen, value[window])
-            best_k[window] = np.where(use, j, k_max)
-            tail[window] = np.where(use, tail_cost[j, columns], 0.0)
-    single = t >= 1.0
-    return np.where(single, 0.0, value), np.where(single, 0, best_k), np.where(single, 0.0, tail)
+                j = np.argmin(cost, axis=0)
+                columns = np.arange(cost.shape[1])
+                best = cost[j, columns]
+                value, k, tail = chosen[name]
+                use = best < value[window]
+                value[window] = np.where(use, best, value[window])
+                k[window] = np.where(use, j, k[window])
+                tail[window] = np.where(use, tail_cost[j, columns], 0.0)
+    for name in ("truncate", "maurey"):
+        routes[name] = finish(*chosen[name])
+    return routes
+
+
+def _log_covering_grid(
+    rows: int,
+    cols: int,
+    t: np.ndarray,
+    p: float | None,
+    m: float | None,
+    tail_covering: str = "maurey",
+    factor_rank: int | None = None,
+) -> _Route:
+    """Vectorised :func:`schatten_ball_log_covering` over an array of relative radii t.
+
+    Returns ``(log N, k, tail)``: the bound, the split rank and the Maurey tail's share of log N
+    (see :func:`_log_covering_routes`).
+    """
+    routes = _log_covering_routes(rows, cols, t, p, m, factor_rank)
+    return routes["parameter" if p is None else tail_covering]
 
 
 def schatten_ball_log_covering(
@@ -475,6 +521,13 @@ class CoveringBound:
         sample_target, sample_complexity: the smallest n at which ``complexity`` (same norms,
             margin) would be ≤ ``sample_target``: the quantity the Õ(·) sample complexities
             of the papers describe (inf if never below 1e60).
+        allocation: how the radius budget ``Σ_i t_i ≤ γε/(2K)`` is split over layers:
+            ``"equal"`` (t_i = budget/L) or ``"optimal"`` (per scale, the better of the equal
+            split and a Lagrangian allocation; docs/bounds.md, Sec. 3).
+        layer_radii_at_alpha: the relative radius t_i(α) of each layer (empty when α = 1).
+        factor_ranks: for the parameter count, the inner rank r_i of each layer stored as a
+            product of two factors (None for a dense layer); ``parameters`` then counts
+            ``(m_i + n_i) r_i`` for it. All None for the rank-sparse bounds.
     """
 
     name: str
@@ -502,6 +555,76 @@ class CoveringBound:
     total: float
     sample_target: float
     sample_complexity: float
+    allocation: str = "equal"
+    layer_radii_at_alpha: tuple[float, ...] = ()
+    factor_ranks: tuple[int | None, ...] = ()
+
+
+_ALLOCATIONS = ("optimal", "equal")
+_TAU_PER_DECADE = 250
+_OPTIMISE_FROM = 1e-6
+"""Loss scales ε below this keep the equal allocation (Dudley's α is far above it in practice;
+the equal allocation stays valid there, and the minimum of the two is still non-increasing)."""
+_MULTIPLIERS = np.logspace(-8.0, 120.0, 1281)
+
+
+def _allocation_choice(allocation: str) -> str:
+    if not isinstance(allocation, str) or allocation not in _ALLOCATIONS:
+        raise ValueError(f"`allocation` must be one of {list(_ALLOCATIONS)}, got {allocation!r}")
+    return allocation
+
+
+def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the lower convex hull of the points (x_j, y_j), x increasing (monotone chain)."""
+    hull: list[int] = []
+    for j in range(x.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # drop b if it lies on or above the segment from a to j
+            if (y[b] - y[a]) * (x[j] - x[a]) >= (y[j] - y[a]) * (x[b] - x[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(j)
+    return np.asarray(hull, dtype=np.int64)
+
+
+def _allocate(costs: np.ndarray, tau: np.ndarray, budgets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Split a radius budget over layers: ``min Σ_i g_i(t_i)`` subject to ``Σ_i t_i ≤ T``.
+
+    ``costs[i, j] = g_i(tau[j])`` (non-increasing in j). For each multiplier λ every layer takes
+    ``t_i(λ) = argmin_j g_i(tau_j) + λ tau_j`` (a vertex of the lower convex hull of its points);
+    that choice minimises ``Σ g_i`` over the grid among all allocations with
+    ``Σ t_i ≤ S(λ) := Σ t_i(λ)`` (a Lagrangian point minimises the objective under its own
+    constraint value). For a budget T the best candidate with ``S(λ) ≤ T`` is returned: a valid
+    allocation, evaluated exactly, whose value is non-increasing in T.
+
+    Returns ``(value, pick)``: per budget the cost (inf if no candidate fits) and the grid index
+    chosen for each layer, ``(len(budgets), L)`` (−1 where none fits).
+    """
+    depth = costs.shape[0]
+    picks = np.empty((_MULTIPLIERS.size, depth), dtype=np.int64)
+    for i in range(depth):
+        hull = _lower_hull(tau, costs[i])
+        if hull.size == 1:
+            picks[:, i] = hull[0]
+            continue
+        slopes = np.diff(costs[i][hull]) / np.diff(tau[hull])  # increasing (convex), ≤ 0
+        # argmin of g + λ t over the hull: the first vertex whose outgoing slope is ≥ −λ
+        picks[:, i] = hull[np.searchsorted(slopes, -_MULTIPLIERS, side="left")]
+    spent = tau[picks].sum(axis=1)
+    value = costs[np.arange(depth)[None, :], picks].sum(axis=1)
+    order = np.argsort(spent, kind="stable")
+    spent, value, picks = spent[order], value[order], picks[order]
+    best_at = np.zeros(value.size, dtype=np.int64)
+    for j in range(1, value.size):
+        best_at[j] = j if value[j] < value[best_at[j - 1]] else best_at[j - 1]
+    where = np.searchsorted(spent, budgets, side="right") - 1
+    fits = where >= 0
+    chosen_row = best_at[np.maximum(where, 0)]
+    out = np.where(fits, value[chosen_row], np.inf)
+    chosen = np.where(fits[:, None], picks[chosen_row], -1)
+    return out, chosen
 
 
 def _covering_bounds(
@@ -511,12 +634,15 @@ def _covering_bounds(
     sample_target: float,
     data_norm: float | None,
     tail_covering: str,
+    allocation: str = "optimal",
+    factor_ranks: Sequence[int | None] | None = None,
 ) -> list[CoveringBound]:
     """One :class:`CoveringBound` per entry of ``ps`` (None: parameter count), sharing one SVD per layer."""
     if data_norm is None:
         data_norm = setting.input_norm * math.sqrt(setting.n)
     data_norm = check_real("data_norm", data_norm, low=0.0, low_open=True)
     tail_covering = _tail_choice(tail_covering)
+    allocation = _allocation_choice(allocation)
     rms = data_norm / math.sqrt(setting.n)
     layers = _layers_with_tolerance(matrices)
     depth = len(layers)
@@ -526,9 +652,10 @@ def _covering_bounds(
     # (see structnets.analysis.schatten_norm); they cannot count towards ‖A‖_{S_p}^p or the rank.
     kept = [sigma[sigma > tolerance * sigma[0]] for sigma, (_, tolerance) in zip(sigmas, layers)]
     shapes = [tuple(a.shape) for a, _ in layers]
+    factors = _factor_ranks(factor_ranks, shapes, kept)
     grid = _dudley_grid()
     if min(spectral) == 0.0:
-        scale, t = 0.0, None  # a zero layer: the class is the zero function, log N = 0 everywhere
+        scale, budget = 0.0, None  # a zero layer: the class is the zero function, log N = 0 everywhere
     else:
         log_scale = (
             1.0 + (depth - 1) * math.log(setting.lipschitz) + math.log(rms)
@@ -541,9 +668,14 @@ def _covering_bounds(
             )
         scale = math.exp(log_scale)
         # loss scale ε (empirical L2) → outputs within γε√n/2 in Frobenius norm (ramp
-        # 1/γ-Lipschitz, margin 2-Lipschitz in ℓ2) → relative layer radius t = γε/(2KL), capped
-        # at 1/L so (1 + t)^L ≤ e (docs/bounds.md, Sec. 2–3).
-        t = np.minimum(setting.margin * grid / (2.0 * scale * depth), 1.0 / depth)
+        # 1/γ-Lipschitz, margin 2-Lipschitz in ℓ2) → layer radii t_i with Σ_i t_i ≤ T(ε) =
+        # γε/(2K), capped at 1 so Π(1 + t_i) ≤ e (docs/bounds.md, Sec. 2–3).
+        budget = np.minimum(setting.margin * grid / (2.0 * scale), 1.0)
+    tau = None
+    if budget is not None and allocation == "optimal" and depth > 1:
+        low = max(float(np.min(budget[grid >= _OPTIMISE_FROM])) * 1e-3, 1e-300)
+        decades = max(-math.log10(low), 1e-3)
+        tau = np.logspace(math.log10(low), 0.0, max(int(decades * _TAU_PER_DECADE), 2) + 1)
     confidence = _confidence(setting.n, setting.delta)
     results: list[CoveringBound] = []
     for p in ps:
@@ -556,7 +688,9 @@ def _covering_bounds(
         total = np.zeros_like(grid)
         ranks = np.zeros((depth, grid.size), dtype=np.int64)
         tails_spent = np.zeros((depth, grid.size))
-        if t is not None:
+        radii = np.zeros((depth, grid.size))
+        if budget is not None:
+            classes = []
             for index, (rows, cols) in enumerate(shapes):
                 if p is None:
                     relative = None
@@ -564,10 +698,40 @@ def _covering_bounds(
                     relative = powers[index]
                 else:
                     relative = max(powers[index] / spectral[index] ** p, 1.0)
-                value, k, spent = _log_covering_grid(rows, cols, t, p, relative, tail_covering)
+                classes.append((rows, cols, relative))
+            # every route is a valid cover of the class, and each is at most the one before it
+            # pointwise; taking the best allocation of each keeps that order for the composition
+            if p is None:
+                names = ["parameter"]
+            elif tail_covering == "truncate":
+                names = ["parameter", "truncate"]
+            else:
+                names = ["parameter", "truncate", "maurey"]
+            # the equal split t_i = T/L (the sequential cover of Bartlett et al. 2017)
+            equal_t = budget / depth
+            for index, (rows, cols, relative) in enumerate(classes):
+                value, k, spent = _log_covering_routes(rows, cols, equal_t, p, relative, factors[index])[names[-1]]
                 total += value
                 ranks[index] = k
                 tails_spent[index] = spent
+                radii[index] = equal_t
+            if tau is not None:
+                per_layer = [
+                    _log_covering_routes(rows, cols, tau, p, relative, factors[index])
+                    for index, (rows, cols, relative) in enumerate(classes)
+                ]
+                active = np.flatnonzero(grid >= _OPTIMISE_FROM)
+                for name in names:
+                    costs = np.stack([routes[name][0] for routes in per_layer])
+                    optimal, chosen = _allocate(costs, tau, budget[active])
+                    better = optimal < total[active]
+                    rows_better, picks = active[better], chosen[better]
+                    total[rows_better] = optimal[better]
+                    for index, routes in enumerate(per_layer):
+                        _, k, spent = routes[name]
+                        ranks[index, rows_better] = k[picks[:, index]]
+                        tails_spent[index, rows_better] = spent[picks[:, index]]
+                        radii[index, rows_better] = tau[picks[:, index]]
         tails = _dudley_tails(grid, total)
         rademacher, alpha, integral = _dudley_min(grid, tails, setting.n)
         at = min(int(np.searchsorted(grid, alpha)), grid.size - 1)
@@ -588,7 +752,9 @@ def _covering_bounds(
                 lipschitz_scale=scale,
                 spectral_norms=tuple(spectral),
                 schatten_powers=tuple(powers),
-                parameters=sum(r * c for r, c in shapes),
+                parameters=sum(
+                    (r + c) * f if (p is None and f is not None) else r * c for (r, c), f in zip(shapes, factors)
+                ),
                 dudley_alpha=alpha,
                 entropy_integral=integral,
                 log_covering_at_alpha=0.0 if alpha >= 1.0 else float(total[at]),
@@ -602,9 +768,37 @@ def _covering_bounds(
                 total=setting.empirical_risk + complexity + confidence,
                 sample_target=sample_target,
                 sample_complexity=needed,
+                allocation=allocation,
+                layer_radii_at_alpha=tuple(float(v) for v in radii[:, at]) if alpha < 1.0 else (),
+                factor_ranks=tuple(factors) if p is None else (None,) * depth,
             )
         )
     return results
+
+
+def _factor_ranks(
+    factor_ranks: Sequence[int | None] | None, shapes: list[tuple[int, int]], kept: list[torch.Tensor]
+) -> list[int | None]:
+    """Validate ``factor_ranks``: one entry per layer, None or an int r ≥ the layer's rank."""
+    if factor_ranks is None:
+        return [None] * len(shapes)
+    if isinstance(factor_ranks, str | torch.Tensor) or not isinstance(factor_ranks, Sequence) or len(factor_ranks) != len(shapes):
+        raise ValueError(
+            f"`factor_ranks` must hold one entry (None or an int) per layer matrix ({len(shapes)}), got {factor_ranks!r}"
+        )
+    out: list[int | None] = []
+    for index, (rank, (rows, cols), sigma) in enumerate(zip(factor_ranks, shapes, kept)):
+        if rank is None:
+            out.append(None)
+            continue
+        rank = check_int(f"factor_ranks[{index}]", rank, low=1)
+        if sigma.numel() > rank:
+            raise ValueError(
+                f"`factor_ranks[{index}]` = {rank} but `matrices[{index}]` has numerical rank {sigma.numel()}: "
+                "a product of rank-r factors has rank <= r"
+            )
+        out.append(rank)
+    return out
 
 
 def parameter_count_bound(
@@ -618,6 +812,8 @@ def parameter_count_bound(
     delta: float = 0.05,
     lipschitz: float = 1.0,
     sample_target: float = 0.1,
+    allocation: str = "optimal",
+    factor_ranks: Sequence[int | None] | None = None,
 ) -> CoveringBound:
     """Parameter-count (VC-style) margin bound: log-covering = #parameters × log(1/ε).
 
@@ -640,12 +836,26 @@ def parameter_count_bound(
         delta: confidence parameter in (0, 1).
         lipschitz: ρ > 0, the activation's Lipschitz constant (σ(0) = 0 is assumed).
         sample_target: complexity level in (0, 8) defining ``sample_complexity``.
+        allocation: ``"optimal"`` (default): the covering radius budget is split over layers
+            per scale (Lagrangian allocation, never worse than the equal split, which it also
+            tries); ``"equal"``: every layer gets ``t(ε) = min(γε/(2KL), 1/L)`` (the
+            composition of earlier revisions). docs/bounds.md, Sec. 3.
+        factor_ranks: None, or one entry per layer: None for a dense layer, or r_i when layer
+            i is *stored* as the product of an ``m_i × r_i`` and an ``r_i × n_i`` factor (e.g.
+            :class:`structnets.nn.LowRankLinear`, see
+            :func:`structnets.analysis.dense_matrices.factor_ranks`). Such a layer is covered by
+            counting the factors' parameters, ``log N_i = (m_i + n_i) r_i log(9 √r_i / t)``
+            (docs/bounds.md, eq. 4.1f) when that is smaller than ``m_i n_i log(3√k/t)``: the
+            parameter count of the network as stored. Each r_i must be at least the layer's
+            numerical rank.
 
     Returns:
         a :class:`CoveringBound` with ``name="parameter-count"``.
     """
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
-    return _covering_bounds(matrices, setting, [None], _target(sample_target), data_norm, "truncate")[0]
+    return _covering_bounds(
+        matrices, setting, [None], _target(sample_target), data_norm, "truncate", allocation, factor_ranks
+    )[0]
 
 
 def rank_sparse_bound(
@@ -661,6 +871,7 @@ def rank_sparse_bound(
     lipschitz: float = 1.0,
     sample_target: float = 0.1,
     tail_covering: str = "maurey",
+    allocation: str = "optimal",
 ) -> CoveringBound:
     """Rank-sparse Schatten-p margin bound (Ledent, Alves and Lei, NeurIPS 2025; our derivation).
 
@@ -689,13 +900,16 @@ def rank_sparse_bound(
         tail_covering: ``"maurey"`` (default): the tail beyond the split rank may also be
             covered by Maurey's empirical lemma; ``"truncate"``: only by truncation (a
             data-independent spectral cover).
+        allocation: ``"optimal"`` or ``"equal"``, as in :func:`parameter_count_bound`.
 
     Returns:
         a :class:`CoveringBound` with ``name="rank-sparse"``.
     """
     p = _exponent(p, "p")
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
-    return _covering_bounds(matrices, setting, [p], _target(sample_target), data_norm, tail_covering)[0]
+    return _covering_bounds(
+        matrices, setting, [p], _target(sample_target), data_norm, tail_covering, allocation
+    )[0]
 
 
 def rank_sparse_bounds(
@@ -711,6 +925,7 @@ def rank_sparse_bounds(
     lipschitz: float = 1.0,
     sample_target: float = 0.1,
     tail_covering: str = "maurey",
+    allocation: str = "optimal",
 ) -> tuple[CoveringBound, ...]:
     """:func:`rank_sparse_bound` for each p of a grid, in the order given.
 
@@ -729,7 +944,7 @@ def rank_sparse_bounds(
     exponents = [_exponent(p, f"ps[{index}]") for index, p in enumerate(ps)]
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
     return tuple(
-        _covering_bounds(matrices, setting, exponents, _target(sample_target), data_norm, tail_covering)
+        _covering_bounds(matrices, setting, exponents, _target(sample_target), data_norm, tail_covering, allocation)
     )
 
 
