@@ -72,22 +72,26 @@ def _copy_run(src: Path, dest: Path) -> Path:
     return dest
 
 
-@pytest.mark.parametrize(
-    ("experiment", "ref"),
-    [("evil", "evil_mod:EXPERIMENT"), ("evil_mod", ""), ("toy", "evil_mod:EXPERIMENT"), ("this", "this:X")],
-)
-def test_report_never_imports_a_module_the_folder_names(
-    toy_folder: Path, tmp_path: Path, experiment: str, ref: str
-) -> None:
+def _received_folder(toy_folder: Path, tmp_path: Path, experiment: str, ref: str) -> tuple[Path, Path, Path]:
+    """A copy of a toy run whose results.db names ``experiment``/``ref``, and a folder holding a
+    module ``evil_mod`` that writes a marker file when imported."""
     work = tmp_path / "cwd"
     work.mkdir()
     marker = tmp_path / "imported"
-    # A module beside the caller: `python -m` would find it first on sys.path.
     (work / "evil_mod.py").write_text(
         f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\nEXPERIMENT = None\n"
     )
     out = _copy_run(toy_folder, work / "received")
     _set_meta(out, experiment=experiment, experiment_ref=ref)
+    return work, out, marker
+
+
+@pytest.mark.parametrize(("experiment", "ref"), [("evil", "evil_mod:EXPERIMENT"), ("this", "this:X")])
+def test_report_never_imports_a_module_the_folder_names(
+    toy_folder: Path, tmp_path: Path, experiment: str, ref: str
+) -> None:
+    work, out, marker = _received_folder(toy_folder, tmp_path, experiment, ref)
+    # `python -m` from the folder holding the module: the cwd is first on sys.path.
     proc = _cli("report", str(out), cwd=work)
     assert proc.returncode == 2, proc.stderr
     line = _one_error_line(proc.stderr)
@@ -95,6 +99,21 @@ def test_report_never_imports_a_module_the_folder_names(
     assert not marker.exists()
     assert proc.stdout == ""  # `import this` would print the Zen of Python
     assert not (out / "table.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("experiment", "ref"),
+    [("evil_mod", ""), ("toy", "evil_mod:EXPERIMENT"), ("evil", "evil_mod"), ("evil", "structnets.runner._toy:ToyExperiment")],
+)
+def test_report_in_process_refuses_every_unregistered_name(
+    toy_folder: Path, tmp_path: Path, experiment: str, ref: str,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    work, out, marker = _received_folder(toy_folder, tmp_path, experiment, ref)
+    monkeypatch.syspath_prepend(str(work))  # importable, were it ever imported
+    assert main(["report", str(out)]) == 2
+    assert "not a registered experiment" in _one_error_line(capsys.readouterr().err)
+    assert not marker.exists() and "evil_mod" not in sys.modules
 
 
 def test_report_of_a_registered_or_explicit_experiment_works(

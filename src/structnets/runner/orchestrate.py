@@ -7,6 +7,7 @@ Run folder layout (DESIGN.md, "Runner")::
     results.csv     key + result columns, one row per unit
     table.md        experiment.report(results, config)
     figures/*.png   experiment.figures(results, config, ...)
+    .structnets.lock  present while a run holds the folder (pid, host, start); see :mod:`.lock`
 
 Order of units. ``units(config, finished)`` is called exactly as an uninterrupted run would call it:
 first with no results, then, once every unit it returned has finished, with the results of all units
@@ -298,8 +299,10 @@ def run(
         out_dir: the run folder; created if missing.
         backend: ``"local"`` (this machine) or ``"ray"`` (``ray.init()``: local, or the cluster at
             ``RAY_ADDRESS``; needs ``pip install 'structnets[ray]'``).
-        jobs: ``local``: worker processes (``None`` or 1: run in this process). ``ray``: most tasks
-            in flight (``None``: as many as the cluster schedules).
+        jobs: ``local``: worker processes (``None`` or 1: run in this process), each running torch
+            with ``cpus // jobs`` threads (:func:`~.backends.threads_per_job`); the command line's
+            default is :func:`~.backends.default_jobs`. ``ray``: most tasks in flight (``None``: as
+            many as the cluster schedules), one torch thread each.
         progress: called as ``progress(done, total)`` before each round of units and after each
             finished unit. ``total`` counts the units known so far, so it grows when a staged
             experiment reveals its next stage; ``done`` includes units finished in earlier sessions.
@@ -308,9 +311,13 @@ def run(
         One row per unit: a ``key`` column, then the result columns ``run_unit`` returned.
 
     Raises:
-        CorruptStoreError: ``results.db`` exists but is not a structnets results database (the file
-            is left untouched).
-        ConfigMismatchError: ``out_dir`` holds a run of another experiment or config.
+        InvalidConfigError: a config value is invalid (checked before ``out_dir`` is created).
+        RunLockedError: another live process is running into ``out_dir`` (its pid is named).
+        StoreError: ``out_dir`` cannot be created or written, or ``results.db`` is read-only.
+        CorruptStoreError: ``results.db`` exists but is not a structnets results database, or a
+            stored row is malformed (the file is left untouched; the row is named).
+        ConfigMismatchError: ``out_dir`` holds finished units of another experiment or config (a
+            folder without finished units takes the new config).
         UnitFailedError: a unit raised; units finished before it stay saved.
         ExperimentError: the experiment broke the protocol (e.g. duplicate keys in one ``units`` call).
         KeyboardInterrupt: after recording the interruption; re-running resumes.
