@@ -505,8 +505,8 @@ def _figures(results: pd.DataFrame, config: LipschitzMNISTConfig, out_dir: Path)
         values = [best["accuracy"], *[best[f"certified_{r:g}"] for r in config.radii]]
         axes[0].plot(radii, 100 * np.asarray(values, float), marker="o",
                      label=f"{kind} (d={best['depth']}, w={best['width']})")
-    for method, _, _, certified in PUBLISHED:
-        axes[0].scatter([TARGET_RADIUS], [certified], marker="*", s=60, label=f"{method} (published)")
+    for (method, _, _, certified), marker in zip(PUBLISHED, "*PXD"):
+        axes[0].scatter([TARGET_RADIUS], [certified], marker=marker, s=50, color="black", label=f"{method} (published)")
     axes[0].set_xlabel("ℓ₂ radius ε")
     axes[0].set_ylabel("certified accuracy (%)")
     axes[0].set_title("Certified robust accuracy (best model per kind)", fontsize=10)
