@@ -279,3 +279,19 @@ def test_quick_presets_are_small() -> None:
     assert set(full.budgets) == {5000, 50000} and len(full.seeds) >= 5
     units = sawtooth_exp.EXPERIMENT.units(full, pd.DataFrame())
     assert len({u.key for u in units}) == len(units)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"wide_modes": ("tall",)}, "wide_modes"),
+        ({"wide_modes": ()}, "wide_modes"),
+        ({"wide_modes": ("parallel", "parallel")}, "wide_modes"),
+        ({"summed_branches": 0}, "summed_branches"),
+        ({"alpha_level": 0.0}, "alpha_level"),
+        ({"alpha_level": 1.5}, "alpha_level"),
+    ],
+)
+def test_new_sawtooth_options_are_validated(kwargs: dict, argument: str) -> None:
+    with pytest.raises(ValueError, match=f"`{argument}`"):
+        sawtooth_exp.DLoRSawtoothConfig(**kwargs)

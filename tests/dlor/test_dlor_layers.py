@@ -184,3 +184,16 @@ def test_dlor_mlp_rejects_bad_arguments(kwargs: dict, argument: str, error: type
     base = {"in_features": 2, "out_features": 1, "width": 8, "depth": 2, "rank": 2, "mode": "deep"}
     with pytest.raises(error, match=f"`{argument}`"):
         dlor_mlp(**{**base, **kwargs})
+
+
+def test_parallel_layer_rejects_bad_arguments() -> None:
+    from structnets.models.dlor_mlp import DLoRParallel
+
+    with pytest.raises(ValueError, match="`branches`"):
+        DLoRParallel(6, 2, 0)
+    with pytest.raises(ValueError, match="`rank`"):
+        DLoRParallel(6, 6, 2)
+    with pytest.raises(ValueError, match="`activation`"):
+        DLoRParallel(6, 2, 2, "nope")
+    with pytest.raises(TypeError, match="`bias`"):
+        DLoRParallel(6, 2, 2, bias=1)
