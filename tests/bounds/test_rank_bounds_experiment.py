@@ -19,26 +19,33 @@ def test_registered_and_config_validated() -> None:
     assert get("rank-bounds") is EXPERIMENT
     quick = RankBoundsConfig.quick()
     units = EXPERIMENT.units(quick, pd.DataFrame())
-    assert len(units) == 2 * 3 * 2 * 2 * 2  # data sets × widths × depths × decays × variants
+    # data sets × widths × depths × decays × variants, plus deep linear nets (depths × decays)
+    assert len(units) == 2 * 3 * 2 * 2 * 2 + 3 * 2
     assert len({u.key for u in units}) == len(units)
     # the full preset, sized for two cores, still spans what the issue asks for
     full = RankBoundsConfig()
     assert set(full.datasets) == {"mnist", "rice"}
     assert (min(full.widths), max(full.widths)) == (64, 1024) and (min(full.depths), max(full.depths)) == (2, 8)
     assert len(set(full.weight_decays)) >= 2 and None in full.ranks and full.rank_checkpoints >= 2
-    assert len(EXPERIMENT.units(full, pd.DataFrame())) == 2 * 5 * 3 * 3 * 2
+    assert len(EXPERIMENT.units(full, pd.DataFrame())) == 2 * 5 * 3 * 3 * 2 + 3 * 3
+    assert len(EXPERIMENT.units(replace(full, linear_depths=()), pd.DataFrame())) == 2 * 5 * 3 * 3 * 2
     with pytest.raises(ValueError, match="`depths`"):
         RankBoundsConfig(depths=(1,))
     with pytest.raises(ValueError, match="`datasets`"):
         RankBoundsConfig(datasets=("cifar",))
     with pytest.raises(ValueError, match="`ps`"):
         RankBoundsConfig(ps=(-1.0,))
+    with pytest.raises(ValueError, match="`linear_depths`"):
+        RankBoundsConfig(linear_depths=(1,))
+    with pytest.raises(ValueError, match="`linear_lr`"):
+        RankBoundsConfig(linear_lr=0.0)
 
 
 def test_one_unit_report_and_figures(uci_data: Path, tmp_path: Path) -> None:
     config = replace(
         RankBoundsConfig.quick(), datasets=("rice",), widths=(16, 32), depths=(3,), weight_decays=(0.0,),
         ranks=(None, 2), n_train=300, n_test=200, epochs=2, probe_size=100, rank_checkpoints=2,
+        linear_depths=(3,), linear_weight_decays=(0.0, 0.05), linear_steps=400, linear_lr=0.1,
     )
     units = EXPERIMENT.units(config, pd.DataFrame())
     rows = []
@@ -47,7 +54,25 @@ def test_one_unit_report_and_figures(uci_data: Path, tmp_path: Path) -> None:
         assert all(not isinstance(v, float) or math.isfinite(v) for v in row.values())
         rows.append({"key": unit.key, **row})
     results = pd.DataFrame(rows)
+    linear = results[results["variant"] == "deep-linear"].set_index("weight_decay")
+    assert len(linear) == 2
+    # Σ‖W_i‖_F² ≥ L‖ΠW_i‖_{S_{2/L}}^{2/L} always; weight decay drives it towards equality
+    assert bool((linear["linear_ratio"] >= 1 - 1e-12).all())
+    assert linear.loc[0.05, "linear_ratio"] < linear.loc[0.05, "linear_ratio_init"]
+    assert linear.loc[0.05, "linear_ratio"] < linear.loc[0.0, "linear_ratio"]
+    results = results[results["variant"] != "deep-linear"].copy()
     low = results[results["variant"] == "rank=2"].iloc[0]
+    dense = results[(results["variant"] == "dense") & (results["width"] == low["width"])].iloc[0]
+    # the stored parameters of the rank-2 net: (in + out)·2 per factorised layer, dense output
+    width = int(low["width"])
+    assert low["factorised_parameters"] == 2 * (7 + width) + 2 * (2 * width) + 2 * width
+    assert low["stored_parameters"] == low["factorised_parameters"]  # bias-free
+    assert low["parameters"] == dense["parameters"] == 7 * width + width * width + 2 * width
+    assert dense["factorised_parameters"] == dense["parameters"] and dense["param_factorised_sc"] == dense["param_sc"]
+    assert low["param_factorised_sc"] < low["param_sc"]
+    # the allocated composition never loses to the equal split
+    assert bool((results["best_rs_sc"] <= results["best_rs_equal_sc"] * (1 + 1e-12)).all())
+    assert bool((results["param_sc"] <= results["param_equal_sc"] * (1 + 1e-12)).all())
     # layers 1 and 2 are exact rank-2 factorisations; the rank class (p = 0) sees it
     assert json.loads(low["weight_ranks"])[:2] == [2, 2]
     assert low["rs0_sc"] < low["param_sc"]
@@ -61,8 +86,10 @@ def test_one_unit_report_and_figures(uci_data: Path, tmp_path: Path) -> None:
         assert bool((results[column] <= results["param_sc"] * (1 + 1e-9)).all())
     history = json.loads(low["rank_history"])
     assert history["epoch"] == [0, 1, 2]
-    text = EXPERIMENT.report(results, config)
+    text = EXPERIMENT.report(pd.concat([results, pd.DataFrame(rows)[lambda d: d["variant"] == "deep-linear"]]), config)
     assert "| bottleneck rank (dense nets) |" in text and "rank=2" in text
+    assert "where theory predicts equality (deep linear nets" in text and "parameter count (as stored)" in text
+    assert "Layer allocation of the covering radius" in text
     assert "Maurey-covered tail lowers the best rank-sparse n*" in text
     paths = EXPERIMENT.figures(results, config, tmp_path)
     assert {p.name for p in paths} == {

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-__all__ = ["dense_matrices", "hidden_representations", "linear_layers"]
+__all__ = ["dense_matrices", "factor_ranks", "hidden_representations", "linear_layers", "stored_parameters"]
 
 
 def _is_linear(module: nn.Module) -> bool:
@@ -86,6 +86,46 @@ def dense_matrices(model: nn.Module) -> list[torch.Tensor]:
                 )
             matrices.append(matrix.detach().clone())
     return matrices
+
+
+def factor_ranks(model: nn.Module) -> list[int | None]:
+    """For each matrix of :func:`dense_matrices`, the inner rank r if the layer *stores* it as a
+    product of two factors, else None.
+
+    A :class:`structnets.nn.LowRankLinear` stores ``A = U V`` with ``U`` of shape
+    ``(out_features, rank)`` and ``V`` of shape ``(rank, in_features)``: ``rank · (in + out)``
+    weights instead of ``in · out``. Pass the result as ``factor_ranks`` to
+    :func:`structnets.analysis.parameter_count_bound` to count the parameters the network
+    actually has (docs/bounds.md, eq. 4.1f). Other layers (``nn.Linear``, DLoR ``αI + UVᵀ``,
+    norm-constrained maps) give None.
+
+    Args:
+        model: see :func:`linear_layers`.
+
+    Returns:
+        a list aligned with :func:`dense_matrices` (same length and order).
+    """
+    from ..nn import LowRankLinear
+
+    return [int(layer.rank) if isinstance(layer, LowRankLinear) else None for _, layer in linear_layers(model)]
+
+
+def stored_parameters(model: nn.Module) -> int:
+    """Number of scalars the model stores in its parameters (factors and biases included).
+
+    For a bias-free MLP whose hidden layers are rank-r factorisations of width W this is
+    ``Σ_i r (m_i + n_i)`` for those layers plus ``m n`` for the dense ones: e.g. ``2 W r`` per
+    W × W factorised layer, against the ``W²`` of its dense matrix.
+
+    Args:
+        model: any ``nn.Module``.
+
+    Returns:
+        ``Σ_p p.numel()`` over ``model.parameters()`` (shared parameters counted once).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
+    return int(sum(p.numel() for p in model.parameters()))
 
 
 def hidden_representations(model: nn.Sequential, inputs: torch.Tensor) -> list[torch.Tensor]:
