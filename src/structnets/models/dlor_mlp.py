@@ -19,7 +19,8 @@ mode              nonlinear layer ℓ = 1 … L; the last map (no σ)          p
 ================  =====================================================  ===================================
 
 ``"parallel"`` is the paper's wide network: the additive decomposition W = Σ_k M_k "mapped
-through the nonlinear activation forms a set of parallel layers" (seed 001, Sec. 2.2): every
+through the nonlinear activation forms a set of parallel layers" (the paper's structural
+correspondence, additive decomposition): every
 branch has its own σ, so the layer is B·N units wide, and it reproduces a dense layer only in
 the near-linear regime of σ, as h → 0 (:func:`structnets.constructive.dlor_network_from_dense`).
 ``"summed"`` adds the branches *before* σ, so a summed layer is one DLoR matrix of rank B·r (its
