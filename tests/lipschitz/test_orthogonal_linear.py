@@ -93,6 +93,18 @@ def test_non_finite_checkpoint_is_rejected_by_name() -> None:
         layer.load_state_dict(state)
 
 
+def test_non_finite_weight_has_no_certificate() -> None:
+    from structnets.analysis import lipschitz_upper_bound
+
+    layer = OrthogonalLinear(3, 2)
+    with torch.no_grad():
+        layer.raw_weight[0, 0] = float("inf")
+    with pytest.raises(ValueError, match="raw_weight"):
+        layer.lipschitz_bound()
+    with pytest.raises(ValueError, match="OrthogonalLinear"):
+        lipschitz_upper_bound(torch.nn.Sequential(layer))
+
+
 def test_export_is_identical() -> None:
     torch.manual_seed(0)
     layer = OrthogonalLinear(6, 4)

@@ -135,7 +135,13 @@ class OrthogonalLinear(nn.Module):
 
     @torch.no_grad()
     def lipschitz_bound(self) -> float:
-        """Certified ℓ₂ Lipschitz constant: B(A) ≥ ‖A‖₂ on the stored applied matrix (≤ 1)."""
+        """Certified ℓ₂ Lipschitz constant: B(A) ≥ ‖A‖₂ on the stored applied matrix (≤ 1).
+
+        Raises:
+            ValueError: when V has non-finite entries (there is no certificate to give).
+        """
+        if not bool(torch.isfinite(self.raw_weight).all()):
+            raise ValueError("`raw_weight` has non-finite values: no certificate")
         return float(spectral_norm_bound(self.to_dense().to(torch.float64), "exact"))
 
     @torch.no_grad()
