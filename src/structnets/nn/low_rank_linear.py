@@ -105,8 +105,14 @@ class LowRankLinear(nn.Module):
         """Return the dense (out_features, in_features) weight ``U V``."""
         return self.U @ self.V
 
-    def to_linear(self) -> nn.Linear:
-        """Return an ``nn.Linear`` with weight ``U V`` and the same bias (identical outputs)."""
+    @torch.no_grad()
+    def export(self) -> nn.Linear:
+        """Return a plain ``nn.Linear`` with weight ``U V`` and the same bias (the same outputs).
+
+        ``export()`` is the one name every structnets layer converts to plain torch layers by
+        (:func:`structnets.export` calls it); the copy shares no storage with this layer. The
+        outputs agree to rounding: the dense product sums in another order than ``U (V x)``.
+        """
         linear = nn.Linear(
             self.in_features,
             self.out_features,
@@ -114,11 +120,15 @@ class LowRankLinear(nn.Module):
             device=self.U.device,
             dtype=self.U.dtype,
         )
-        with torch.no_grad():
-            linear.weight.copy_(self.to_dense())
-            if self.bias is not None:
-                linear.bias.copy_(self.bias)
+        linear.weight.copy_(self.to_dense())
+        if self.bias is not None:
+            linear.bias.copy_(self.bias)
+        linear.train(self.training)
         return linear
+
+    def to_linear(self) -> nn.Linear:
+        """Alias of :meth:`export` (kept: it is public API)."""
+        return self.export()
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, rank: int) -> LowRankLinear:
@@ -126,7 +136,16 @@ class LowRankLinear(nn.Module):
 
         With W = P Σ Qᵀ, sets U = P_r Σ_r^{1/2} and V = Σ_r^{1/2} Q_rᵀ, so U V is the
         Eckart–Young optimum: ‖W − UV‖_F² = Σ_{i>r} σ_i² and ‖W − UV‖₂ = σ_{r+1}.
-        The bias is copied unchanged.
+        The SVD is computed in float64 and the factors cast to the layer's dtype, so a float32
+        layer at full rank reconstructs W to float32 rounding. The bias is copied unchanged; the
+        new parameters are leaves with ``requires_grad`` as on ``linear.weight``.
+
+        Args:
+            linear: an ``nn.Linear`` (weight (out_features, in_features)).
+            rank: r, an int in [1, min(in_features, out_features)].
+
+        Returns:
+            a new ``LowRankLinear`` on the weight's device and dtype.
         """
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"`linear` must be a torch.nn.Linear, got {type(linear).__name__}")
@@ -139,13 +158,14 @@ class LowRankLinear(nn.Module):
             device=weight.device,
             dtype=weight.dtype,
         )
-        left, singular, right_t = torch.linalg.svd(weight, full_matrices=False)
+        left, singular, right_t = torch.linalg.svd(_svd_dtype(weight), full_matrices=False)
         root = singular[: layer.rank].sqrt()
         with torch.no_grad():
             layer.U.copy_(left[:, : layer.rank] * root)
             layer.V.copy_(root[:, None] * right_t[: layer.rank])
             if linear.bias is not None:
                 layer.bias.copy_(linear.bias.detach())
+        layer.requires_grad_(linear.weight.requires_grad)
         return layer
 
     def extra_repr(self) -> str:
@@ -153,3 +173,8 @@ class LowRankLinear(nn.Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"rank={self.rank}, bias={self.bias is not None}"
         )
+
+
+def _svd_dtype(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` in float64 (complex128 for complex), where LAPACK's SVD is accurate to ~1e-16."""
+    return weight.to(torch.complex128 if weight.is_complex() else torch.float64)

@@ -1,0 +1,121 @@
+"""Turn any model that contains structnets layers into plain torch layers: :func:`export`."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import nn
+
+from .nn.swish import Swish
+
+
+def export(model: nn.Module) -> nn.Module:
+    """Return a copy of ``model`` in which every structnets layer is replaced by plain torch layers.
+
+    Walks ``model`` recursively (any ``nn.Module``: ``nn.Sequential``, ``nn.ModuleList``/``Dict``,
+    your own classes) and replaces each structnets layer by what its ``export()`` method returns,
+    the one name every structnets layer converts by: ``LowRankLinear``, ``DLoRLinear``,
+    ``RankOneLinear``, ``NormConstrainedLinear`` (and the other norm-constrained layers) become an
+    ``nn.Linear`` with the layer's dense weight; ``GradientStepResidual`` and ``MaxMin`` become
+    ``x + Linear(ReLU(Linear(x)))`` (``ResidualExport``, a three-line residual wrapper around an
+    ``nn.Sequential``); ``Swish()`` with β = 1 fixed becomes ``nn.SiLU`` (the same kernel). A
+    structnets module that has ``to_linear()`` but no ``export()`` is exported through
+    ``to_linear()``.
+
+    Everything else is kept (copied): plain torch modules, your own container classes (with their
+    structnets children exported, so their ``forward`` keeps working), and structnets modules that
+    have no structured parameters to export (``Swish`` with β ≠ 1 or learnable, padding and
+    slicing helpers of ``dlor_mlp``, the containers of wide DLoR layers).
+
+    The exported layers compute each layer's **eval-mode** map: certified spectral bounds and
+    steps are frozen at their eval-mode values (in training mode with ``bound="power"`` a
+    structnets layer uses a moving estimate, so its outputs are defined only in eval mode). The
+    outputs of ``export(model)`` equal those of ``model.eval()`` to rounding (the dense products
+    sum in another order). ``model`` itself is not changed (not even its RNG-free power vectors):
+    the export works on a deep copy. Modules shared between several places stay shared; each
+    module keeps its train/eval flag.
+
+    Args:
+        model: any ``nn.Module``.
+
+    Returns:
+        a new module with the same outputs, made of plain torch layers (a structnets layer passed
+        as ``model`` returns its export directly).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
+    factory = _factory(model)
+    result = copy.deepcopy(model)
+    exported: dict[int, nn.Module] = {}
+
+    def convert(module: nn.Module) -> nn.Module | None:
+        if id(module) not in exported:
+            exporter = _exporter(module)
+            if exporter is None:
+                return None
+            training = module.training
+            module.eval()
+            with torch.no_grad():
+                new = exporter(factory)
+            if not isinstance(new, nn.Module):
+                raise TypeError(
+                    f"{type(module).__name__}.export() must return an nn.Module, got {type(new).__name__}"
+                )
+            new.train(training)
+            exported[id(module)] = new
+        return exported[id(module)]
+
+    root = convert(result)
+    if root is not None:
+        return root
+    for parent in _unique_modules(result):
+        for name, child in list(parent._modules.items()):
+            if child is not None:
+                new = convert(child)
+                if new is not None:
+                    parent._modules[name] = new
+    return result
+
+
+def _exporter(module: nn.Module) -> Callable[[dict[str, object]], nn.Module] | None:
+    """How to export ``module``: a callable taking the model's ``{device, dtype}``, or None to keep it."""
+    if type(module) is Swish:
+        if not module.learnable and module.initial_beta == 1.0:  # forward is exactly F.silu then
+            return lambda factory: nn.SiLU()
+        return None
+    if not type(module).__module__.startswith("structnets."):
+        return None
+    method = getattr(module, "export", None) or getattr(module, "to_linear", None)
+    if not callable(method):
+        return None
+    accepts = inspect.signature(method).parameters
+    if "dtype" in accepts and "device" in accepts and not any(True for _ in module.parameters()):
+        # A layer without parameters (MaxMin) cannot know the model's dtype: give it.
+        return lambda factory: method(**factory)
+    return lambda factory: method()
+
+
+def _factory(model: nn.Module) -> dict[str, object]:
+    """The device and floating dtype of the model's first floating parameter or buffer."""
+    for tensor in (*model.parameters(), *model.buffers()):
+        if tensor.is_floating_point():
+            return {"device": tensor.device, "dtype": tensor.dtype}
+    return {"device": None, "dtype": torch.get_default_dtype()}
+
+
+def _unique_modules(root: nn.Module) -> Iterator[nn.Module]:
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        yield module
+        stack.extend(child for child in module._modules.values() if child is not None)
+
+
+__all__ = ["export"]
