@@ -34,6 +34,8 @@ def test_swish_construction_runs_and_every_error_is_below_its_bound(tmp_path: Pa
     assert len(results) == 2 * (3 + 1 + 1) - 1  # (target × sweeps) − the 2-D M sweep has 2 points
     assert (results["error"] <= results["bound"]).all()
     assert (results["width"] <= results["paper_width"]).all()
+    assert (results[results["d"] == 1]["padding"] == 0).all()  # d = 1: the 1/3 bottleneck by construction
+    assert (results["width"] == results["unpadded_width"] + results["padding"]).all()
     table = (tmp_path / "run" / "table.md").read_text()
     assert "paper slope −β" in table and "power:1:1.5" in table
     assert (tmp_path / "run" / "figures" / "error_vs_M.png").exists()

@@ -89,3 +89,26 @@ def test_papers_decay_bound_away_from_the_cell(tau: float) -> None:
     grid = torch.cartesian_prod(far[::97], near)
     phi = swish_bump(grid[:, 0], tau) * swish_bump(grid[:, 1], tau)
     assert phi.abs().max().item() <= 2 * SWISH_DERIVATIVE_MAX * bound
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.5, 3.0, 5.5])
+def test_trapezoid_moment_is_the_supremum_one_point_five_to_the_beta(beta: float) -> None:
+    from structnets.constructive.swish_bump import trapezoid_moment, trapezoid
+
+    value = trapezoid_moment(beta)
+    y = torch.linspace(-6.0, 6.0, 24001, dtype=torch.float64)
+    brute = sum(trapezoid(y - 3 * k) * (y - 3 * k).abs() ** beta for k in range(-4, 5)).max().item()
+    assert brute <= value <= 1.5**beta * (1 + 2e-3) and brute == pytest.approx(1.5**beta, rel=1e-6)
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.5, 3.0])
+@pytest.mark.parametrize("tau", [0.5, 2.0, 8.0, 40.0])
+def test_bump_moment_bounds_the_swish_weighted_sum(tau: float, beta: float) -> None:
+    from structnets.constructive.swish_bump import bump_moment, trapezoid_moment
+
+    value = bump_moment(tau, beta)
+    y = torch.rand(20000, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 12 - 6
+    brute = sum(swish_bump(y - 3 * k, tau).abs() * (y - 3 * k).abs() ** beta for k in range(-12, 13)).max().item()
+    assert brute <= value
+    if tau >= 8.0:  # the rounding costs nothing at the weighted sup: W_β(τ) = S_β to 4 digits
+        assert value <= trapezoid_moment(beta) * (1 + 2e-3)

@@ -21,17 +21,28 @@ Swish sub-networks (exact algebra, ρ(z) = zσ(z)):
 
 The error bound proven (and evaluated) here, for every x ∈ [0,1]^d:
 
-    |nn(x) − f(x)| ≤ T + L + P, where
-    T = C_T R (2/(3M))^β,  C_T = d^κ/κ! ≤ C(κ+d−1, d−1)              (Taylor term, c₄M^{−β})
-    L = C_T R (3M)^{−β}[2^β((1+ε_A)^d − 1) + d(1+ε_A)^{d−1} D] + ‖f‖_∞((1+ε_T)^d − 1)
-                                                                    (bump term, c₅-like)
+    |nn(x) − f(x)| ≤ T + L + P, where, with C_T = d^κ/κ! ≤ C(κ+d−1, d−1) and u_i = 3Mx_i − 3m_i,
+    T = C_T R (3M)^{−β} S,   S = S_β (d = 1), min(2^β, d S_β) (d ≥ 2)   (Taylor term, c₄M^{−β})
+        S_β = sup_y Σ_k ψ(y−3k)|y−3k|^β = 1.5^β (the trapezoid-weighted patch error;
+        :func:`.swish_bump.trapezoid_moment`; it was 2^β, the largest weight on a bump's support)
+    L = C_T R (3M)^{−β} (W − S)_+ + ‖f‖_∞((1+ε_T)^d − 1)              (bump term, c₅-like)
+        W = min(2^β(1+ε_A)^d + d(1+ε_A)^{d−1} D,  d(1+ε_A)^{d−1} W_β(τ)),
+        W_β(τ) ≥ sup_y Σ_k |ψ^τ(y−3k)||y−3k|^β (:func:`.swish_bump.bump_moment`).
     P = propagated error of the Swish products (∝ (M+1)^d/λ² at leading order, c₃).
+
+The bump term: the Swish corners add O(1/τ) mass near the breakpoints |u| ∈ {1, 2}, but there the
+trapezoid weights are small, so at d = 1 W_β(τ) equals S_β = 1.5^β to 4 digits for every τ ≥ 8
+(β = 0.5 … 5.5): the rounding fits inside the Taylor term and the sup error does not move with τ
+(measured: 7.3078·10⁻² at τ = 40 and at τ = 1000). The earlier split 2^β(1+ε_A) + D charged it
+at weight 2^β and over-estimated by (2/1.5)^β.
 
 Proof sketch. f − F^τ = Σ_m φ_m^τ (f − P_m) + f(1 − Σ_m φ_m^τ). Taylor's theorem with integral
 remainder gives |f(x) − P_m(x)| ≤ (Σ_{|α|=κ} 1/α!) R ‖x − c_m‖_∞^β = C_T R ‖x − c_m‖_∞^β.
-With u_i = 3Mx_i − 3m_i, max_i |u_i|^β ≤ 2^β + Σ_i (|u_i|^β − 2^β)_+, and the tensor-product
-structure factorises Σ_m |φ_m^τ| max_i|u_i|^β ≤ 2^β A^d + d A^{d−1} D (A, D, ε_T in
-:mod:`.swish_bump`); Σ_m φ_m^τ = Π_i (one telescoping sum) is within (1+ε_T)^d − 1 of 1.
+With u_i = 3Mx_i − 3m_i, Σ_m |φ_m^τ| max_i|u_i|^β is bounded two ways: max_i |u_i|^β ≤ 2^β +
+Σ_i (|u_i|^β − 2^β)_+ gives 2^β A^d + d A^{d−1} D, and max_i |u_i|^β ≤ Σ_i |u_i|^β with the
+tensor-product structure gives d A^{d−1} W_β(τ) (A, D, W_β, ε_T in :mod:`.swish_bump`); for the
+trapezoid (τ → ∞) the same sums are 2^β (Σ_m Π_i ψ = 1 on the cube) and d S_β. Σ_m φ_m^τ =
+Π_i (one telescoping sum) is within (1+ε_T)^d − 1 of 1.
 The network computes F^τ except for the product approximations, tracked as (value bound,
 error bound) pairs through every layer. Bounds are for exact arithmetic; float64 rounding adds
 about λ·2⁻⁵² per product, negligible for λ ≤ 10⁶.
@@ -50,7 +61,14 @@ from torch import nn
 
 from .._validation import check_int, check_real
 from ..nn import LowRankLinear, Swish
-from .swish_bump import BUMP_MAX, absolute_sum_excess, far_moment, partition_sum_error
+from .swish_bump import (
+    BUMP_MAX,
+    absolute_sum_excess,
+    bump_moment,
+    far_moment,
+    partition_sum_error,
+    trapezoid_moment,
+)
 
 Target = Callable[[torch.Tensor], torch.Tensor]
 Derivatives = Callable[[tuple[int, ...], torch.Tensor], torch.Tensor]
@@ -108,6 +126,20 @@ class SwishApproximation:
         """Evaluate the network on (n, d) points; returns (n,)."""
         return self.network(x).squeeze(-1)
 
+    @property
+    def padding(self) -> int:
+        """Zero units added so that every bias-free layer has rank ≤ width/3: W − max(stage_widths).
+
+        0 when the construction itself gives the ≤ 1/3 bottleneck (always for d = 1; for d ≥ 2
+        when the bump layers dominate, i.e. M large against κ).
+        """
+        return self.width - max(self.stage_widths)
+
+    @property
+    def exceeds_paper(self) -> bool:
+        """Whether our nonlinear width is above the paper's formula (e.g. d = 1, M = 1, κ ≥ 5)."""
+        return self.width > self.paper_width
+
 
 def multi_indices(d: int, max_degree: int) -> list[tuple[int, ...]]:
     """All α ∈ ℕ^d with |α| ≤ max_degree, ordered by degree then lexicographically (descending)."""
@@ -124,10 +156,19 @@ def construction_width(d: int, kappa: int, M: int) -> tuple[int, ...]:
     """Units used by each Swish layer of :func:`swish_approximator` (closed form).
 
     Layer 1: 4 bump units per (coordinate, grid index) and 2 identity units per coordinate:
-    4d(M+1) + 2d. Product layers s = 2..S−1 (S − 2 = max(d−1, κ−1, 0) of them): 4 units per
-    product (partial bump products over the first s coordinates, (M+1)^s of them while s ≤ d; new
-    monomials of degree s while s ≤ κ) and 2 per carried quantity. Last layer: 4 per monomial of
-    degree 1..κ and 2 for Φ_0.
+    4d(M+1) + 2d. Then S − 2 = max(d−1, κ−1, 0) product layers and a last layer.
+
+    d = 1, κ ≥ 2 (parallel Horner scheme, :func:`_plan_horner_1d`): layer s = 2..κ+1 multiplies
+    the k = κ − s + 2 terms still carrying a power of x by x: 4k + 4 units (4k + 2 in the last,
+    which no longer carries x): (4(M+1) + 2, 4κ + 4, 4κ, …, 12, 6).
+
+    Otherwise (monomial schedule): product layers s = 2..S−1 use 4 units per product (partial bump
+    products over the first s coordinates, (M+1)^s of them while s ≤ d; new monomials of degree s
+    while s ≤ κ) and 2 per carried quantity; the last layer 4 per monomial of degree 1..κ and 2
+    for Φ_0.
+
+    The network's width W is the largest of these, or 3·(largest rank) where that is larger
+    (:attr:`SwishApproximation.padding`).
     """
     return tuple(len(stage.units) for stage in _plan(d, kappa, M, np.zeros((0,)), 1.0, 1.0)[0])
 
@@ -209,10 +250,13 @@ def swish_approximator(
     moment = far_moment(tau, beta)
     a_sum = 1.0 + eps_a
     scale = c_t * R * (3.0 * M) ** (-beta)
-    taylor = scale * 2.0**beta
-    leakage = scale * (2.0**beta * (a_sum**d - 1.0) + d * a_sum ** (d - 1) * moment) + f_sup * (
-        (1.0 + eps_t) ** d - 1.0
-    )
+    s_trap = trapezoid_moment(beta)
+    w_swish = bump_moment(tau, beta)
+    # Weighted Taylor factor Σ_m |φ_m| max_i |u_i|^β: trapezoid limit (τ → ∞) and with Swish corners.
+    trap_factor = s_trap if d == 1 else min(2.0**beta, d * s_trap)
+    swish_factor = min(2.0**beta * a_sum**d + d * a_sum ** (d - 1) * moment, d * a_sum ** (d - 1) * w_swish)
+    taylor = scale * trap_factor
+    leakage = scale * max(swish_factor - trap_factor, 0.0) + f_sup * ((1.0 + eps_t) ** d - 1.0)
     return SwishApproximation(
         network=network,
         bound=ErrorBound(taylor=taylor, leakage=leakage, product=product_error),
@@ -222,7 +266,8 @@ def swish_approximator(
         kappa=kappa,
         f_sup=f_sup,
         paper_width=paper_width(d, kappa, M),
-        details={"eps_A": eps_a, "eps_T": eps_t, "D": moment, "C_T": c_t},
+        details={"eps_A": eps_a, "eps_T": eps_t, "D": moment, "C_T": c_t, "S_beta": s_trap, "W_tau": w_swish,
+                 "taylor_factor": trap_factor, "swish_factor": swish_factor},
     )
 
 
@@ -437,6 +482,9 @@ def _plan(
             for m in range(M + 1):
                 pending[("psi", i, m)] = ({bump_out[(i, m)]: 1.0}, _Quantity(BUMP_MAX, 0.0))
 
+    if d == 1 and kappa >= 2:
+        return _plan_horner_1d(stages, pending, kappa, lam)
+
     product_stages = max(d - 1, kappa - 1, 0)
     for s in range(2, 2 + product_stages):
         stage = _Stage()
@@ -503,6 +551,50 @@ def _plan(
         product_error += q.error
     stages.append(stage)
     return stages, readout, product_error
+
+
+def _plan_horner_1d(
+    stages: list[_Stage], pending: dict[tuple, tuple[dict[int, float], _Quantity]], kappa: int, lam: float
+) -> tuple[list[_Stage], dict[int, float], float]:
+    """d = 1, κ ≥ 2: evaluate Σ_j x^j Φ_j by a parallel Horner scheme, κ more Swish layers.
+
+    Terms T_j start as Φ_j with a pending power j. Every stage multiplies each term whose power is
+    still ≥ 1 by x (one Swish product each, all sharing the factor x) and carries x and an
+    accumulator; terms whose power has reached 0 are added to the accumulator in the next
+    bias-free linear layer (a linear map, free). The depth equals the monomial schedule's
+    (1 + κ Swish layers), but x is the only factor shared by many products, so a stage with k
+    products reads k + 2 quantities and has 4k + 4 units (4k + 2 in the last): the rank is
+    ≤ 1/3 of the width by construction whenever k ≥ 2, and the widest layer, 4κ + 4 units (stage 2,
+    rank κ + 2), sets W ≥ 3(κ + 2) for κ ≥ 2: no padding. The monomial schedule carried every
+    Φ_j and every x^j to the end (rank 2κ + 1 with 4 + 2(2κ − 1) units, padded to 3(2κ + 1)).
+
+    Error propagation: the product of x (bound 1, exact) and a term (bound B, error E) has error
+    ≤ (1 + E)²(B + E)²/(3λ²) + E (:func:`_product_bounds`); the accumulator's error is the sum of
+    its terms' errors, and it is the product error P of the whole network.
+    """
+    x_q = pending[("mono", 1)]
+    acc = pending[("Phi", 0)]
+    terms = [(j, pending[("Phi", j)]) for j in range(1, kappa + 1)]
+    while terms:
+        stage = _Stage()
+        inputs = [x_q, acc] + [term for _, term in terms]
+        stages[-1].next_quantities = [form for form, _ in inputs]
+        quantities = [q for _, q in inputs]
+        new_terms = []
+        for k, (power, _) in enumerate(terms):
+            q, scale = _product_bounds(quantities[0], quantities[2 + k], lam)
+            new_terms.append((power - 1, ({stage.product(0, 2 + k, scale, lam): 1.0}, q)))
+        acc = ({stage.carry(1): 1.0}, quantities[1])
+        if any(power >= 1 for power, _ in new_terms):
+            x_q = ({stage.carry(0): 1.0}, quantities[0])
+        stages.append(stage)
+        terms = []
+        for power, (form, q) in new_terms:
+            if power == 0:  # fold into the accumulator: a sum of linear forms over this stage's outputs
+                acc = (_combine(acc[0], form), _Quantity(acc[1].bound + q.bound, acc[1].error + q.error))
+            else:
+                terms.append((power, (form, q)))
+    return stages, acc[0], acc[1].error
 
 
 def _assemble(stages: list[_Stage], readout: dict[int, float], d: int) -> tuple[nn.Sequential, int, tuple[int, ...]]:

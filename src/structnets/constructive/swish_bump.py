@@ -107,13 +107,67 @@ def far_moment(tau: float, beta: float) -> float:
     return 2.0 * (first + _envelope_sum(tau, lambda j: (j + 3.0) ** beta - 2.0**beta)) / tau
 
 
+def trapezoid_moment(beta: float) -> float:
+    """S_β ≥ sup_y Σ_{k∈ℤ} ψ(y − 3k)·|y − 3k|^β for the ReLU trapezoid ψ (a rigorous upper bound).
+
+    The Taylor error of the patch at m, weighted by the partition: at y a plateau point (|u| ≤ 1)
+    only one bump is nonzero and the sum is |u|^β ≤ 1; on a transition (u ∈ [1, 2]) two bumps
+    share y: (2 − u)u^β + (u − 1)(3 − u)^β, symmetric about u = 1.5. The maximum is taken on a grid
+    of 20,001 points of [1, 2] plus the Lipschitz slack L·h/2 with
+    L = max|d/du| ≤ 2·2^β + 2β·2^{β−1} (so the value is an upper bound, ~10⁻⁴·2^β above the true
+    sup, which is 1.5^β for every β ≥ 1 measured). The paper's and our earlier bound used 2^β (the
+    largest |u|^β on the support of one bump).
+    """
+    beta = check_real("beta", beta, low=0.0, low_open=True)
+    import numpy as np
+
+    u = np.linspace(1.0, 2.0, 20001)
+    values = (2.0 - u) * u**beta + (u - 1.0) * (3.0 - u) ** beta
+    slack = (2.0 * 2.0**beta + 2.0 * beta * 2.0 ** max(beta - 1.0, 0.0)) * (u[1] - u[0]) / 2.0
+    return float(max(1.0, values.max() + slack))
+
+
+def bump_moment(tau: float, beta: float) -> float:
+    """W ≥ sup_y Σ_{k∈ℤ} |ψ^τ(y − 3k)|·|y − 3k|^β for the Swish bump (a rigorous upper bound).
+
+    This is the factor that multiplies C_T R (3M)^{−β} in the Taylor-plus-bump part of the
+    construction's error at d = 1, with the Swish corners included; the old split
+    2^β(1 + ε_A) + D bounds it too but counts the O(1/τ) rounding at full weight 2^β, although it
+    sits at the breakpoints |u| ∈ {1, 2}, where the trapezoid weights are small. The sum is
+    periodic (period 3) and even in y, so y ∈ [0, 1.5]. Terms k ∈ {−1, 0, 1} (|u| ≤ 4.5) are
+    evaluated in float64 on 150,001 points, plus the Lipschitz slack 3·(2.4·4.5^β + 1.2β·4.5^{β−1})·h/2
+    (|ψ^τ'| ≤ 2·(sup ρ' − inf ρ') < 2.4, |ψ^τ| ≤ 1.2); terms |k| ≥ 2 have |u| ≥ 4.5 > 2, where
+    ψ = 0 and |ψ^τ(u)| ≤ (4/τ)·G(τ(|u| − 2)) (:func:`deviation_envelope`), summed as a constant.
+    Returns min(that, S_β + 2^β ε_A + D) with S_β from :func:`trapezoid_moment` (both valid).
+    """
+    tau = check_real("tau", tau, low=0.0, low_open=True)
+    beta = check_real("beta", beta, low=0.0, low_open=True)
+    y = torch.linspace(0.0, 1.5, 150001, dtype=torch.float64)
+    total = torch.zeros_like(y)
+    for k in (-1, 0, 1):
+        u = y - 3.0 * k
+        total = total + swish_bump(u, tau).abs() * u.abs() ** beta
+    h = 1.5 / 150000
+    slack = 3.0 * (2.4 * 4.5**beta + 1.2 * beta * 4.5 ** max(beta - 1.0, 0.0)) * h / 2.0
+    # |k| ≥ 2, both signs: |u| ∈ [3|k| − 1.5, 3|k| + 1.5].
+    far, k = 0.0, 2
+    while tau * (3 * k - 3.5) < 745.0 and k < 1_000_000:
+        far += 2.0 * (4.0 / tau) * deviation_envelope(tau * (3 * k - 3.5)) * (3 * k + 1.5) ** beta
+        k += 1
+    direct = float(total.max()) + slack + far
+    split = trapezoid_moment(beta) + 2.0**beta * absolute_sum_excess(tau) + far_moment(tau, beta)
+    return min(direct, split)
+
+
 __all__ = [
     "BUMP_MAX",
     "G_MAX",
     "absolute_sum_excess",
+    "bump_moment",
     "deviation_envelope",
     "far_moment",
     "partition_sum_error",
     "swish_bump",
     "trapezoid",
+    "trapezoid_moment",
 ]
