@@ -361,7 +361,7 @@ def _compress_layer(
         alpha = None
     else:
         new = DLoRLinear.from_linear(linear, r)
-        alpha = float(new.alpha)
+        alpha = float(new.alpha.detach())
     difference = float((weight - new.to_dense().detach().to(torch.float64)).square().sum())
     error = math.sqrt(difference / total) if total > 0 else 0.0
     return new, row(new, r, alpha, error)

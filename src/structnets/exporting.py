@@ -49,7 +49,9 @@ def export(model: nn.Module) -> nn.Module:
         raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
     factory = _factory(model)
     result = copy.deepcopy(model)
-    exported: dict[int, nn.Module] = {}
+    # id → (original, export): holding the original keeps its id from being reused by a new
+    # object once the original is swapped out of its parent and freed.
+    exported: dict[int, tuple[nn.Module, nn.Module]] = {}
 
     def convert(module: nn.Module) -> nn.Module | None:
         if id(module) not in exported:
@@ -65,8 +67,8 @@ def export(model: nn.Module) -> nn.Module:
                     f"{type(module).__name__}.export() must return an nn.Module, got {type(new).__name__}"
                 )
             new.train(training)
-            exported[id(module)] = new
-        return exported[id(module)]
+            exported[id(module)] = (module, new)
+        return exported[id(module)][1]
 
     root = convert(result)
     if root is not None:
