@@ -15,6 +15,7 @@ _MODULES: dict[str, str] = {
     "smoothness-rates": "structnets.experiments.smoothness_rates",
     "lipschitz-moons": "structnets.experiments.lipschitz_moons",
     "lipschitz-mnist": "structnets.experiments.lipschitz_mnist",
+    "lipschitz-density": "structnets.experiments.lipschitz_density",
     "rank-bounds": "structnets.experiments.rank_bounds",
 }
 
