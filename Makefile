@@ -36,6 +36,7 @@ bench: setup
 	$(PY) benchmarks/lowrank_speed.py
 	$(PY) benchmarks/lipschitz_constraint.py
 	$(PY) benchmarks/rates_refiners.py
+	$(PY) benchmarks/adam_step.py
 	$(PY) benchmarks/certificate_cache.py
 	$(PY) benchmarks/forward_rounding.py
 

@@ -250,3 +250,18 @@ def test_a_model_without_qualifying_layers_says_so() -> None:
         compress(_model(), rank=1, include="nothing.*")
     with pytest.raises(TypeError, match="`model`"):
         compress(torch.zeros(3), rank=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("energy", [0.5, 0.8])
+def test_dlor_energy_takes_the_smallest_rank_whose_best_alpha_keeps_it(energy: float) -> None:
+    torch.manual_seed(6)
+    # Identity plus a decaying low-rank part: the shape DLoR is made for.
+    part = torch.randn(14, 6, dtype=F64) @ torch.diag(0.6 ** torch.arange(6, dtype=F64)) @ torch.randn(6, 14, dtype=F64)
+    model = nn.Sequential(nn.Linear(14, 14, dtype=F64))
+    with torch.no_grad():
+        model[0].weight.copy_(2.0 * torch.eye(14, dtype=F64) + part)
+    (row,) = compress(model, "dlor", energy=energy).layers
+    weight = model[0].weight.detach()
+    total = float(weight.square().sum())
+    assert row.replaced and row.relative_error**2 <= 1 - energy + 1e-12
+    assert row.rank == 1 or dlor_approximation(weight, row.rank - 1).error ** 2 > (1 - energy) * total
