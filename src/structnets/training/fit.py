@@ -135,6 +135,9 @@ def fit(
         weight_decay: L2 penalty coefficient (>= 0); decoupled for ``"adamw"``.
         optimizer: ``"adam"``, ``"adamw"``, ``"sgd"`` (momentum 0.9), or a factory
             ``params -> torch.optim.Optimizer`` (then ``lr``/``weight_decay`` are not used).
+            Adam/AdamW are ``torch.optim.Adam``/``AdamW(fused=True)`` (``foreach`` where fused
+            cannot run); on CPU the same fused kernel is called without ``torch.optim``'s per-step
+            overhead once a self-check finds it bit-identical (see ``_FusedAdam``).
         validation_fraction: fraction in [0, 1) of rows held out (at random, seeded) to monitor;
             at least one row is held out when it is > 0.
         validation_data: an explicit ``(X_val, y_val)`` instead; excludes ``validation_fraction``.
