@@ -17,6 +17,7 @@ _MODULES: dict[str, str] = {
     "lipschitz-mnist": "structnets.experiments.lipschitz_mnist",
     "lipschitz-density": "structnets.experiments.lipschitz_density",
     "rank-bounds": "structnets.experiments.rank_bounds",
+    "dlor-universality": "structnets.experiments.dlor_universality",
 }
 
 
