@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from .._validation import check_int
-from ..models.dlor_mlp import DLoRBranches, TakeFirst, ZeroPad
+from ..models.dlor_mlp import DLoRBranches, DLoRParallel, TakeFirst, ZeroPad
 from ..nn import (
     DLoRLinear,
     GradientStepResidual,
@@ -188,6 +188,22 @@ def _dlor_branches_count(module: nn.Module, input: torch.Tensor, output: torch.T
     )
 
 
+def _dlor_parallel_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # Σ_k σ(α_k x + U_k(V_kᵀx) + b_k): B DLoR maps (as _dlor_count), B·N activations, and the
+    # (B − 1)·N additions that sum the branches after σ.
+    rows = output.numel() // module.features
+    n, r, b = module.features, module.rank, len(module.branches)
+    bias = n if module.branches[0].bias is not None else 0
+    return LeafCount(
+        macs=rows * b * (2 * n * r + n),
+        adds=rows * (b * (n + bias) + (b - 1) * n),
+        evaluations=rows * b * n,
+        # per branch Vᵀx (r), the pre-activation (n) and σ of it (n); B − 2 partial sums. For
+        # B = 1 σ's result is the output itself: B·r + (3B − 2)·n in both cases.
+        intermediate_elements=rows * (b * r + (3 * b - 2) * n),
+    )
+
+
 def _elementwise_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     return LeafCount(evaluations=output.numel())
 
@@ -206,6 +222,7 @@ _COUNTERS: dict[type[nn.Module], Counter] = {
     GradientStepResidual: _gradient_step_count,
     MaxMin: _maxmin_count,
     DLoRBranches: _dlor_branches_count,
+    DLoRParallel: _dlor_parallel_count,
     ZeroPad: _free,
     TakeFirst: _free,
     nn.Identity: _free,
