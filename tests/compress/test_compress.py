@@ -99,6 +99,25 @@ def test_ratio_takes_the_largest_rank_within_the_parameter_budget(ratio: float) 
         assert (r + 1) * (m + n) > ratio * m * n or r == min(m, n)
 
 
+@pytest.mark.parametrize("ratio", [0.1, 0.3, 0.8])
+def test_dlor_ratio_counts_u_v_and_alpha(ratio: float) -> None:
+    report = compress(_model(), "dlor", ratio=ratio)
+    for row in report.layers:
+        n, r = row.in_features, row.rank
+        assert 2 * n * r + 1 <= ratio * n * n or r == 1
+        assert 2 * n * (r + 1) + 1 > ratio * n * n or r == n - 1
+
+
+def test_new_layers_follow_requires_grad_and_train_flags() -> None:
+    model = _model()
+    model.stem[2].requires_grad_(False)
+    model.blocks.eval()
+    compressed = compress(model, rank=3).model
+    assert not any(p.requires_grad for p in compressed.stem[2].parameters())
+    assert all(p.requires_grad for p in compressed.stem[0].parameters())
+    assert not compressed.blocks["mix"].training and compressed.stem[0].training
+
+
 @pytest.mark.parametrize("energy", [0.3, 0.6, 0.9])
 def test_energy_takes_the_smallest_rank_that_keeps_it(energy: float) -> None:
     torch.manual_seed(0)
