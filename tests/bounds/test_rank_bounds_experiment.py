@@ -45,7 +45,7 @@ def test_one_unit_report_and_figures(uci_data: Path, tmp_path: Path) -> None:
     config = replace(
         RankBoundsConfig.quick(), datasets=("rice",), widths=(16, 32), depths=(3,), weight_decays=(0.0,),
         ranks=(None, 2), n_train=300, n_test=200, epochs=2, probe_size=100, rank_checkpoints=2,
-        linear_depths=(3,), linear_weight_decays=(0.0, 0.05), linear_steps=400, linear_lr=0.1,
+        linear_depths=(3,), linear_weight_decays=(0.0, 0.05), linear_steps=400, linear_lr=0.1, ps=(0.0, 1.0, 2.0),
     )
     units = EXPERIMENT.units(config, pd.DataFrame())
     rows = []
