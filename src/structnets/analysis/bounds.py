@@ -17,7 +17,8 @@ For a classifier ``f(x) = A_L σ(A_{L−1} σ(⋯ σ(A_1 x)))`` with a ρ-Lipsch
   and Lei, *Generalization Bounds for Rank-sparse Neural Networks* (NeurIPS 2025), derived from
   the covering argument they sketch (a rank-k head covered by counting its parameters, the tail
   beyond it truncated or covered by Maurey's norm-based empirical lemma, k chosen per layer and
-  per scale, composed layer by layer through the Lipschitz product); the derivation and every
+  per scale, composed layer by layer through the Lipschitz product with the covering radius
+  allocated over layers per scale); the derivation and every
   constant kept or dropped are in ``docs/bounds.md``.
 
 Biases are not part of these bounds (as in the three papers): apply them to bias-free networks,
@@ -822,7 +823,8 @@ def parameter_count_bound(
 
     With probability ≥ 1 − δ over n samples,
     ``P(error) ≤ R̂_γ + 2 inf_α (4α + 12/√n ∫_α^1 √(log N(ε)) dε) + 3 √(ln(2/δ)/(2n))`` with
-    ``log N(ε) = Σ_i m_i n_i log(3 √min(m_i, n_i) / t(ε))``, ``t(ε) = min(γε/(2KL), 1/L)`` and
+    ``log N(ε) = min Σ_i m_i n_i log(3 √min(m_i, n_i) / t_i)`` over layer radii with
+    ``Σ_i t_i ≤ T(ε) = min(γε/(2K), 1)`` (``t_i = T(ε)/L`` with ``allocation="equal"``) and
     ``K = e ρ^{L−1} (‖X‖_F/√n) Π_i ‖A_i‖_2`` (docs/bounds.md, Sec. 2–4). Its sample complexity is
     Õ(P · L) with P = Σ m_i n_i ≈ W²L parameters, the order of the VC bounds of Bartlett,
     Harvey, Liaw and Mehrabian (JMLR 2019), Õ(W²L²). Spectral norms are fixed in advance (the
