@@ -62,7 +62,7 @@ TARGETS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str]] = {
     "saddle": (_saddle, "x₁x₂ (the orthogonal blind spot of rank-1 networks)"),
     "ripple": (_ripple, "sin(πx₁)cos(πx₂)"),
     "cone": (_cone, "‖x‖₂ (continuous, not differentiable at 0)"),
-    "pair": (_pair, "(x₁x₂, ‖x‖₂): m = 2, width 6"),
+    "pair": (_pair, "(x₁x₂, ‖x‖₂), m = 2"),
 }
 """2-D targets on [−1, 1]²: name -> (function of a (rows, 2) float64 tensor, description)."""
 
@@ -277,7 +277,7 @@ def _slope(rows: pd.DataFrame, family: str) -> float:
 def _reading(results: pd.DataFrame, config: DLoRUniversalityConfig) -> list[str]:
     """The verdict paragraphs, computed from the table."""
     out = []
-    dense_ratio, wide_generic, wide_exact = [], [], []
+    dense_ratio, wide_generic, wide_exact, slopes = [], [], [], []
     for target in config.targets:
         rows = results[results["target"] == target].sort_values("neurons")
         if rows.empty:
@@ -290,6 +290,7 @@ def _reading(results: pd.DataFrame, config: DLoRUniversalityConfig) -> list[str]
             if not have.empty:
                 g = have.iloc[-1]
                 wide_generic.append((target, int(g["neurons"]), g["wide_generic_params"] / g["deep_r2_params"]))
+                slopes.append((_slope(rows, "wide_generic"), _slope(rows, "deep_r2")))
     if dense_ratio:
         out.append(
             f"Theorem 8 (deep DLoR inherits the dense network's parameter complexity): at the largest J the deep "
@@ -304,9 +305,16 @@ def _reading(results: pd.DataFrame, config: DLoRUniversalityConfig) -> list[str]
             "Deep against the paper's wide network (additive correspondence of g) at equal error: wide/deep "
             "parameters "
             + ", ".join(f"{t} {r:.1f}× (J = {j})" for t, j, r in wide_generic)
-            + f": deep is {'cheaper in every target' if verdict else 'not cheaper in every target'}, and the "
-            "growth slopes above (wide generic against deep) say whether the gap widens with J."
+            + f": deep is {'cheaper in every target' if verdict else 'not cheaper in every target'}."
         )
+        finite = [(w, d) for w, d in slopes if math.isfinite(w) and math.isfinite(d)]
+        if finite:
+            widens = all(w > d + 0.5 for w, d in finite)
+            out[-1] += (
+                f" Parameter growth with J: wide generic slope {min(w for w, _ in finite):.2f}–{max(w for w, _ in finite):.2f}, "
+                f"deep {min(d for _, d in finite):.2f}–{max(d for _, d in finite):.2f}, so the gap "
+                + ("widens (quadratic against linear in J)." if widens else "does not clearly widen.")
+            )
     if wide_exact:
         cheaper = max(wide_exact) < 1
         out.append(
@@ -416,7 +424,9 @@ def _report(results: pd.DataFrame, config: DLoRUniversalityConfig) -> str:
         if rows.empty:
             continue
         lines.append(f"| {target} | " + " | ".join(_fmt(_slope(rows, fam), ".2f") for fam in FAMILIES) + " |")
-    lines += ["", *_reading(results, config), ""]
+    for paragraph in _reading(results, config):
+        lines += ["", paragraph]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -448,7 +458,11 @@ def _figures(results: pd.DataFrame, config: DLoRUniversalityConfig, out_dir: Pat
     ax.legend(fontsize=7, ncol=2)
     paths.append(save_figure(fig, out_dir / "universality_depth.png"))
 
-    fig, axes = plt.subplots(1, len(targets), figsize=(3.4 * len(targets), 3.4), squeeze=False)
+    columns = min(2, len(targets))
+    grid_rows = math.ceil(len(targets) / columns)
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(4.2 * columns, 3.3 * grid_rows), squeeze=False)
+    for ax in axes.flat[len(targets):]:
+        ax.set_visible(False)
     styles = {
         "shallow": ("black", "dense shallow g"),
         "deep_r2": ("tab:blue", "deep, r = 2"),
@@ -457,7 +471,7 @@ def _figures(results: pd.DataFrame, config: DLoRUniversalityConfig, out_dir: Pat
         "wide_exact": ("tab:green", "wide exact"),
         "wide_generic": ("tab:red", "wide generic (parallel)"),
     }
-    for ax, target in zip(axes[0], targets, strict=True):
+    for ax, target in zip(axes.flat, targets, strict=False):
         rows = results[results["target"] == target]
         for family, (colour, label) in styles.items():
             if f"{family}_params" not in rows:
@@ -467,9 +481,9 @@ def _figures(results: pd.DataFrame, config: DLoRUniversalityConfig, out_dir: Pat
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("parameters")
+        ax.set_ylabel("sup error")
         ax.set_title(target, fontsize=9)
-    axes[0][0].set_ylabel("sup error")
-    axes[0][-1].legend(fontsize=6)
+    axes.flat[0].legend(fontsize=6)
     fig.suptitle("Parameters at equal error: deep vs wide DLoR (same g per point)", fontsize=10)
     paths.append(save_figure(fig, out_dir / "universality_parameters.png"))
     return paths
