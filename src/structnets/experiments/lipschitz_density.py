@@ -67,10 +67,10 @@ class LipschitzDensityConfig:
     groups_2d: tuple[int, ...] = (2, 6)
     group_size_2d: int = 3
     target_seed: int = 0
-    depths: tuple[int, ...] = (1, 2, 4, 8, 16)
+    depths: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     width: int | None = None
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 1000
+    steps: int = 2000
     lr: float = 1e-2
     step: float = 1.9
     train_per_axis_1d: int = 257
@@ -222,15 +222,25 @@ def fit_fixed_width(
     params = _stack(models, depth)
     x = torch.tensor(x_np).expand(len(seeds), -1, -1)
     y = torch.tensor(y_np).expand(len(seeds), -1)
-    optimizer = torch.optim.Adam(list(params.values()), lr=lr)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
-    for _ in range(steps):
-        optimizer.zero_grad(set_to_none=True)
-        # Sum of per-model means: each model's gradient is its own MSE gradient (Adam is elementwise).
+    tensors = list(params.values())
+    first = [torch.zeros_like(p) for p in tensors]
+    second = [torch.zeros_like(p) for p in tensors]
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    for t in range(steps):
+        # Sum of per-model means: each model's gradient is its own MSE gradient, and Adam is
+        # elementwise, so every seed trains exactly as it would alone.
         loss = ((_batched_forward(params, x) - y) ** 2).mean(dim=1).sum()
-        loss.backward()
-        optimizer.step()
-        schedule.step()
+        grads = torch.autograd.grad(loss, tensors)
+        # Adam (Kingma & Ba, 2015) with cosine annealing lr·(1 + cos(πt/T))/2, written out: same
+        # update as torch.optim.Adam + CosineAnnealingLR, without torch.optim's import of
+        # torch._dynamo (seconds per process).
+        rate = lr * (1.0 + math.cos(math.pi * t / steps)) / 2.0
+        correction1, correction2 = 1.0 - beta1 ** (t + 1), 1.0 - beta2 ** (t + 1)
+        with torch.no_grad():
+            for p, g, m, v in zip(tensors, grads, first, second):
+                m.mul_(beta1).add_(g, alpha=1.0 - beta1)
+                v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
+                p.addcdiv_(m, v.sqrt().div_(math.sqrt(correction2)).add_(eps), value=-rate / correction1)
     _unstack(params, models, depth)
     for model in models:
         model.eval()
@@ -489,7 +499,7 @@ def _report(results: pd.DataFrame, config: LipschitzDensityConfig) -> str:
         "| L upper | L meas. | target L meas. | seq. depth | time (s) |"
     )
     lines += [header, "|" + "---|" * (header.count("|") - 1)]
-    ordered = results.sort_values(["dim", "target", "model", "depth"], kind="stable")
+    ordered = results.sort_values(["dim", "target_pieces", "target", "model", "depth"], kind="stable")
     for _, r in ordered.iterrows():
         seq = r.get("sequential_depth")
         cells = [
@@ -506,7 +516,9 @@ def _report(results: pd.DataFrame, config: LipschitzDensityConfig) -> str:
         f"| best trained sup error (depth) | smallest depth with sup ≤ {config.tolerance:g} |"
     )
     lines += [header, "|" + "---|" * (header.count("|") - 1)]
-    for name, rows in results.groupby("target", sort=True):
+    order = results.sort_values(["dim", "target_pieces", "target"], kind="stable")["target"].unique()
+    for name in order:
+        rows = results[results["target"] == name]
         exact = rows[rows["model"] == "exact"]
         trained = rows[rows["model"] == "trained"].sort_values("depth")
         e = exact.iloc[0] if not exact.empty else None
@@ -562,8 +574,9 @@ def _figures(results: pd.DataFrame, config: LipschitzDensityConfig, out_dir: Pat
     fig, axes = plt.subplots(1, len(dims), figsize=(5.2 * len(dims), 3.8), squeeze=False)
     exact = results[results["model"] == "exact"]
     for ax, dim in zip(axes[0], dims):
-        for color, (name, rows) in zip(plt.cm.tab10.colors, trained[trained["dim"] == dim].groupby("target")):
-            rows = rows.sort_values("depth")
+        part = trained[trained["dim"] == dim].sort_values(["target_pieces", "target"], kind="stable")
+        for color, name in zip(plt.cm.tab10.colors, part["target"].unique()):
+            rows = part[part["target"] == name].sort_values("depth")
             ax.plot(rows["depth"], rows["sup_error"], marker="o", color=color, label=f"{name} sup")
             ax.plot(rows["depth"], rows["rmse"], marker=".", ls="--", color=color, label=f"{name} RMSE")
             e = exact[exact["target"] == name]
