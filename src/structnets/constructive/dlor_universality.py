@@ -339,7 +339,8 @@ def dlor_from_shallow(
         rank: 1 or 2 (rank of every DLoR update).
         h: register scale in (0, 1]: smaller is closer to linear. Decoding a − σ(c) cancels
             when σ(c) ≠ 0 (rounding ~ ε/h per layer), not when σ(c) = 0 (tanh, swish, GELU:
-            rounding stays relative). Default: 1e-6 when σ(c) = 0, else 1e-5.
+            rounding stays relative, so h can be tiny). Default: 1e-10 when σ(c) = 0 (measured
+            at J = 256: ‖F − g‖_∞ at rounding level for tanh, 6e-8 for GELU), else 1e-5.
         center: σ's operating point c (default 1 for ReLU, 0 otherwise); σ'(c) must be ≠ 0.
 
     Returns:
@@ -366,7 +367,7 @@ def dlor_from_shallow(
     if s == 0.0 or not math.isfinite(s):
         raise ValueError(f"`center` must be a point where the activation's slope is non-zero, got {c} (slope {s})")
     if h is None:
-        h = 1e-6 if v == 0.0 else 1e-5
+        h = 1e-10 if v == 0.0 else 1e-5
 
     n, m, J = shallow.in_features, shallow.out_features, shallow.neurons
     N = n + m + 2
