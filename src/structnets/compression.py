@@ -386,7 +386,12 @@ def _energy_rank(method: str, weight: torch.Tensor, energy: float, total: float)
     def fits(r: int) -> bool:
         return dlor_approximation(weight, r).error ** 2 <= allowed
 
-    if not fits(hi):
+    # α = 0 is among dlor_approximation's candidates, so a DLoR layer of rank r is never worse
+    # than the truncated SVD of rank r: the low-rank energy rank, if it saves parameters, fits.
+    low_rank = _energy_rank("lowrank", weight, energy, total) if hi >= 1 else None
+    if low_rank is not None and low_rank <= hi:
+        hi = low_rank
+    elif not fits(hi):
         return None
     lo_bad, hi_good = 0, hi  # invariant: hi_good fits; every r ≤ lo_bad was found not to (or r = 0)
     while hi_good - lo_bad > 1:

@@ -383,8 +383,9 @@ def _descend(
         moved, gained = abs(step - best), best_value - value_new
         previous = (best, g)
         best, g, best_value = step, g_new, value_new
-        # α to ~10 digits is far below what float32 or float64 weights resolve in f.
-        if moved <= 1e-10 * scale or gained <= 1e-13 * best_value or best_value == 0.0:
+        # Stop once f no longer improves in its 10th digit (or α in its 10th, relative to the
+        # RMS singular value): further steps cannot change what a float32 layer stores.
+        if moved <= 1e-10 * scale or gained <= 1e-10 * best_value or best_value == 0.0:
             break
     return best, best_value
 
