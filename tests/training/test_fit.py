@@ -324,3 +324,20 @@ def test_public_adam_falls_back_to_foreach_where_fused_is_refused():
         p.grad = torch.ones_like(p)
     opt.step()  # first Adam step moves every entry by lr·sign(g)
     torch.testing.assert_close(params[0].detach(), torch.full((3,), 1 - 1e-3))
+
+
+def test_fit_on_cpu_does_not_import_torch_dynamo():
+    # torch.optim's Optimizer.step imports torch._dynamo on first use (seconds per process); the
+    # verified fast path and its self-check do not, which matters for every runner worker.
+    import subprocess
+
+    code = (
+        "import sys, numpy as np\n"
+        "from structnets.models import mlp\n"
+        "from structnets.training import fit\n"
+        "fit(mlp(3, 1, 8, 2), np.ones((20, 3), 'float32'), np.ones(20, 'float32'), epochs=2)\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -529,13 +529,20 @@ def _private_kernel(decoupled: bool) -> Callable[..., Any]:
 
 @functools.cache
 def _fast_adam_verified(dtype: torch.dtype, decoupled: bool) -> bool:
-    """One-time check that :class:`_FusedAdam` equals the public fused optimiser bit for bit.
+    """One-time check that :class:`_FusedAdam` equals public fused Adam bit for bit.
 
     Runs five steps of each on two small CPU tensors (with weight decay, so the decoupled and
-    coupled paths differ) from the same seeded values and gradients. Any exception (a changed
-    private signature) or any differing bit (changed arithmetic) disables the fast path.
+    coupled paths differ) from the same seeded values and gradients. The reference is
+    ``torch.optim.adam.adam(..., fused=True)``, the public functional form that
+    ``torch.optim.Adam(fused=True).step`` calls; the optimiser class itself would import
+    ``torch._dynamo`` on its first ``step`` (seconds), which this path exists to avoid. Any
+    exception (a changed private or public signature) or any differing bit (changed arithmetic)
+    disables the fast path. ``tests/training/test_fit.py`` compares whole ``fit`` runs against the
+    ``torch.optim.Adam`` class as well.
     """
     try:
+        from torch.optim.adam import adam as adam_step
+
         generator = torch.Generator().manual_seed(0)
         shapes = ((7, 5), (5,))
         start = [torch.randn(s, generator=generator, dtype=torch.float64).to(dtype) for s in shapes]
@@ -544,15 +551,21 @@ def _fast_adam_verified(dtype: torch.dtype, decoupled: bool) -> bool:
             for _ in range(5)
         ]
         ours = [nn.Parameter(t.clone()) for t in start]
-        theirs = [nn.Parameter(t.clone()) for t in start]
         fast = _FusedAdam(ours, lr=1e-2, weight_decay=0.1, decoupled=decoupled)
-        cls = torch.optim.AdamW if decoupled else torch.optim.Adam
-        public = cls(theirs, lr=1e-2, weight_decay=0.1, fused=True)
+        theirs = [t.clone() for t in start]
+        exp_avgs = [torch.zeros_like(t) for t in theirs]
+        exp_avg_sqs = [torch.zeros_like(t) for t in theirs]
+        steps = [torch.zeros((), dtype=torch.float32) for _ in theirs]
         for step_grads in grads:
-            for params, optimizer in ((ours, fast), (theirs, public)):
-                for p, g in zip(params, step_grads, strict=True):
-                    p.grad = g.clone()
-                optimizer.step()
-        return all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
+            for p, g in zip(ours, step_grads, strict=True):
+                p.grad = g.clone()
+            fast.step()
+            adam_step(
+                theirs, [g.clone() for g in step_grads], exp_avgs, exp_avg_sqs, [], steps,
+                fused=True, decoupled_weight_decay=decoupled, amsgrad=False,
+                beta1=_FusedAdam.betas[0], beta2=_FusedAdam.betas[1], lr=1e-2, weight_decay=0.1,
+                eps=_FusedAdam.eps, maximize=False,
+            )  # fmt: skip
+        return all(torch.equal(a.detach(), b) for a, b in zip(ours, theirs, strict=True))
     except Exception:  # noqa: BLE001  (any failure of a private API means: do not use it)
         return False
