@@ -653,12 +653,20 @@ def _linear_claim(linear: pd.DataFrame) -> str | None:
     decays = sorted(linear["weight_decay"].unique())
     positive = linear[linear["weight_decay"] > 0]
     zero = linear[linear["weight_decay"] == 0]
+    # the excess over equality, (ratio − 1), relative to its value at initialisation
+    shrink = (positive["linear_ratio"] - 1) / (positive["linear_ratio_init"] - 1)
+    kept = (zero["linear_ratio"] - 1) / (zero["linear_ratio_init"] - 1)
     if positive.empty:
         verdict = "— (no weight decay > 0)"
-    elif bool((positive["linear_ratio"] < 1.02).all()) and (zero.empty or bool((zero["linear_ratio"] > 1.05).all())):
-        verdict = "yes: the ratio tends to 1 with weight decay" + (", and stays > 1 without" if not zero.empty else "")
+    elif bool((shrink <= 0.1).all()) and (zero.empty or bool((kept >= 0.5).all())):
+        verdict = (
+            f"yes: with weight decay the excess ratio − 1 falls to ≤ {100 * float(shrink.max()):.1f}% of its initial value"
+            + (f"; without, it stays at ≥ {100 * float(kept.min()):.0f}%" if not zero.empty else "")
+        )
     else:
-        verdict = f"no / not converged (largest ratio with wd > 0: {positive['linear_ratio'].max():.4g})"
+        verdict = (
+            f"no / not converged (excess ratio − 1 kept with wd > 0: up to {100 * float(shrink.max()):.0f}% of its initial value)"
+        )
     return (
         f"| weight decay ↔ S_{{2/L}} where theory predicts equality (deep linear nets, width "
         f"{int(linear['width'].iloc[0])}, depths {sorted(int(d) for d in linear['depth'].unique())}, "
