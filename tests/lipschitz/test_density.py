@@ -267,17 +267,17 @@ def test_report_is_built_from_rows_alone() -> None:
     assert "(no results yet)" in experiment.report(pd.DataFrame(), config)
     rows = pd.DataFrame(
         [
-            {"target": "t", "dim": 1, "model": "exact", "depth": 3, "width": 8, "parameters": 10, "sup_error": 1e-15,
+            {"target": "t", "dim": 1, "target_pieces": 5, "model": "exact", "depth": 3, "width": 8, "parameters": 10, "sup_error": 1e-15,
              "rmse": 1e-16, "sup_error_median": 1e-15, "rmse_median": 1e-16, "lipschitz_upper": 1.5,
              "lipschitz_measured": 0.9, "target_lipschitz_measured": 0.9, "sequential_depth": 5, "seconds": 0.1},
-            {"target": "t", "dim": 1, "model": "trained", "depth": 4, "width": 4, "parameters": 50, "sup_error": 0.01,
+            {"target": "t", "dim": 1, "target_pieces": 5, "model": "trained", "depth": 4, "width": 4, "parameters": 50, "sup_error": 0.01,
              "rmse": 0.005, "sup_error_median": 0.02, "rmse_median": 0.01, "lipschitz_upper": 0.99,
              "lipschitz_measured": 0.9, "target_lipschitz_measured": 0.9, "sequential_depth": None, "seconds": 1.0},
-            {"target": "t", "dim": 1, "model": "trained", "depth": 8, "width": 4, "parameters": 90, "sup_error": 0.05,
+            {"target": "t", "dim": 1, "target_pieces": 5, "model": "trained", "depth": 8, "width": 4, "parameters": 90, "sup_error": 0.05,
              "rmse": 0.01, "sup_error_median": 0.05, "rmse_median": 0.01, "lipschitz_upper": 1.0,
              "lipschitz_measured": 0.9, "target_lipschitz_measured": 0.9, "sequential_depth": None, "seconds": 2.0},
         ]
     )  # fmt: skip
     table = experiment.report(rows, config)
-    assert "| t | 3 | 8 | 1e-15 | 1.5 | 5 | 0.01 (4) | 4 |" in table
+    assert "| t | 3 | 8 | 1e-15 | 1.5 | 5 | 0.01 (4) | 4 | 2.32 | 1.00 |" in table  # slopes log 5 / log 2 and log 2 / log 2
     assert "largest `L upper` 1 (≤ 1)" in table

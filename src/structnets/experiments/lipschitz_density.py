@@ -513,7 +513,8 @@ def _report(results: pd.DataFrame, config: LipschitzDensityConfig) -> str:
     lines += ["", "Summary per target (exact depth against what training reaches):", ""]
     header = (
         f"| target | exact depth (levels) | exact width | exact sup error | exact L upper | seq. depth "
-        f"| best trained sup error (depth) | smallest depth with sup ≤ {config.tolerance:g} |"
+        f"| best trained sup error (depth) | smallest depth with sup ≤ {config.tolerance:g} "
+        "| slope of log sup vs log depth | slope of log RMSE vs log depth |"
     )
     lines += [header, "|" + "---|" * (header.count("|") - 1)]
     order = results.sort_values(["dim", "target_pieces", "target"], kind="stable")["target"].unique()
@@ -522,6 +523,10 @@ def _report(results: pd.DataFrame, config: LipschitzDensityConfig) -> str:
         exact = rows[rows["model"] == "exact"]
         trained = rows[rows["model"] == "trained"].sort_values("depth")
         e = exact.iloc[0] if not exact.empty else None
+        slopes = ["", ""]
+        if trained["depth"].nunique() >= 2:
+            logs = np.log(trained["depth"].to_numpy(dtype=float))
+            slopes = [f"{np.polyfit(logs, np.log(trained[c].to_numpy(dtype=float)), 1)[0]:.2f}" for c in ("sup_error", "rmse")]
         if trained.empty:
             best, reached = "", ""
         else:
@@ -539,6 +544,7 @@ def _report(results: pd.DataFrame, config: LipschitzDensityConfig) -> str:
                 "" if e is None else str(int(e["sequential_depth"])),
                 best,
                 reached,
+                *slopes,
             ]) + " |"
         )  # fmt: skip
     trained = results[results["model"] == "trained"]
