@@ -15,7 +15,7 @@ same steps and timing helper as this script, run before it was written up as one
 width 64, batch 128: fast / fused **0.77** (IQR 0.75–0.81; 388 µs vs 502 µs a step), foreach /
 fused 1.34; width 256, batch 256: fast / fused **0.94** (IQR 0.89–0.98), foreach / fused 1.12.
 The fast path has a second, per-process benefit this table does not show: ``Optimizer.step``
-imports ``torch._dynamo`` on its first call (9.3 s in one measurement on this 2-core machine under
+imports ``torch._dynamo`` on its first call (4.4–9.3 s measured on this 2-core machine under
 load), which the fast path and its self-check never do (``tests/training/test_fit.py``).
 So the fast path is kept on CPU, where the models of the UCI grid search are this small; a run
 of this script later the same day under 100 % load from other processes gave 0.40–0.89 with

@@ -21,14 +21,17 @@ def export(model: nn.Module) -> nn.Module:
     ``RankOneLinear``, ``NormConstrainedLinear`` (and the other norm-constrained layers) become an
     ``nn.Linear`` with the layer's dense weight; ``GradientStepResidual`` and ``MaxMin`` become
     ``x + Linear(ReLU(Linear(x)))`` (``ResidualExport``, a three-line residual wrapper around an
-    ``nn.Sequential``); ``Swish()`` with β = 1 fixed becomes ``nn.SiLU`` (the same kernel). A
+    ``nn.Sequential``); the summed branches of a wide DLoR layer (``DLoRBranches``) become one
+    ``nn.Linear`` with weight Σ_k (α_k I + U_k V_kᵀ); ``Swish()`` with β = 1 fixed becomes
+    ``nn.SiLU`` (the same kernel). A
     structnets module that has ``to_linear()`` but no ``export()`` is exported through
     ``to_linear()``.
 
     Everything else is kept (copied): plain torch modules, your own container classes (with their
     structnets children exported, so their ``forward`` keeps working), and structnets modules that
     have no structured parameters to export (``Swish`` with β ≠ 1 or learnable, padding and
-    slicing helpers of ``dlor_mlp``, the containers of wide DLoR layers).
+    slicing helpers of ``dlor_mlp``, the ``DLoRParallel`` container, whose branches each pass
+    through σ before the sum, so it has no single matrix; its branches are exported).
 
     The exported layers compute each layer's **eval-mode** map: certified spectral bounds and
     steps are frozen at their eval-mode values (in training mode with ``bound="power"`` a
@@ -90,6 +93,10 @@ def _exporter(module: nn.Module) -> Callable[[dict[str, object]], nn.Module] | N
         return None
     if not type(module).__module__.startswith("structnets."):
         return None
+    from .models.dlor_mlp import DLoRBranches
+
+    if type(module) is DLoRBranches:  # Σ_k (α_k I + U_k V_kᵀ) x + b is one affine map
+        return lambda factory: _linear_from(module.to_dense(), module.bias)
     method = getattr(module, "export", None) or getattr(module, "to_linear", None)
     if not callable(method):
         return None
@@ -98,6 +105,15 @@ def _exporter(module: nn.Module) -> Callable[[dict[str, object]], nn.Module] | N
         # A layer without parameters (MaxMin) cannot know the model's dtype: give it.
         return lambda factory: method(**factory)
     return lambda factory: method()
+
+
+def _linear_from(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:
+    out_features, in_features = weight.shape
+    linear = nn.Linear(in_features, out_features, bias=bias is not None, device=weight.device, dtype=weight.dtype)
+    linear.weight.copy_(weight)
+    if bias is not None:
+        linear.bias.copy_(bias)
+    return linear
 
 
 def _factory(model: nn.Module) -> dict[str, object]:

@@ -133,3 +133,17 @@ def test_exported_state_dict_round_trips_with_weights_only_load() -> None:
 def test_export_rejects_a_non_module() -> None:
     with pytest.raises(TypeError, match="`model` must be a torch.nn.Module, got Tensor"):
         export(torch.zeros(2))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["deep", "summed", "parallel"])
+def test_dlor_networks_export_with_the_same_outputs(mode: str) -> None:
+    from structnets.models import dlor_mlp
+    from structnets.models.dlor_mlp import DLoRBranches
+
+    torch.manual_seed(6)
+    branches = {} if mode == "deep" else {"mode": mode, "branches": 3}
+    model = dlor_mlp(3, 2, width=8, depth=3, rank=2, dtype=F64, **branches)
+    plain = export(model)
+    assert not any(isinstance(m, (DLoRLinear, DLoRBranches, Swish)) for m in plain.modules())
+    x = torch.randn(5, 3, dtype=F64)
+    torch.testing.assert_close(plain(x), model(x), rtol=1e-12, atol=1e-12)
