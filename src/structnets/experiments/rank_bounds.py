@@ -607,6 +607,12 @@ SC_FAMILIES: tuple[tuple[str, str], ...] = (
 )
 
 
+_COLOURS = {
+    "param_sc": "tab:blue", "param_factorised_sc": "black", "spectral_sc": "tab:orange",
+    "pacbayes_sc": "tab:green", "best_rs_sc": "tab:red",
+}
+
+
 def _families(rows: pd.DataFrame, variant: str) -> list[tuple[str, str]]:
     """The sample-complexity columns to compare for a model variant (the stored count only for
     factorised nets, where it differs from the dense matrices' count)."""
@@ -909,7 +915,10 @@ def _figures(results: pd.DataFrame, config: RankBoundsConfig, out_dir: Path) -> 
             continue
         means = rows.groupby("width").mean(numeric_only=True)
         for column, label in _families(rows, variant):
-            ax.plot(means.index, means[column], marker="o", label=label, ls="--" if column == "param_factorised_sc" else "-")
+            # fixed colours per bound; the stored count dashed with crosses (it overlaps rank-sparse)
+            stored = column == "param_factorised_sc"
+            ax.plot(means.index, means[column], marker="x" if stored else "o", label=label,
+                    ls="--" if stored else "-", color=_COLOURS[column], zorder=3 if stored else 2)
         w = np.array(means.index, dtype=float)
         anchor = means["best_rs_sc"].iloc[0]
         ax.plot(w, anchor * w / w[0], ls=":", color="gray", label="∝ W")
