@@ -113,6 +113,10 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--p", dest="ps", type=float, nargs="+", default=[0.5, 1.0, 2.0], help="Schatten exponents (default 0.5 1 2)")
     analyze.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance of the numerical rank (default 1e-3)")
     analyze.add_argument("--top", type=_positive_int, default=5, help="largest singular values to show (default 5)")
+    analyze.add_argument(
+        "--format", dest="table_format", choices=("markdown", "csv"), default="markdown",
+        help="markdown table (default) or CSV with one column per quantity",
+    )
     return parser
 
 
@@ -337,13 +341,24 @@ def _cmd_data(args: argparse.Namespace) -> int:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
+    import warnings
+
     from .analysis import format_spectrum_table, spectrum_table
 
     try:
-        table = spectrum_table(args.model, ps=tuple(args.ps), rtol=args.rtol, top=args.top)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            table = spectrum_table(args.model, ps=tuple(args.ps), rtol=args.rtol, top=args.top)
     except (ValueError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from e
-    print(format_spectrum_table(table))
+    for warning in caught:  # e.g. matrix entries of no known layer kind, left out of the table
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if args.table_format == "csv":
+        import pandas as pd
+
+        print(pd.DataFrame([layer.row() for layer in table]).to_csv(index=False), end="")
+    else:
+        print(format_spectrum_table(table))
     return EXIT_OK
 
 
