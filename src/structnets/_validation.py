@@ -65,3 +65,69 @@ def _bounds_text(low: int | None, high: int | None) -> str:
     if low is None:
         return f" <= {high}"
     return f" in [{low}, {high}]"
+
+
+MAX_LAYERS = 100_000
+"""Most layers (or loop steps that each build modules) a builder accepts.
+
+A Python module costs kilobytes and microseconds to build even when its tensors are tiny, so a
+depth of 10⁶ already takes minutes and gigabytes; larger counts are refused up front rather than
+left to grow memory until the machine gives out.
+"""
+
+MAX_STEPS = 10**8
+"""Most iterations a loop argument (epochs, ascent steps) accepts: each keeps a history entry."""
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (numpy bools included), else raise naming ``name``.
+
+    Strings are refused: ``"False"`` is truthy, so accepting it would silently mean True.
+    """
+    if isinstance(value, bool):
+        return value
+    import numpy as np
+
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise TypeError(f"`{name}` must be a bool, got {value!r} ({type(value).__name__})")
+
+
+def memory_bytes() -> int:
+    """Physical memory of this machine in bytes (2⁴⁰ where the OS does not say)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return 2**40
+
+
+def check_fits_in_memory(names: str, elements: int, *, itemsize: int = 8, what: str = "values") -> None:
+    """Refuse up front an allocation of ``elements`` items that cannot fit in physical memory.
+
+    Args:
+        names: the arguments that set the size, as the caller wrote them (e.g. "`width`=8, `depth`=10").
+        elements: number of items the call would allocate.
+        itemsize: bytes per item.
+        what: what is counted, for the message ("parameters", "points", ...).
+    """
+    limit = memory_bytes()
+    if elements * itemsize > limit:
+        raise ValueError(
+            f"{names} ask for {_magnitude(elements)} {what} ({_magnitude(elements * itemsize)} bytes), "
+            f"more than this machine's memory ({_magnitude(limit)} bytes); reduce them"
+        )
+
+
+def _magnitude(value: int) -> str:
+    # float() overflows above 1e308; an int argument may be 10**400.
+    digits = len(str(value))
+    return f"{value:.3g}" if digits < 300 else f"~1e{digits - 1}"
+
+
+def itemsize_of(dtype: Any) -> int:
+    """Bytes per element of ``dtype`` (torch's default dtype when it is None or not a torch dtype)."""
+    import torch
+
+    return (dtype if isinstance(dtype, torch.dtype) else torch.get_default_dtype()).itemsize

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_int, check_real
+from .._validation import MAX_STEPS, check_fits_in_memory, check_int, check_real
 from ..functional import spectral_norm_bound
 
 # Certified ℓ₂ Lipschitz constants of elementwise activations (max |σ'|).
@@ -111,9 +111,23 @@ def jacobian_spectral_norms(model: Callable[[torch.Tensor], torch.Tensor], input
     Returns:
         (n,) float64 tensor of Jacobian spectral norms (each a lower bound on Lip(f)).
     """
-    x = inputs.detach().clone().requires_grad_(True)
+    if not callable(model):
+        raise TypeError(f"`model` must be callable (n, d) -> (n, k), got {type(model).__name__}")
+    x = _points(inputs, "inputs")
+    params = [p for p in getattr(model, "parameters", lambda: [])()]
+    if params and params[0].is_floating_point():
+        x = x.to(params[0].dtype)
+    x = x.detach().clone().requires_grad_(True)
     with torch.enable_grad():
-        out = model(x)
+        try:
+            out = model(x)
+        except RuntimeError as error:  # e.g. a (n, d) that does not match the model's input size
+            raise ValueError(f"`model` cannot be applied to `inputs` of shape {tuple(x.shape)}: {error}") from error
+        if not torch.is_tensor(out) or out.dim() not in (1, 2) or out.shape[0] != x.shape[0]:
+            raise ValueError(
+                f"`model` must map `inputs` (n, d) to (n, k) or (n,), got "
+                f"{tuple(out.shape) if torch.is_tensor(out) else type(out).__name__}"
+            )
         if out.dim() == 1:
             out = out[:, None]
         rows = []
@@ -151,12 +165,14 @@ def lipschitz_lower_bound(
     Returns:
         max of all Jacobian norms and all ratios seen (a float ≤ Lip(f)).
     """
-    steps = check_int("steps", steps, low=0)
+    if not callable(model):
+        raise TypeError(f"`model` must be callable (n, d) -> (n, k), got {type(model).__name__}")
+    steps = check_int("steps", steps, low=0, high=MAX_STEPS)
     lr = check_real("lr", lr, low=0.0, low_open=True)
     pairs = check_int("pairs", pairs, low=1)
-    x = torch.as_tensor(inputs)
-    if x.dim() != 2 or x.shape[0] < 1:
-        raise ValueError(f"`inputs` must be a non-empty (n, d) array, got shape {tuple(x.shape)}")
+    seed = check_int("seed", seed, low=0, high=2**63 - 1)
+    x = _points(inputs, "inputs")
+    check_fits_in_memory(f"`pairs`={pairs} (d={x.shape[1]})", 4 * pairs * x.shape[1], what="values")
     params = [p for p in getattr(model, "parameters", lambda: [])()]
     dtype = params[0].dtype if params else x.dtype if x.is_floating_point() else torch.float32
     x = x.to(dtype)
@@ -194,6 +210,29 @@ def lipschitz_lower_bound(
     return best
 
 
+def _points(inputs: torch.Tensor | np.ndarray, name: str) -> torch.Tensor:
+    """``inputs`` as a non-empty, finite, real (n, d) tensor, or an error naming ``name``."""
+    if torch.is_tensor(inputs):
+        x = inputs
+    else:
+        try:
+            array = np.asarray(inputs)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"`{name}` must be a real (n, d) array or tensor, got {type(inputs).__name__}: {error}") from None
+        if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+            raise TypeError(f"`{name}` must be a real (n, d) array or tensor, got dtype {array.dtype}")
+        x = torch.from_numpy(np.ascontiguousarray(array))
+    if x.is_complex() or x.dtype == torch.bool:
+        raise TypeError(f"`{name}` must be real, got dtype {x.dtype}")
+    if x.dim() != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"`{name}` must be a non-empty (n, d) array, got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        x = x.to(torch.get_default_dtype())
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"`{name}` must be finite, got NaN or infinite entries")
+    return x
+
+
 def _ratios(model: Callable[[torch.Tensor], torch.Tensor], a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     out_a, out_b = model(a), model(b)
     num = torch.linalg.vector_norm((out_a - out_b).reshape(a.shape[0], -1).to(torch.float64), dim=1)
@@ -224,8 +263,16 @@ def certified_accuracy(
     """
     eps = check_real("eps", eps, low=0.0)
     lipschitz = check_real("lipschitz", lipschitz, low=0.0, low_open=True)
-    z = torch.as_tensor(np.asarray(logits) if not torch.is_tensor(logits) else logits).detach().to(torch.float64)
-    y = torch.as_tensor(np.asarray(labels) if not torch.is_tensor(labels) else labels).detach().long()
+    z = _real_array(logits, "logits").to(torch.float64)
+    y = _real_array(labels, "labels")
+    if y.is_floating_point():
+        if not bool(torch.isfinite(y).all()) or not bool((y == torch.round(y)).all()):
+            raise ValueError("`labels` must hold integer class indices, got non-integer values")
+    y = y.long()
+    if z.dim() not in (1, 2):
+        raise ValueError(f"`logits` must be (n, k) or (n,), got shape {tuple(z.shape)}")
+    if not bool(torch.isfinite(z).all()):
+        raise ValueError("`logits` must be finite, got NaN or infinite entries")
     if z.dim() == 2 and z.shape[1] == 1:
         z = z[:, 0]
     if y.dim() != 1 or z.shape[0] != y.shape[0]:
@@ -246,6 +293,22 @@ def certified_accuracy(
     margin = true - others
     ok = (margin > 0) & (margin >= math.sqrt(2.0) * lipschitz * eps)
     return float(ok.double().mean())
+
+
+def _real_array(value: torch.Tensor | np.ndarray, name: str) -> torch.Tensor:
+    if torch.is_tensor(value):
+        tensor = value.detach()
+    else:
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"`{name}` must be a real array or tensor, got {type(value).__name__}: {error}") from None
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+            raise TypeError(f"`{name}` must be a real array or tensor, got dtype {array.dtype}")
+        tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if tensor.is_complex():
+        raise TypeError(f"`{name}` must be real, got dtype {tensor.dtype}")
+    return tensor
 
 
 __all__ = ["certified_accuracy", "jacobian_spectral_norms", "lipschitz_lower_bound", "lipschitz_upper_bound"]

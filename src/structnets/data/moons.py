@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int, check_real
+from .._validation import check_fits_in_memory, check_int, check_real
 
 
 def make_moons(
@@ -28,6 +28,7 @@ def make_moons(
     noise = check_real("noise", noise, low=0.0)
     train_fraction = check_real("train_fraction", train_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
+    check_fits_in_memory(f"`n_samples`={n_samples}", 8 * n_samples, what="float64 values")
     X, y = _sk_make_moons(n_samples=n_samples, noise=noise, random_state=seed)
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, train_size=train_fraction, random_state=seed, stratify=y

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._validation import check_bool, check_fits_in_memory, check_int
+
+MAX_TEETH = 2**40
+"""Largest ``teeth`` accepted: beyond it T·x on [0, 1] keeps too few float64 fraction bits to draw a tooth."""
 
 
 def triangle_wave(t: np.ndarray) -> np.ndarray:
@@ -26,10 +29,15 @@ def triangle_wave(t: np.ndarray) -> np.ndarray:
 
 def sawtooth(x: np.ndarray, teeth: int) -> np.ndarray:
     """f_{T,d}(x) = mean_i tri(T·x_i) for x of shape (n, d); returns shape (n,)."""
-    teeth = check_int("teeth", teeth, low=1)
-    x = np.asarray(x, dtype=np.float64)
+    teeth = check_int("teeth", teeth, low=1, high=MAX_TEETH)
+    try:
+        x = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"`x` must be a real (n, d) array, got {type(x).__name__}: {error}") from None
     if x.ndim != 2:
         raise ValueError(f"`x` must have shape (n, d), got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError("`x` must be finite, got NaN or inf entries")
     return triangle_wave(teeth * x).mean(axis=1)
 
 
@@ -51,8 +59,16 @@ def make_sawtooth(
     """
     n = check_int("n", n, low=1)
     dim = check_int("dim", dim, low=1)
-    teeth = check_int("teeth", teeth, low=1)
+    teeth = check_int("teeth", teeth, low=1, high=MAX_TEETH)
     seed = check_int("seed", seed, low=0)
+    grid = check_bool("grid", grid)
+    # n**dim of two huge ints would itself take forever: cap the exponent's size first.
+    points = (n**dim if dim * n.bit_length() < 256 else 2**256) if grid else n
+    check_fits_in_memory(
+        f"`n`={n}, `dim`={dim}" + (" (n**dim points with grid=True)" if grid else ""),
+        points * (dim + 1),
+        what="float64 values",
+    )
     if grid:
         axis = np.linspace(0.0, 1.0, n) if n > 1 else np.array([0.5])
         X = np.stack([g.ravel() for g in np.meshgrid(*[axis] * dim, indexing="ij")], axis=1)

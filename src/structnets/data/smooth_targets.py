@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import check_int, check_real
+from .._validation import check_fits_in_memory, check_int, check_real
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class SmoothTarget:
         n = check_int("n", n, low=1)
         noise = check_real("noise", noise, low=0.0)
         seed = check_int("seed", seed, low=0)
+        check_fits_in_memory(f"`n`={n} (d={self.d})", n * (self.d + 2), what="float64 values")
         rng = np.random.default_rng(seed)
         X = rng.random((n, self.d))
         y = self.function(torch.from_numpy(X)).numpy() + noise * rng.standard_normal(n)
@@ -200,10 +201,11 @@ def lacunary_target(d: int, s: float, levels: int = 10, seed: int = 0, direction
     """
     d = check_int("d", d, low=1)
     s = check_real("s", s, low=0.0, low_open=True)
-    levels = check_int("levels", levels, low=1)
+    levels = check_int("levels", levels, low=1, high=_MAX_TERMS)
     seed = check_int("seed", seed, low=0)
     if directions not in ("one", "dense"):
         raise ValueError(f"`directions` must be 'one' or 'dense', got {directions!r}")
+    check_fits_in_memory(f"`d`={d}, `levels`={levels}", levels * d, what="float64 values")
     counts = [1 if directions == "one" else 2 ** (k * (d - 1)) for k in range(levels)]
     if sum(counts) > _MAX_TERMS:
         raise ValueError(

@@ -35,7 +35,7 @@ import warnings
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_int
+from .._validation import MAX_LAYERS, check_choice, check_fits_in_memory, check_int, itemsize_of
 from ..nn import DLoRLinear, RankOneLinear, activation as make_activation
 
 MODES: tuple[str, ...] = ("deep", "parallel", "summed", "wide")
@@ -269,13 +269,24 @@ def dlor_mlp(
     in_features = check_int("in_features", in_features, low=1)
     out_features = check_int("out_features", out_features, low=1)
     width = check_int("width", width, low=max(2, in_features, out_features))
-    depth = check_int("depth", depth, low=1)
+    depth = check_int("depth", depth, low=1, high=MAX_LAYERS)
     rank = check_int("rank", rank, low=1, high=width - 1)
     mode = resolve_mode(mode)
-    branches = check_int("branches", branches, low=1)
+    branches = check_int("branches", branches, low=1, high=MAX_LAYERS)
     if mode == "deep" and branches != 1:
         raise ValueError(f"`branches` must be 1 when mode='deep', got {branches}")
+    if (depth + 1) * branches > MAX_LAYERS:
+        raise ValueError(
+            f"`depth`={depth} and `branches`={branches} build (depth + 1) · branches = "
+            f"{(depth + 1) * branches} DLoR maps, more than the {MAX_LAYERS} a network may hold"
+        )
     make_activation(activation)
+    check_fits_in_memory(
+        f"`width`={width}, `depth`={depth}, `rank`={rank}, `branches`={branches}",
+        dlor_parameter_count(width, depth, rank, mode, branches),
+        itemsize=itemsize_of(dtype),
+        what="parameters",
+    )
     factory = {"device": device, "dtype": dtype}
 
     def dlor() -> nn.Module:
@@ -336,8 +347,14 @@ def rank_one_mlp(
     in_features = check_int("in_features", in_features, low=1)
     out_features = check_int("out_features", out_features, low=1)
     width = check_int("width", width, low=1)
-    depth = check_int("depth", depth, low=1)
+    depth = check_int("depth", depth, low=1, high=MAX_LAYERS)
     make_activation(activation)
+    check_fits_in_memory(
+        f"`in_features`={in_features}, `out_features`={out_features}, `width`={width}, `depth`={depth}",
+        (in_features + 1 + width) + (depth - 1) * (3 * width) + (2 * width + out_features),
+        itemsize=itemsize_of(dtype),
+        what="parameters",
+    )
     factory = {"device": device, "dtype": dtype}
     layers: list[nn.Module] = [RankOneLinear(in_features, width, **factory), make_activation(activation)]
     for _ in range(depth - 1):

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
-from .._validation import check_int, check_real
+from .._validation import MAX_LAYERS, check_fits_in_memory, check_int, check_real, itemsize_of
 from ..nn import LowRankLinear, activation as make_activation
 
 
@@ -16,6 +16,7 @@ def bottleneck_width(width: int, bottleneck: int | float) -> int:
 
     A ratio r gives H = max(1, round(r · width)); the paper's setting is r = 1/3.
     """
+    width = check_int("width", width, low=1)
     if isinstance(bottleneck, bool):
         raise TypeError(f"`bottleneck` must be an int, a float ratio or None, got {bottleneck!r}")
     if isinstance(bottleneck, Integral):
@@ -61,9 +62,16 @@ def mlp(
     in_features = check_int("in_features", in_features, low=1)
     out_features = check_int("out_features", out_features, low=1)
     width = check_int("width", width, low=1)
-    depth = check_int("depth", depth, low=1)
+    depth = check_int("depth", depth, low=1, high=MAX_LAYERS)
     rank = None if bottleneck is None else bottleneck_width(width, bottleneck)
     make_activation(activation)  # validate the name before allocating anything
+    hidden = width * width + width if rank is None else 2 * rank * width + width
+    check_fits_in_memory(
+        f"`in_features`={in_features}, `out_features`={out_features}, `width`={width}, `depth`={depth}",
+        (in_features + 1) * width + (depth - 1) * hidden + (width + 1) * out_features,
+        itemsize=itemsize_of(dtype),
+        what="parameters",
+    )
     factory = {"device": device, "dtype": dtype}
 
     layers: list[nn.Module] = [nn.Linear(in_features, width, **factory), _fresh(activation)]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .._validation import check_int, check_real
+from .._validation import check_fits_in_memory, check_int, check_real, itemsize_of
 
 
 class DLoRLinear(nn.Module):
@@ -56,6 +56,12 @@ class DLoRLinear(nn.Module):
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
         self.initial_alpha = check_real("alpha", alpha)
+        check_fits_in_memory(
+            f"`features`={self.features}, `rank`={self.rank}",
+            (2 * self.rank + 1) * self.features + 1,
+            itemsize=itemsize_of(dtype),
+            what="parameters",
+        )
         factory = {"device": device, "dtype": dtype}
         self.alpha = nn.Parameter(torch.empty((), **factory))
         self.U = nn.Parameter(torch.empty(self.features, self.rank, **factory))
@@ -187,6 +193,12 @@ class RankOneLinear(nn.Module):
         self.out_features = check_int("out_features", out_features, low=1)
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        check_fits_in_memory(
+            f"`in_features`={self.in_features}, `out_features`={self.out_features}",
+            self.in_features + 2 * self.out_features,
+            itemsize=itemsize_of(dtype),
+            what="parameters",
+        )
         factory = {"device": device, "dtype": dtype}
         self.u = nn.Parameter(torch.empty(self.out_features, **factory))
         self.v = nn.Parameter(torch.empty(self.in_features, **factory))

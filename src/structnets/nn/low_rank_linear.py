@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from .._validation import check_int
+from .._validation import check_fits_in_memory, check_int, itemsize_of
 
 
 class LowRankLinear(nn.Module):
@@ -54,6 +54,12 @@ class LowRankLinear(nn.Module):
             )
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        check_fits_in_memory(
+            f"`in_features`={self.in_features}, `out_features`={self.out_features}, `rank`={self.rank}",
+            self.rank * (self.in_features + self.out_features) + self.out_features,
+            itemsize=itemsize_of(dtype),
+            what="parameters",
+        )
         factory = {"device": device, "dtype": dtype}
         self.V = nn.Parameter(torch.empty(self.rank, self.in_features, **factory))
         self.U = nn.Parameter(torch.empty(self.out_features, self.rank, **factory))

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import MAX_STEPS, check_choice, check_int, check_real
 from .losses import TARGET_KIND, LossFn, get_loss
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
@@ -157,7 +157,7 @@ def fit(
         raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
     loss_fn = get_loss(loss)
     target_kind = TARGET_KIND.get(loss) if isinstance(loss, str) else None
-    epochs = check_int("epochs", epochs, low=1)
+    epochs = check_int("epochs", epochs, low=1, high=MAX_STEPS)
     if batch_size is not None:
         batch_size = check_int("batch_size", batch_size, low=1)
     lr = check_real("lr", lr, low=0.0, low_open=True)
@@ -192,6 +192,12 @@ def fit(
         X_val = _as_tensor(validation_data[0], "validation_data[0]", dtype, device, "real")
         y_val = _as_target(validation_data[1], "validation_data[1]", dtype, device, target_kind)
         _check_rows(X_val, y_val, "validation_data[0]", "validation_data[1]")
+        if tuple(X_val.shape[1:]) != tuple(X_t.shape[1:]) or tuple(y_val.shape[1:]) != tuple(y_t.shape[1:]):
+            raise ValueError(
+                "`validation_data` must have the per-sample shapes of `X` and `y` "
+                f"{tuple(X_t.shape[1:])} and {tuple(y_t.shape[1:])}, got "
+                f"{tuple(X_val.shape[1:])} and {tuple(y_val.shape[1:])}"
+            )
     elif validation_fraction > 0:
         n_val = max(1, round(validation_fraction * n))
         if n - n_val < 1:
@@ -207,6 +213,10 @@ def fit(
 
     if target_kind == "real":
         _check_output_shape(model, X_t, y_t)
+    elif target_kind == "index":
+        _check_class_indices(model, X_t, y_t)
+        if y_val is not None:
+            _check_class_indices(model, X_t, y_val)
     opt = _make_optimizer(optimizer, model, lr, weight_decay)
     step = batch_size if batch_size is not None and batch_size < n else n
 
@@ -307,6 +317,10 @@ def evaluate(
     X_t = _as_tensor(X, "X", dtype, device, "real")
     y_t = _as_target(y, "y", dtype, device, target_kind)
     _check_rows(X_t, y_t, "X", "y")
+    if target_kind == "real":
+        _check_output_shape(model, X_t, y_t)
+    elif target_kind == "index":
+        _check_class_indices(model, X_t, y_t)
     return _evaluate(model, loss_fn, X_t, y_t)
 
 
@@ -351,6 +365,11 @@ def _as_tensor(
         tensor = torch.from_numpy(np.ascontiguousarray(array))
     if tensor.ndim == 0:
         raise ValueError(f"`{name}` must have a leading sample dimension, got a scalar")
+    if tensor.is_complex():
+        raise TypeError(f"`{name}` must be real, got complex dtype {tensor.dtype}")
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        bad = int((~torch.isfinite(tensor)).sum())
+        raise ValueError(f"`{name}` must be finite, got {bad} NaN or infinite entries")
     integral = not (tensor.is_floating_point() or tensor.is_complex())
     if kind == "index" or (kind is None and integral):
         if not integral:
@@ -393,6 +412,21 @@ def _check_output_shape(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> N
         raise ValueError(
             f"`y` has per-sample shape {tuple(y.shape[1:])} but the model outputs "
             f"{tuple(out.shape[1:])}"
+        )
+
+
+def _check_class_indices(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
+    # An out-of-range label makes torch raise an IndexError (or a device assert) mid-evaluation.
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        out = model(X[:1])
+    model.train(was_training)
+    classes = out.shape[1] if out.ndim >= 2 else 1
+    if bool(((y < 0) | (y >= classes)).any()):
+        raise ValueError(
+            f"`y` must hold class indices in [0, {classes}) for a model with {classes} outputs, "
+            f"got values in [{int(y.min())}, {int(y.max())}]"
         )
 
 
