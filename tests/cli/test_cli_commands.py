@@ -139,7 +139,7 @@ def test_failed_unit_exits_1_and_resumes(
 ) -> None:
     out = str(tmp_path / "run")
     monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=0/seed=1")
-    assert main(["run", TOY, "--quick", "--out", out]) == 1
+    assert main(["run", TOY, "--quick", "--out", out, "-q"]) == 1  # -q: no progress lines, only the error
     line = _one_error_line(capsys.readouterr().err)
     assert "unit 'stage1/arm=0/seed=1' failed: RuntimeError: toy failure requested" in line and "resume" in line
     assert main(["--traceback", "run", TOY, "--quick", "--out", out]) == 1

@@ -36,7 +36,7 @@ def test_run_writes_the_run_folder(tmp_path: Path, calls: Callable[[], Counter[s
     events: list[tuple[int, int]] = []
     df = run(TOY, ToyConfig(), tmp_path, progress=lambda done, total: events.append((done, total)))
 
-    assert list(df.columns) == ["key", "stage", "arm", "seed", "value", "label"]
+    assert list(df.columns) == ["key", "stage", "arm", "seed", "value", "label", "device"]
     assert len(df) == N_FULL and df["key"].is_unique
     stage1 = df[df["stage"] == 1]
     best = int(stage1.groupby("arm")["value"].mean().idxmax())

@@ -3,11 +3,16 @@
 Timing A alone then B alone lets drift (other processes, turbo, thermal state) land on one side.
 Instead we time A and B in alternating order, pair by pair, and report the median of the per-pair
 ratios t_A / t_B with its quartiles: drift slower than one pair cancels in each ratio.
+
+CUDA kernels run asynchronously: a timed call returns when its kernels are queued, not done. Every
+timing here therefore synchronises the GPU before starting the clock and before reading it
+(:func:`synchronize`), so a sample is the time the work took on the device.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,11 +109,23 @@ def interleaved_ratio(
     )
 
 
+def synchronize() -> None:
+    """Wait for every queued CUDA kernel, when torch has initialised CUDA in this process.
+
+    A no-op on CPU-only runs: torch is not imported for it, and CUDA is not initialised by it.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def _seconds(fn: Callable[[], object], calls: int) -> float:
-    """Mean wall time of ``calls`` back-to-back calls of ``fn``."""
+    """Mean wall time of ``calls`` back-to-back calls of ``fn`` (GPU work included: synchronised)."""
+    synchronize()
     start = time.perf_counter()
     for _ in range(calls):
         fn()
+    synchronize()
     return (time.perf_counter() - start) / calls
 
 

@@ -86,6 +86,10 @@ class LowRankUCIConfig:
         efficiency_widths: extra widths at which dense vs low-rank cost is measured on Adult
             (d = 108, the paper's memory example), since the chosen UCI widths are small.
         activation: nonlinearity of every layer.
+        device: where units train and time their models: ``"cpu"`` (default), ``"cuda"``
+            (``"cuda:N"``) or ``"auto"`` (``structnets run --device``; the runner resolves
+            ``auto`` and checks ``cuda`` before any unit runs). Seeds and unit keys do not
+            depend on it; numbers agree across devices up to floating-point rounding.
     """
 
     datasets: tuple[str, ...] = ALL_DATASETS
@@ -107,6 +111,7 @@ class LowRankUCIConfig:
     latency_pairs: int = 30
     efficiency_widths: tuple[int, ...] = (128, 256, 512, 1024)
     activation: str = "swish"
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> LowRankUCIConfig:
@@ -147,6 +152,10 @@ class LowRankUCIConfig:
         if self.max_rows is not None:
             check_int("max_rows", self.max_rows, low=50)
         check_real("selection_fraction", self.selection_fraction, low=0.05, high=0.5)
+        if not isinstance(self.device, str) or not (
+            self.device in ("cpu", "cuda", "auto") or (self.device.startswith("cuda:") and self.device[5:].isdigit())
+        ):
+            raise ValueError(f"`device` must be one of 'cpu', 'cuda', 'cuda:N', 'auto', got {self.device!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,7 +181,14 @@ def _training_params(config: LowRankUCIConfig) -> dict[str, Any]:
         "validation_fraction": config.validation_fraction,
         "activation": config.activation,
         "max_rows": config.max_rows,
+        **_device_param(config),
     }
+
+
+def _device_param(config: LowRankUCIConfig) -> dict[str, str]:
+    """``{"device": ...}`` for a GPU run; empty on the CPU, so that CPU units keep the params of
+    runs stored before the ``device`` field existed (and resume without a params warning)."""
+    return {} if config.device == "cpu" else {"device": config.device}
 
 
 def _units(config: LowRankUCIConfig, finished: pd.DataFrame) -> list[Unit]:
@@ -244,6 +260,7 @@ def _efficiency_unit(
             "batch": config.latency_batch,
             "pairs": config.latency_pairs,
             "activation": config.activation,
+            **_device_param(config),
         },
     )
 
@@ -326,7 +343,18 @@ def _estimator(
         patience=int(params["patience"]),
         standardize=True,
         random_state=random_state,
+        device=_unit_device(params),
     )
+
+
+def _unit_device(params: Mapping[str, Any]) -> str:
+    """The unit's torch device; ``auto`` (a config used without the runner) is resolved here."""
+    device = str(params.get("device", "cpu"))  # units stored before the device field ran on the CPU
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return device
 
 
 def _scores(task: str, estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, float]:
@@ -345,6 +373,17 @@ def _scores(task: str, estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str
     return {"accuracy": math.nan, "balanced_accuracy": math.nan, "rmse": rmse, "score": -rmse}
 
 
+def _timed_fit(estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
+    """Fit ``estimator`` and return the seconds it took (queued GPU work included)."""
+    from ..analysis.timing import synchronize
+
+    synchronize()
+    start = time.perf_counter()
+    estimator.fit(X, y)
+    synchronize()
+    return time.perf_counter() - start
+
+
 def _count_parameters(estimator: Any) -> int:
     return int(sum(p.numel() for p in estimator.model_.parameters()))
 
@@ -358,9 +397,7 @@ def _run_select(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         X, y, test_size=float(params["selection_fraction"]), random_state=0, stratify=stratify
     )
     estimator = _estimator(task, params, None, random_state=0, n_train=len(y_train))
-    start = time.perf_counter()
-    estimator.fit(X_train, y_train)
-    fit_seconds = time.perf_counter() - start
+    fit_seconds = _timed_fit(estimator, X_train, y_train)
     return {
         "stage": "select",
         "dataset": params["dataset"],
@@ -387,9 +424,7 @@ def _run_cv(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     bottleneck = params["bottleneck"]
     # The same initialisation seed for every model of a (fold, seed) pair: a paired design.
     estimator = _estimator(task, params, bottleneck, random_state=1000 * seed + fold, n_train=len(train_index))
-    start = time.perf_counter()
-    estimator.fit(X[train_index], y[train_index])
-    fit_seconds = time.perf_counter() - start
+    fit_seconds = _timed_fit(estimator, X[train_index], y[train_index])
     width = int(params["width"])
     return {
         "stage": "cv",
@@ -425,11 +460,14 @@ def _run_efficiency(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     out = len(dataset.classes) if dataset.task == "classification" else 1
     depth, width, ratio = int(params["depth"]), int(params["width"]), float(params["bottleneck"])
     batch = int(params["batch"])
+    device = _unit_device(params)
+    # Built and drawn on the CPU, then moved: the same weights and inputs on every device.
     torch.manual_seed(0)
     dense = mlp(d, out, width, depth, params["activation"])
     low = mlp(d, out, width, depth, params["activation"], bottleneck=ratio)
     dense_cost, low_cost = cost(dense, (batch, d)), cost(low, (batch, d))
     inputs = torch.randn(batch, d)
+    dense, low, inputs = dense.to(device), low.to(device), inputs.to(device)
 
     def forward(model: torch.nn.Module):
         def call() -> None:
@@ -461,6 +499,7 @@ def _run_efficiency(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "memory_dense": dense_memory,
         "memory_lowrank": low_memory,
         "threads": torch.get_num_threads(),
+        "device": device,
     }
 
 

@@ -40,7 +40,9 @@ class ToyConfig:
         scale: multiplies every draw.
         sleep: seconds each unit sleeps (to test interruption).
         label: a free string copied into every result row.
-        plot: whether ``figures`` draws a PNG.
+        plot: whether ``figures`` draws a figure.
+        device: ``cpu``, ``cuda`` or ``auto``, resolved by the runner (``--device``) and copied
+            into every result row; the toy itself computes with NumPy only.
     """
 
     arms: int = 4
@@ -50,6 +52,7 @@ class ToyConfig:
     sleep: float = 0.0
     label: str = "toy"
     plot: bool = True
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if not isinstance(self.arms, int) or self.arms < 1:
@@ -75,7 +78,7 @@ class ToyExperiment:
     config_class = ToyConfig
 
     def units(self, config: ToyConfig, finished: pd.DataFrame) -> list[Unit]:
-        common = {"scale": config.scale, "sleep": config.sleep, "label": config.label}
+        common = {"scale": config.scale, "sleep": config.sleep, "label": config.label, "device": config.device}
         stage1 = [
             Unit(f"stage1/arm={a}/seed={s}", {"unit": f"stage1/arm={a}/seed={s}", "stage": 1, "arm": a, "seed": s, **common})
             for a in range(config.arms)
@@ -112,6 +115,7 @@ class ToyExperiment:
             "seed": int(params["seed"]),
             "value": params["scale"] * _draw(int(params["arm"]), int(params["seed"])),
             "label": params["label"],
+            "device": params.get("device", "cpu"),
         }
 
     def report(self, results: pd.DataFrame, config: ToyConfig) -> str:
@@ -129,14 +133,13 @@ class ToyExperiment:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        from .figures import save_figure
+
         fig, ax = plt.subplots(figsize=(4, 3))
         ax.scatter(results["arm"], results["value"], c=results["stage"])
         ax.set_xlabel("arm")
         ax.set_ylabel("value")
-        path = Path(out_dir) / "values.png"
-        fig.savefig(path, dpi=60)
-        plt.close(fig)
-        return [path]
+        return [save_figure(fig, Path(out_dir) / "values.png", dpi=60)]
 
 
 EXPERIMENT = ToyExperiment()

@@ -365,11 +365,13 @@ class RayBackend(Backend):
     Workers look the experiment up from its reference (a registry name or ``module:OBJECT``), so
     structnets must be importable on every node. ``jobs`` caps the tasks in flight (``None``: Ray's
     scheduler decides, one CPU per task); each task runs torch with one thread (its one CPU).
+    ``gpus_per_unit`` makes every task request that many GPUs (``num_gpus``; a fraction lets
+    tasks share one); Ray then shows each task its GPUs through ``CUDA_VISIBLE_DEVICES``.
     """
 
     name = "ray"
 
-    def __init__(self, ref: ExperimentRef, jobs: int | None) -> None:
+    def __init__(self, ref: ExperimentRef, jobs: int | None, gpus_per_unit: float | None = None) -> None:
         try:
             import ray
         except ImportError as e:
@@ -377,6 +379,7 @@ class RayBackend(Backend):
                 "the 'ray' backend needs Ray, which is not installed: pip install 'structnets[ray]'"
             ) from e
         self.jobs = jobs
+        self.gpus_per_unit = gpus_per_unit
         self._ray = ray
         self._ref = ref
         self._started_here = False
@@ -393,7 +396,16 @@ class RayBackend(Backend):
             ray.init(**kwargs)  # reads RAY_ADDRESS itself; otherwise starts a local instance
             self._started_here = True
         if self._remote is None:
-            self._remote = ray.remote(num_cpus=1)(worker_execute)
+            options: dict[str, Any] = {"num_cpus": 1}
+            if self.gpus_per_unit:
+                available = float(ray.cluster_resources().get("GPU", 0))
+                if available < self.gpus_per_unit:
+                    raise BackendUnavailableError(
+                        f"`gpus_per_unit`={self.gpus_per_unit:g} but the Ray cluster has {available:g} GPU(s); "
+                        "no unit was started"
+                    )
+                options["num_gpus"] = self.gpus_per_unit
+            self._remote = ray.remote(**options)(worker_execute)
         return self._remote
 
     def run(self, units: Sequence[tuple[str, Mapping[str, Any]]]) -> Iterator[Outcome]:
@@ -434,20 +446,37 @@ class RayBackend(Backend):
         self._started_here = False
 
 
-def make_backend(backend: str, experiment: Experiment, ref: ExperimentRef | None, jobs: int | None) -> Backend:
+def make_backend(
+    backend: str, experiment: Experiment, ref: ExperimentRef | None, jobs: int | None,
+    *, gpus_per_unit: float | None = None,
+) -> Backend:
     """Build the backend called ``backend`` (``"local"`` or ``"ray"``).
 
+    Args:
+        gpus_per_unit: GPUs each Ray task requests (a float > 0; ``ray`` only).
+
     Raises:
-        ValueError: an unknown backend name or a bad ``jobs``.
+        ValueError: an unknown backend name, a bad ``jobs`` or ``gpus_per_unit``, or
+            ``gpus_per_unit`` with the local backend (whose units see every GPU of the machine).
         BackendUnavailableError: ``"ray"`` without Ray installed.
     """
     if backend not in BACKENDS:
         raise ValueError(f"`backend` must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise ValueError(f"`jobs` must be a positive int or None, got {jobs!r}")
+    if gpus_per_unit is not None:
+        if isinstance(gpus_per_unit, bool) or not isinstance(gpus_per_unit, (int, float)) or not (
+            0 < gpus_per_unit < float("inf")
+        ):
+            raise ValueError(f"`gpus_per_unit` must be a finite number > 0 or None, got {gpus_per_unit!r}")
+        if backend != "ray":
+            raise ValueError(
+                f"`gpus_per_unit` applies to the ray backend only (local units see every GPU of this machine), "
+                f"got gpus_per_unit={gpus_per_unit!r} with backend={backend!r}"
+            )
     target = ref if ref is not None else experiment
     if backend == "ray":
-        return RayBackend(target, jobs)
+        return RayBackend(target, jobs, gpus_per_unit)
     if jobs is None or jobs == 1:
         return InProcessBackend(experiment)
     return ProcessPoolBackend(target, jobs)

@@ -336,12 +336,100 @@ def validate_config(config: Any) -> None:
                 )
 
 
-def config_differences(stored: Mapping[str, Any], requested: Mapping[str, Any]) -> list[str]:
-    """Describe how two JSON configs differ, one ``"key: stored X, requested Y"`` per field."""
+def config_differences(
+    stored: Mapping[str, Any], requested: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Describe how two JSON configs differ, one ``"key: stored X, requested Y"`` per field.
+
+    ``defaults`` (the JSON of the config class's defaults): a field the stored config lacks (added
+    to the config class after the run was stored) counts as equal when the requested value is
+    its default, since a field is added with the default that keeps the old behaviour.
+    """
     diffs = []
     for key in sorted(set(stored) | set(requested)):
         a = stored.get(key, "<missing>")
         b = requested.get(key, "<missing>")
+        if key not in stored and defaults is not None and key in defaults and b == defaults[key]:
+            continue
         if a != b:
             diffs.append(f"{key}: stored {json.dumps(a)}, requested {json.dumps(b)}")
     return diffs
+
+
+def format_value(value: Any) -> str:
+    """``value`` written as ``--set`` parses it back: sequences comma-separated, None as ``none``."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return ",".join(format_value(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _field_docs(config_class: type) -> dict[str, str]:
+    """``{field: text}`` from the ``Attributes:`` section of the class docstring (Google style).
+
+    An entry may document several fields at once (``depths, widths: the grid``).
+    """
+    import inspect
+
+    doc = inspect.getdoc(config_class) or ""
+    docs: dict[str, str] = {}
+    in_section, current, indent = False, [], None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped == "Attributes:":
+            in_section, indent = True, None
+            continue
+        if not in_section:
+            continue
+        if not stripped:
+            continue
+        width = len(line) - len(line.lstrip())
+        if width == 0:
+            break  # the next section
+        if indent is None:
+            indent = width
+        head, sep, text = stripped.partition(":")
+        names = [n.strip() for n in head.split(",")]
+        if width == indent and sep and all(n.isidentifier() for n in names):
+            current = names
+            for name in names:
+                docs[name] = text.strip()
+        elif current:
+            for name in current:
+                docs[name] = f"{docs[name]} {stripped}".strip()
+    return docs
+
+
+def describe_config(config_class: type) -> list[dict[str, str]]:
+    """One row per config field: ``field``, ``type``, ``default``, ``quick`` and ``doc``.
+
+    ``default`` and ``quick`` are written as ``--set`` accepts them (:func:`format_value`);
+    ``quick`` is the value in the ``quick()`` preset (empty when the class has none), ``doc`` the
+    field's text in the class docstring's ``Attributes:`` section.
+    """
+    types_ = field_types(config_class)
+    try:
+        default = config_class()
+    except Exception:  # noqa: BLE001 - a config without defaults: show the field defaults alone
+        default = None
+    preset = getattr(config_class, "quick", None)
+    quick = preset() if callable(preset) else None
+    docs = _field_docs(config_class)
+    rows = []
+    for field in dataclasses.fields(config_class):
+        if not field.init:
+            continue
+        value = getattr(default, field.name) if default is not None else _default(field)
+        rows.append({
+            "field": field.name,
+            "type": _type_name(types_[field.name]),
+            "default": format_value(value),
+            "quick": "" if quick is None else format_value(getattr(quick, field.name)),
+            "doc": docs.get(field.name, ""),
+        })  # fmt: skip
+    return rows

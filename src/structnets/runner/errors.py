@@ -77,3 +77,7 @@ class InvalidConfigError(RunnerError, ValueError):
 
 class BackendUnavailableError(RunnerError, ImportError):
     """The requested backend needs a package that is not installed."""
+
+
+class DeviceUnavailableError(RunnerError):
+    """The requested device (``--device cuda``) cannot be used here; raised before any unit runs."""

@@ -27,7 +27,7 @@ import socket
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,10 @@ import pandas as pd
 from . import _atomic
 from .backends import Backend, make_backend
 from .config import config_from_json, config_to_json, validate_config
+from .device import apply_device
 from .errors import CorruptStoreError, ExperimentError, RunnerError, StoreError, UnitFailedError
 from .experiment import Experiment, ProgressCallback, Unit
+from .figures import FIGURE_FORMATS, figure_format_context
 from .info import git_info, machine_info, package_versions
 from .lock import run_lock
 from .resolve import experiment_ref, resolve_experiment, resolve_stored_experiment
@@ -242,6 +244,7 @@ class _Session:
     t0: float
     backend: str
     jobs: int | None
+    gpus_per_unit: float | None = None
     units_run: int = 0
     total: int = 0
     done: int = 0
@@ -265,6 +268,7 @@ def _run_info(
         "status": session.status,
         "backend": session.backend,
         "jobs": session.jobs,
+        "gpus_per_unit": session.gpus_per_unit,
         "started": session.started,
         "finished": finished,
         "wall_s": None if finished is None else round(time.perf_counter() - session.t0, 3),
@@ -285,6 +289,10 @@ def run(
     backend: str = "local",
     jobs: int | None = None,
     progress: ProgressCallback | None = None,
+    device: str | None = None,
+    gpus_per_unit: float | None = None,
+    on_unit: Callable[[UnitRecord], None] | None = None,
+    figure_format: str = "png",
 ) -> pd.DataFrame:
     """Run (or resume) an experiment into the folder ``out_dir`` and return its results.
 
@@ -306,12 +314,25 @@ def run(
         progress: called as ``progress(done, total)`` before each round of units and after each
             finished unit. ``total`` counts the units known so far, so it grows when a staged
             experiment reveals its next stage; ``done`` includes units finished in earlier sessions.
+        device: ``"cpu"``, ``"cuda"`` (``"cuda:N"``) or ``"auto"`` for an experiment whose config has
+            a ``device`` field; it replaces that field, resolved (``auto`` becomes ``cuda`` or
+            ``cpu``, see :func:`~.device.resolve_device`) and checked before ``out_dir`` is
+            created. ``None`` keeps the config's own value (still resolved and checked). Seeds
+            and unit keys do not depend on it.
+        gpus_per_unit: ``ray`` only: GPUs each task requests (fractions share a GPU); ``None``:
+            none, as before.
+        on_unit: called with each unit's :class:`~.store.UnitRecord` right after it is committed
+            (before ``progress``), e.g. to log one line per finished unit.
+        figure_format: ``"png"`` (default), ``"pdf"`` or ``"svg"``: the format of ``figures/``.
 
     Returns:
         One row per unit: a ``key`` column, then the result columns ``run_unit`` returned.
 
     Raises:
-        InvalidConfigError: a config value is invalid (checked before ``out_dir`` is created).
+        InvalidConfigError: a config value is invalid (checked before ``out_dir`` is created);
+            also ``device="cuda"`` for an experiment without a ``device`` config field.
+        DeviceUnavailableError: ``device`` (or the config's) asks for CUDA and there is none;
+            raised before ``out_dir`` is created.
         RunLockedError: another live process is running into ``out_dir`` (its pid is named).
         StoreError: ``out_dir`` cannot be created or written, or ``results.db`` is read-only.
         CorruptStoreError: ``results.db`` exists but is not a structnets results database, or a
@@ -331,14 +352,16 @@ def run(
     exp = resolve_experiment(experiment)
     ref = experiment if isinstance(experiment, str) else experiment_ref(exp)
     config = _check_config(exp, config)
-    # The whole config is checked before the run folder is created or touched.
+    _check_figure_format(figure_format)
+    # The whole config (device included) is checked before the run folder is created or touched.
+    config = apply_device(config, device, experiment=exp.name, backend=backend, gpus_per_unit=gpus_per_unit)
     validate_config(config)
     config_json = config_to_json(config)
-    backend_obj: Backend = make_backend(backend, exp, ref, jobs)
+    backend_obj: Backend = make_backend(backend, exp, ref, jobs, gpus_per_unit=gpus_per_unit)
     out = Path(out_dir)
     _make_folder(out)
-    with run_lock(out):
-        return _run_locked(exp, ref, config, config_json, backend_obj, backend, out, progress)
+    with run_lock(out), figure_format_context(figure_format):
+        return _run_locked(exp, ref, config, config_json, backend_obj, backend, out, progress, on_unit)
 
 
 def _make_folder(out: Path) -> None:
@@ -361,10 +384,15 @@ def _make_folder(out: Path) -> None:
 
 def _run_locked(
     exp: Experiment, ref: str | None, config: Any, config_json: dict[str, Any], backend_obj: Backend,
-    backend: str, out: Path, progress: ProgressCallback | None,
+    backend: str, out: Path, progress: ProgressCallback | None, on_unit: Callable[[UnitRecord], None] | None = None,
 ) -> pd.DataFrame:
-    store = ResultStore.create_or_resume(out / RESULTS_DB, experiment=exp.name, experiment_ref=ref, config=config_json)
-    session = _Session(started=utc_now(), t0=time.perf_counter(), backend=backend, jobs=backend_obj.jobs)
+    store = ResultStore.create_or_resume(
+        out / RESULTS_DB, experiment=exp.name, experiment_ref=ref, config=config_json, defaults=_default_json(exp)
+    )
+    session = _Session(
+        started=utc_now(), t0=time.perf_counter(), backend=backend, jobs=backend_obj.jobs,
+        gpus_per_unit=getattr(backend_obj, "gpus_per_unit", None),
+    )
     try:
         records = store.records()  # checks every stored row before anything is written
         session_id = store.begin_session(
@@ -394,6 +422,8 @@ def _run_locked(
                         records[outcome.key] = outcome.record
                         session.units_run += 1
                         session.done += 1
+                        if on_unit is not None:
+                            on_unit(outcome.record)
                         report_progress()
                     elif failure is None:
                         failure = outcome
@@ -420,6 +450,14 @@ def _run_locked(
         return frame
     finally:
         store.close()
+
+
+def _default_json(exp: Experiment) -> dict[str, Any] | None:
+    """The JSON of the experiment's default config, or None when it has no usable default."""
+    try:
+        return config_to_json(exp.config_class())
+    except Exception:  # noqa: BLE001 - a config class without defaults: fields are compared as stored
+        return None
 
 
 def _end_session_quietly(store: ResultStore, session_id: int, session: _Session) -> None:
@@ -498,7 +536,9 @@ def load_results(run_dir: str | os.PathLike[str], *, experiment: str | Experimen
     return loaded.experiment, loaded.config, loaded.frame
 
 
-def report(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None) -> str:
+def report(
+    run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None, figure_format: str = "png"
+) -> str:
     """Regenerate ``results.csv``, ``table.md`` and ``figures/`` of a run from ``results.db`` alone.
 
     Works on unfinished runs too: the table then starts with a notice of how many units are
@@ -508,6 +548,7 @@ def report(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | No
         run_dir: a folder written by :func:`run`.
         experiment: the experiment, when the run folder cannot name a registered one (see
             :func:`load_results`).
+        figure_format: ``"png"`` (default), ``"pdf"`` or ``"svg"``.
 
     Returns:
         The Markdown text written to ``table.md``.
@@ -518,14 +559,21 @@ def report(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | No
         UntrustedExperimentError: the folder names an experiment that is not registered.
         ExperimentError: the experiment's ``report`` or ``figures`` failed on a finished run.
     """
+    _check_figure_format(figure_format)
     run_dir = Path(run_dir)
     if run_dir.is_dir():
         _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
     loaded = _load(run_dir, experiment)
-    table, _ = _write_outputs(
-        loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None
-    )
+    with figure_format_context(figure_format):
+        table, _ = _write_outputs(
+            loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None
+        )
     return table
+
+
+def _check_figure_format(figure_format: str) -> None:
+    if figure_format not in FIGURE_FORMATS:
+        raise ValueError(f"`figure_format` must be one of {', '.join(FIGURE_FORMATS)}, got {figure_format!r}")
 
 
 def _check_writable(folder: Path, why: str) -> None:

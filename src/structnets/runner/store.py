@@ -183,9 +183,13 @@ class ResultStore:
 
     @classmethod
     def create_or_resume(
-        cls, path: Path, *, experiment: str, experiment_ref: str | None, config: Mapping[str, Any]
+        cls, path: Path, *, experiment: str, experiment_ref: str | None, config: Mapping[str, Any],
+        defaults: Mapping[str, Any] | None = None,
     ) -> ResultStore:
         """Open ``path`` for a run of ``experiment`` with JSON ``config``, creating it if needed.
+
+        ``defaults``: the JSON of the config class's defaults; a field missing from the stored
+        config then matches its default (see :func:`~.config.config_differences`).
 
         Raises:
             CorruptStoreError: the file exists but is not a structnets results database.
@@ -214,7 +218,10 @@ class ResultStore:
                 diffs = []
                 if meta["experiment"] != experiment:
                     diffs.append(f"experiment: stored {meta['experiment']!r}, requested {experiment!r}")
-                diffs += config_differences(json.loads(meta["config"]), json.loads(dumps(dict(config))))
+                diffs += config_differences(
+                    json.loads(meta["config"]), json.loads(dumps(dict(config))),
+                    None if defaults is None else json.loads(dumps(dict(defaults))),
+                )
                 conn.execute("PRAGMA journal_mode=WAL")
                 if diffs:
                     (stored_units,) = conn.execute("SELECT COUNT(*) FROM results").fetchone()
