@@ -60,7 +60,7 @@ def _assert_exact(target, points: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("pieces", [1, 3, 8, 16])
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 def test_1d_targets_are_1_lipschitz_interpolants_reproduced_exactly(pieces: int, seed: int) -> None:
     target = random_lattice_target_1d(pieces, seed=seed)
     knots, values = np.array(target.knots), np.array(target.values)
@@ -89,7 +89,7 @@ def test_2d_maxmin_targets_are_1_lipschitz_and_reproduced_exactly(groups: int, s
     np.testing.assert_array_equal(f, evaluate_maxmin(target.pieces, points))
     measured = max_secant_ratio(points, f)
     assert 0.3 * 0.5 < measured <= 1.0 + 1e-12  # non-trivial (gradients have norm ≥ 0.3) and ≤ 1
-    dense = grid_points(2, 201)
+    dense = grid_points(2, 151)
     _assert_exact(target, dense)
 
 
