@@ -90,3 +90,15 @@ def test_separation_cells_parse_and_add_units_once() -> None:
     assert _estimation_cells(only) == [(2, 4.0, 2)]
     with pytest.raises(ValueError, match="`targets`"):
         SmoothnessRatesConfig(targets=(), separation_cells=())
+
+
+def test_presets_contain_the_separation_cells_and_keep_the_old_unit_keys() -> None:
+    from structnets.experiments.smoothness_rates import _units
+
+    quick = _units(SmoothnessRatesConfig.quick(), None)
+    keys = [u.key for u in quick]
+    assert len(keys) == len(set(keys)) == 30  # 12 + 6 estimation (s = 1 at L = 2, 6; s = 3 at L = 2), 6 + 6
+    assert "estimation/d=1/s=3/L=2/n=2000" in keys and "estimation/d=1/s=1/L=6/n=20" in keys
+    full = [u.key for u in _units(SmoothnessRatesConfig(), None)]
+    assert "estimation/d=2/s=4/L=2/n=5000" in full and "estimation/d=1/s=3/L=6/n=50" not in full
+    assert len(full) == 58 + 14  # the previous full preset's 58 units, unchanged keys, + 2 cells × 7 sizes
