@@ -115,7 +115,7 @@ def trapezoid_moment(beta: float) -> float:
     share y: (2 − u)u^β + (u − 1)(3 − u)^β, symmetric about u = 1.5. The maximum is taken on a grid
     of 20,001 points of [1, 2] plus the Lipschitz slack L·h/2 with
     L = max|d/du| ≤ 2·2^β + 2β·2^{β−1} (so the value is an upper bound, ~10⁻⁴·2^β above the true
-    sup, which is 1.5^β for every β ≥ 1 measured). The paper's and our earlier bound used 2^β (the
+    sup, which is 1.5^β for every β measured, 0.5 … 5.5). The paper's and our earlier bound used 2^β (the
     largest |u|^β on the support of one bump).
     """
     beta = check_real("beta", beta, low=0.0, low_open=True)
