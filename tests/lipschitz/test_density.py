@@ -183,6 +183,7 @@ def test_training_reduces_the_error() -> None:
         ({"target": "abs"}, "target"),
         ({"target": lambda x: np.full(len(x), np.inf)}, "target"),
         ({"target": lambda x: 1 / 0}, "target"),
+        ({"target": lambda x: np.where(np.abs(x[:, 0] - 1 / 32) < 1e-3, np.nan, 0.0)}, "target"),  # NaN at a training point only
         ({"depth": 0}, "depth"),
         ({"depth": 2.5}, "depth"),
         ({"width": 0}, "width"),

@@ -215,6 +215,11 @@ def fit_fixed_width(
 
     x_np = grid_points(dim, train_per_axis, low, high)
     y_np = np.asarray(target(x_np), dtype=np.float64).reshape(-1)
+    if y_np.size != len(x_np) or not np.isfinite(y_np).all():
+        raise ValueError(
+            f"`target` must give one finite value per training point ({len(x_np)} points of "
+            f"[{low}, {high}]^{dim}), got shape {y_np.shape} with non-finite: {not np.isfinite(y_np).all()}"
+        )
     models = []
     for seed in seeds:
         with seeded(seed):
