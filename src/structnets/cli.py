@@ -74,6 +74,12 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _device_name(text: str) -> str:
+    if text in ("cpu", "cuda", "auto") or (text.startswith("cuda:") and text[5:].isdigit()):
+        return text
+    raise argparse.ArgumentTypeError(f"must be cpu, cuda, cuda:N or auto, got {text!r}")
+
+
 def _verbosity_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     """``-q``/``-v`` on the top-level parser and on every command (``structnets run -q ...``)."""
     default: Any = 0 if top else argparse.SUPPRESS
@@ -130,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
     run.add_argument(
-        "--device", choices=("cpu", "cuda", "auto"), default=None,
+        "--device", type=_device_name, default=None, metavar="cpu|cuda|cuda:N|auto",
         help="where units train, for experiments whose config has a `device` field (see `structnets show NAME`); "
         "auto: cuda when available, else cpu. Checked before any unit runs (default: the config's value, cpu)",
     )

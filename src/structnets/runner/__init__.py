@@ -10,6 +10,9 @@ Public API:
 * :func:`resolve_experiment` — a registered name or ``"module.path:OBJECT"`` to an experiment.
 * :func:`apply_overrides` — ``--set key=value`` overrides of a config, parsed by field type.
 * :func:`validate_config` — the checks every config passes before a run folder is created.
+* :func:`compare_runs` — two run folders of one experiment, unit by unit (:class:`RunComparison`).
+* :func:`resolve_device` — ``cpu``/``cuda``/``auto`` to the device units train on, checked.
+* :func:`describe_config` — a config class's fields, types, defaults and quick preset.
 
 A run folder's ``results.db`` may only name a registered experiment: :func:`report` and
 :func:`load_results` never import a module a run folder names (pass ``experiment=`` for others).
@@ -17,11 +20,14 @@ A run folder's ``results.db`` may only name a registered experiment: :func:`repo
 
 from __future__ import annotations
 
-from .config import apply_overrides, config_from_json, config_to_json, parse_overrides, validate_config
+from .compare import RunComparison, compare_runs
+from .config import apply_overrides, config_from_json, config_to_json, describe_config, parse_overrides, validate_config
+from .device import resolve_device
 from .errors import (
     BackendUnavailableError,
     ConfigMismatchError,
     CorruptStoreError,
+    DeviceUnavailableError,
     ExperimentError,
     InvalidConfigError,
     RunLockedError,
@@ -38,10 +44,12 @@ __all__ = [
     "BackendUnavailableError",
     "ConfigMismatchError",
     "CorruptStoreError",
+    "DeviceUnavailableError",
     "Experiment",
     "ExperimentError",
     "InvalidConfigError",
     "ProgressCallback",
+    "RunComparison",
     "RunLockedError",
     "RunnerError",
     "StoreError",
@@ -49,11 +57,14 @@ __all__ = [
     "UnitFailedError",
     "UntrustedExperimentError",
     "apply_overrides",
+    "compare_runs",
     "config_from_json",
     "config_to_json",
+    "describe_config",
     "load_results",
     "parse_overrides",
     "report",
+    "resolve_device",
     "resolve_experiment",
     "run",
     "validate_config",
