@@ -21,9 +21,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
 
-from ._validation import check_choice, check_int, check_real
+from ._validation import MAX_LAYERS, MAX_STEPS, check_choice, check_int, check_real
 from .data import check_finite
 from .models import bottleneck_width, mlp
 from .nn import ACTIVATIONS
@@ -89,7 +89,7 @@ class _BaseMLP(BaseEstimator):
         """Raise :class:`InvalidParameterError` naming the first bad constructor parameter."""
         try:
             width = check_int("width", self.width, low=1)
-            check_int("depth", self.depth, low=1)
+            check_int("depth", self.depth, low=1, high=MAX_LAYERS)
             if self.bottleneck is not None:
                 bottleneck_width(width, self.bottleneck)
             if not isinstance(self.activation, str):
@@ -97,7 +97,7 @@ class _BaseMLP(BaseEstimator):
                     f"`activation` must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
                 )
             check_choice("activation", self.activation, ACTIVATIONS)
-            check_int("epochs", self.epochs, low=1)
+            check_int("epochs", self.epochs, low=1, high=MAX_STEPS)
             if self.batch_size is not None:
                 check_int("batch_size", self.batch_size, low=1)
             check_real("lr", self.lr, low=0.0, low_open=True)
@@ -135,9 +135,12 @@ class _BaseMLP(BaseEstimator):
     def _validate_X(self, X: Any, *, reset: bool) -> np.ndarray:
         """Validate ``X`` (2-D, numeric, finite), set or check ``n_features_in_`` and names."""
         names = _column_names(X)
-        array = validate_data(
-            self, X, reset=reset, dtype=(np.float64, np.float32), ensure_all_finite=False
-        )
+        try:
+            array = validate_data(
+                self, X, reset=reset, dtype=(np.float64, np.float32), ensure_all_finite=False
+            )
+        except (TypeError, ValueError) as error:
+            raise _named(error, "X") from error
         check_finite(array, names, argument="X")
         return array
 
@@ -316,11 +319,14 @@ class MLPClassifier(ClassifierMixin, _BaseMLP):
         """
         self._check_params()
         names = _column_names(X)
-        X, y = validate_data(
+        X, y = _validate_Xy(
             self, X, y, dtype=(np.float64, np.float32), ensure_all_finite=False
         )
         check_finite(X, names, argument="X")
-        check_classification_targets(y)
+        try:
+            check_classification_targets(y)
+        except (TypeError, ValueError) as error:
+            raise _named(error, "y") from error
         y = column_or_1d(y, warn=True)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
@@ -468,7 +474,7 @@ class MLPRegressor(RegressorMixin, _BaseMLP):
         except TypeError as error:
             raise InvalidParameterError(str(error)) from error
         names = _column_names(X)
-        X, y = validate_data(
+        X, y = _validate_Xy(
             self,
             X,
             y,
@@ -478,7 +484,12 @@ class MLPRegressor(RegressorMixin, _BaseMLP):
             y_numeric=True,
         )
         check_finite(X, names, argument="X")
-        y = np.asarray(y, dtype=np.float64)
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise _named(error, "y") from error
+        if not np.isfinite(y).all():
+            raise ValueError("`y` must be finite, got NaN or infinite targets")
         self._y_ndim = y.ndim
         target = y.reshape(y.shape[0], -1)
         if self.standardize_target:
@@ -513,6 +524,28 @@ class MLPRegressor(RegressorMixin, _BaseMLP):
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
         return tags
+
+
+def _validate_Xy(estimator: BaseEstimator, X: Any, y: Any, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's ``validate_data(X, y)``, with errors that say which argument is at fault."""
+    try:
+        return validate_data(estimator, X, y, **kwargs)
+    except (TypeError, ValueError) as error:
+        if "inconsistent numbers of samples" in str(error):
+            raise _named(error, "X` and `y") from error
+        try:
+            check_array(X, dtype=kwargs.get("dtype", "numeric"), ensure_all_finite=False, input_name="X")
+        except (TypeError, ValueError):
+            raise _named(error, "X") from error
+        raise _named(error, "y") from error
+
+
+def _named(error: Exception, name: str) -> Exception:
+    """The same kind of error, its message prefixed by the argument's name (kept whole, so
+    scikit-learn's checks that match its wording still match)."""
+    kind = ValueError if isinstance(error, ValueError) else TypeError
+    verb = "are" if " and " in name else "is"
+    return kind(f"`{name}` {verb} invalid: {error}")
 
 
 def _check_bool(name: str, value: Any) -> bool:

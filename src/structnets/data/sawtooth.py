@@ -30,6 +30,8 @@ def triangle_wave(t: np.ndarray) -> np.ndarray:
 def sawtooth(x: np.ndarray, teeth: int) -> np.ndarray:
     """f_{T,d}(x) = mean_i tri(T·x_i) for x of shape (n, d); returns shape (n,)."""
     teeth = check_int("teeth", teeth, low=1, high=MAX_TEETH)
+    if np.iscomplexobj(x):
+        raise TypeError("`x` must be real, got complex values")
     try:
         x = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as error:

@@ -268,7 +268,13 @@ def dlor_mlp(
     """
     in_features = check_int("in_features", in_features, low=1)
     out_features = check_int("out_features", out_features, low=1)
-    width = check_int("width", width, low=max(2, in_features, out_features))
+    width = check_int("width", width, low=2)
+    if width < max(in_features, out_features):
+        raise ValueError(
+            f"`width` must be >= `in_features` and `out_features` (the input is zero-padded to width and "
+            f"the output read from its first coordinates), got width={width}, in_features={in_features}, "
+            f"out_features={out_features}"
+        )
     depth = check_int("depth", depth, low=1, high=MAX_LAYERS)
     rank = check_int("rank", rank, low=1, high=width - 1)
     mode = resolve_mode(mode)

@@ -217,6 +217,8 @@ def fit(
         _check_class_indices(model, X_t, y_t)
         if y_val is not None:
             _check_class_indices(model, X_t, y_val)
+    else:
+        _first_output(model, X_t)
     opt = _make_optimizer(optimizer, model, lr, weight_decay)
     step = batch_size if batch_size is not None and batch_size < n else n
 
@@ -311,6 +313,8 @@ def evaluate(
     Returns:
         the loss as a Python float (the model's train/eval mode is restored).
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
     loss_fn = get_loss(loss)
     target_kind = TARGET_KIND.get(loss) if isinstance(loss, str) else None
     device, dtype = _device_and_dtype(model)
@@ -321,6 +325,8 @@ def evaluate(
         _check_output_shape(model, X_t, y_t)
     elif target_kind == "index":
         _check_class_indices(model, X_t, y_t)
+    else:
+        _first_output(model, X_t)
     return _evaluate(model, loss_fn, X_t, y_t)
 
 
@@ -403,11 +409,7 @@ def _check_rows(X: torch.Tensor, y: torch.Tensor, x_name: str, y_name: str) -> i
 
 def _check_output_shape(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
     # A (n, 1) output against a (n,) target would broadcast to (n, n) and train on nonsense.
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        out = model(X[:1])
-    model.train(was_training)
+    out = _first_output(model, X)
     if tuple(out.shape[1:]) != tuple(y.shape[1:]):
         raise ValueError(
             f"`y` has per-sample shape {tuple(y.shape[1:])} but the model outputs "
@@ -415,13 +417,24 @@ def _check_output_shape(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> N
         )
 
 
-def _check_class_indices(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
-    # An out-of-range label makes torch raise an IndexError (or a device assert) mid-evaluation.
+def _first_output(model: nn.Module, X: torch.Tensor) -> torch.Tensor:
+    """The model's output on the first row, or a ValueError naming `X` when it cannot take X."""
     was_training = model.training
     model.eval()
-    with torch.no_grad():
-        out = model(X[:1])
-    model.train(was_training)
+    try:
+        with torch.no_grad():
+            return model(X[:1])
+    except RuntimeError as error:  # e.g. (n, d) with d not the model's input size
+        raise ValueError(
+            f"`X` of shape {tuple(X.shape)} cannot be fed to `model`: {str(error).splitlines()[0]}"
+        ) from error
+    finally:
+        model.train(was_training)
+
+
+def _check_class_indices(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
+    # An out-of-range label makes torch raise an IndexError (or a device assert) mid-evaluation.
+    out = _first_output(model, X)
     classes = out.shape[1] if out.ndim >= 2 else 1
     if bool(((y < 0) | (y >= classes)).any()):
         raise ValueError(

@@ -1,0 +1,57 @@
+"""Count the outcomes of every generated bad-input call: ``python -m tests.property.measure``.
+
+Runs the same cases and values as ``test_bad_input.py`` without stopping at a failure, under an
+address-space limit (so a call that tries to allocate without bound fails instead of swapping),
+and prints how many calls ended in a clear error naming the argument and the rest by kind.
+"""
+
+from __future__ import annotations
+
+import collections
+import resource
+import sys
+import time
+
+import torch
+from hypothesis import given, strategies as st
+
+from .strategies import BAD_INPUT, CASES, XFAIL, outcome
+
+
+def _drive(case, totals, findings) -> None:
+    @BAD_INPUT
+    @given(data=st.data())
+    def drive(data):
+        kind, detail = outcome(case, data.draw(case.bad))
+        totals[kind] += 1
+        if kind != "clear":
+            findings[case.id].append(detail)
+
+    drive()
+
+
+def main() -> int:
+    torch.set_num_threads(1)
+    limit = 8 * 2**30
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    totals: collections.Counter[str] = collections.Counter()
+    findings: dict[str, list[str]] = collections.defaultdict(list)
+    start = time.perf_counter()
+    for case in CASES:
+        _drive(case, totals, findings)
+    elapsed = time.perf_counter() - start
+    calls = sum(totals.values())
+    entries = len({case.entry.split("[")[0] for case in CASES})
+    print(f"{calls} generated bad-input calls over {entries} public entry points ({len(CASES)} arguments) in {elapsed:.0f} s")
+    for kind in ("clear", "unnamed", "other-error", "accepted", "hang"):
+        print(f"  {kind:12s} {totals[kind]:6d}  {100 * totals[kind] / max(calls, 1):6.2f} %")
+    for case_id, details in sorted(findings.items()):
+        mark = " [xfail]" if case_id in XFAIL else ""
+        print(f"\n{case_id}{mark}: {len(details)} not clear")
+        for detail in sorted(set(details))[:4]:
+            print("   ", detail)
+    return 0 if totals["clear"] == calls else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
