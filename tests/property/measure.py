@@ -15,7 +15,7 @@ import time
 import torch
 from hypothesis import given, strategies as st
 
-from .strategies import BAD_INPUT, CASES, XFAIL, outcome
+from .strategies import BAD_INPUT, CASES, XFAIL, elsewhere, outcome
 
 
 def _drive(case, totals, findings) -> None:
@@ -35,16 +35,25 @@ def main() -> int:
     limit = 8 * 2**30
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     totals: collections.Counter[str] = collections.Counter()
+    by_owner = {True: collections.Counter(), False: collections.Counter()}
     findings: dict[str, list[str]] = collections.defaultdict(list)
     start = time.perf_counter()
     for case in CASES:
+        before = totals.copy()
         _drive(case, totals, findings)
+        by_owner[elsewhere(case)].update(totals - before)
     elapsed = time.perf_counter() - start
     calls = sum(totals.values())
     entries = len({case.entry.split("[")[0] for case in CASES})
     print(f"{calls} generated bad-input calls over {entries} public entry points ({len(CASES)} arguments) in {elapsed:.0f} s")
     for kind in ("clear", "unnamed", "other-error", "accepted", "hang"):
         print(f"  {kind:12s} {totals[kind]:6d}  {100 * totals[kind] / max(calls, 1):6.2f} %")
+    for other, label in ((False, "entry points in this suite's own files"), (True, "entry points owned elsewhere")):
+        counts = by_owner[other]
+        n = sum(counts.values())
+        n_entries = len({c.entry.split("[")[0] for c in CASES if elsewhere(c) == other})
+        print(f"{label}: {n} calls over {n_entries} entry points, {counts['clear']} clear "
+              f"({100 * counts['clear'] / max(n, 1):.2f} %)")
     for case_id, details in sorted(findings.items()):
         mark = " [xfail]" if case_id in XFAIL else ""
         print(f"\n{case_id}{mark}: {len(details)} not clear")

@@ -235,6 +235,15 @@ def build_cases() -> list[Case]:
     add(_cases("nn.Swish", snn.Swish, {}, {"beta": bad_real(0.0, low_open=True), "learnable": bad_bool()}))
     add(_cases("nn.activation", snn.activation, {"name": "swish"}, {"name": bad_choice(tuple(snn.ACTIVATIONS))},
                names={"name": ("activation",)}))
+    dense = nn.Linear(6, 5)
+    add(_cases("nn.LowRankLinear.from_linear", snn.LowRankLinear.from_linear, {"linear": dense, "rank": 2},
+               {"linear": st.sampled_from([None, "linear", np.ones((5, 6)), nn.ReLU()]), "rank": bad_int(1, 5)}))
+    square = nn.Linear(6, 6)
+    add(_cases("nn.DLoRLinear.from_linear", snn.DLoRLinear.from_linear, {"linear": square, "rank": 2},
+               {"linear": st.sampled_from([None, "linear", np.ones((6, 6)), nn.ReLU(), dense]), "rank": bad_int(1, 5),
+                "alpha": bad_real().filter(lambda v: v is not None)}))
+    add(_cases("nn.Swish.forward", lambda input: snn.Swish()(input), {"input": torch.ones(3)},
+               {"input": st.sampled_from([None, "x", 3.0, np.ones(3), [1.0, 2.0]])}))
     add(_cases("nn.MaxMin", snn.MaxMin, {"features": 4}, {"features": bad_int(1, huge=False)}))
     add(_cases("nn.GradientStepResidual", snn.GradientStepResidual, {"features": 4, "hidden": 3},
                {"features": bad_int(1), "hidden": bad_int(1), "bias": bad_bool(), "step": bad_real(0.0, 2.0, low_open=True),
@@ -301,6 +310,13 @@ def build_cases() -> list[Case]:
                {**ESTIMATOR_PARAMS, "standardize_target": bad_bool(), "X": bad_matrix(20, 3),
                 "y": st.sampled_from([np.full(20, np.nan), np.full(20, np.inf), Y20[:5], np.array(["a"] * 20)])}))
 
+    fitted = MLPRegressor(epochs=1, width=4, depth=1).fit(X20, Y20)
+    add(_cases("estimators.MLPRegressor.predict", fitted.predict, {"X": X20},
+               {"X": st.one_of(bad_matrix(20, 3), st.just(np.ones((5, 4))))}))
+    fitted_clf = MLPClassifier(epochs=1, width=4, depth=1).fit(X20, LABELS20)
+    add(_cases("estimators.MLPClassifier.predict_proba", fitted_clf.predict_proba, {"X": X20},
+               {"X": st.one_of(bad_matrix(20, 3), st.just(np.ones((5, 4))))}))
+
     # structnets.data (generators)
     add(_cases("data.make_sawtooth", data.make_sawtooth, {"n": 5},
                {"n": bad_int(1), "dim": bad_int(1), "teeth": st.one_of(bad_int(1, 2**40, huge=False), st.sampled_from([2**63, 10**30])), "seed": bad_int(0, huge=False), "grid": bad_bool()}))
@@ -318,6 +334,8 @@ def build_cases() -> list[Case]:
                 "directions": bad_choice(("one", "dense"))}))
     add(_cases("data.SmoothTarget.sample", _sample, {},
                {"n": bad_int(1), "noise": bad_real(0.0), "seed": bad_int(0, huge=False)}))
+    add(_cases("data.SmoothTarget.__call__", lambda x: data.sine_target(2, 1.5)(x), {"x": torch.ones(4, 2)},
+               {"x": st.sampled_from([None, "x", np.ones((4, 2)), torch.ones(4), torch.ones(4, 3), torch.ones(4, 2, 1)])}))
     add(_cases("data.check_finite", data.check_finite, {"X": X20}, {"X": bad_matrix(20, 3)}))
     add(_cases("data.load", data.load, {"name": "iris"},
                {"name": st.one_of(st.sampled_from(["IRIS ", "mnist2", "", "../iris"]), st.integers(), st.none()),
@@ -360,6 +378,18 @@ def build_cases() -> list[Case]:
 
 CASES = build_cases()
 
+ELSEWHERE = (
+    "nn.GradientStepResidual", "nn.NormConstrainedLinear", "nn.MaxMin", "models.lipschitz_resnet",
+    "analysis.schatten_norm", "analysis.stable_rank", "analysis.effective_rank", "analysis.singular_values",
+    "analysis.numerical_rank", "analysis.cost", "analysis.minimax_exponent", "analysis.loglog_slope",
+    "analysis.spectral_bound", "functional.", "data.check_finite", "data.load",
+)
+"""Entry points whose files this suite's authors do not own: failures there are XFAIL, not fixed."""
+
+
+def elsewhere(case: Case) -> bool:
+    return case.entry.startswith(ELSEWHERE)
+
 _TORCH_OVERFLOW = (
     "a size of 10**30 reaches torch.empty, which raises TypeError 'Overflow when unpacking long long' "
     "not naming the argument (no up-front memory check)"
@@ -388,7 +418,7 @@ import os
 import signal
 import warnings
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 EXAMPLES = int(os.environ.get("STRUCTNETS_PROPERTY_EXAMPLES", "30"))
 """Generated values per case; the whole suite draws about ``EXAMPLES × len(CASES)`` bad calls."""
@@ -399,6 +429,10 @@ settings.register_profile(
     deadline=None,  # a loaded CI machine must not turn a slow call into a failure
     derandomize=True,  # the same values on every run, so CI is reproducible
     database=None,
+    # No shrinking: shrinking a refused 10**30 towards smaller counts would try sizes (10**9, ...)
+    # that a function without a limit then really allocates; the drawn value is reported as is.
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    report_multiple_bugs=False,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 BAD_INPUT = settings.get_profile("bad-input")

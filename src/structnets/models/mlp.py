@@ -51,7 +51,9 @@ def mlp(
     Args:
         in_features, out_features: input and output sizes.
         width: nonlinear width 𝓗 (≥ 1).
-        depth: number of nonlinear layers (≥ 1).
+        depth: number of nonlinear layers, in [1, 100000]
+            (:data:`structnets._validation.MAX_LAYERS`); a network whose parameters would not fit in
+            this machine's memory is refused before anything is allocated.
         activation: a name from :data:`structnets.nn.ACTIVATIONS` or a module (shared by all layers).
         bottleneck: None (dense), an int H in [1, width], or a float ratio of width in (0, 1].
         device, dtype: where to allocate parameters.

@@ -123,13 +123,14 @@ def fit(
     Args:
         model: the module to train; data are moved to the device and floating dtype of its first
             parameter.
-        X: (n, *) inputs, a numpy array or tensor.
-        y: (n,) or (n, k) targets. For ``loss="cross_entropy"``: (n,) class indices; for
+        X: (n, *) inputs, a numpy array or tensor; finite (NaN/inf are refused, as by the
+            estimators).
+        y: (n,) or (n, k) finite targets whose per-sample shape matches the model's output. For ``loss="cross_entropy"``: (n,) class indices; for
             ``"mse"``: real values, a 1-D ``y`` is trained against output (n, 1). For a callable
             loss: integer ``y`` becomes int64, other ``y`` the model's dtype, shape unchanged.
         loss: ``"mse"``, ``"cross_entropy"`` or a callable ``(output, target) -> scalar`` that
             averages over the batch.
-        epochs: maximum number of passes over the training rows (>= 1).
+        epochs: maximum number of passes over the training rows, in [1, 10⁸].
         batch_size: rows per step (>= 1), or None for full batch.
         lr: learning rate (> 0).
         weight_decay: L2 penalty coefficient (>= 0); decoupled for ``"adamw"``.
