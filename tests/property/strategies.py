@@ -244,6 +244,8 @@ def build_cases() -> list[Case]:
                 "alpha": bad_real().filter(lambda v: v is not None)}))
     add(_cases("nn.Swish.forward", lambda input: snn.Swish()(input), {"input": torch.ones(3)},
                {"input": st.sampled_from([None, "x", 3.0, np.ones(3), [1.0, 2.0]])}))
+    add(_cases("nn.MaxMin.forward", lambda input: snn.MaxMin(4)(input), {"input": torch.ones(2, 4)},
+               {"input": st.sampled_from([None, "x", 3.0, np.ones((2, 4)), torch.ones(2, 3), torch.ones(4, 2)])}))
     add(_cases("nn.MaxMin", snn.MaxMin, {"features": 4}, {"features": bad_int(1, huge=False)}))
     add(_cases("nn.GradientStepResidual", snn.GradientStepResidual, {"features": 4, "hidden": 3},
                {"features": bad_int(1), "hidden": bad_int(1), "bias": bad_bool(), "step": bad_real(0.0, 2.0, low_open=True),
@@ -299,6 +301,14 @@ def build_cases() -> list[Case]:
                 "loss": bad_choice(("mse", "cross_entropy"))}))
     add(_cases("training.evaluate[cross_entropy]", training.evaluate, {"model": CLASSIFIER, "X": X20, "y": LABELS20, "loss": "cross_entropy"},
                {"y": st.sampled_from([LABELS20 + 0.5, LABELS20 + 3, LABELS20 - 1, LABELS20.reshape(20, 1), np.full(20, np.nan)])}))
+    logits = torch.randn(6, 3)
+    add(_cases("training.cross_entropy", training.cross_entropy, {"output": logits, "target": torch.arange(6) % 3},
+               {"output": st.sampled_from([None, np.ones((6, 3)), torch.ones(6), torch.ones(6, 1), torch.ones(5, 3)]),
+                "target": st.sampled_from([None, np.arange(6) % 3, torch.rand(6), torch.arange(6) + 3, -torch.ones(6, dtype=torch.long),
+                                           torch.zeros(6, 3, dtype=torch.long), torch.arange(4), torch.ones(6, dtype=torch.bool)])}))
+    add(_cases("training.mse", training.mse, {"output": torch.ones(6, 1), "target": torch.zeros(6, 1)},
+               {"output": st.sampled_from([None, np.ones((6, 1)), "x"]),
+                "target": st.sampled_from([None, np.zeros((6, 1)), torch.zeros(6), torch.zeros(6, 6), torch.zeros(5, 1), torch.zeros(6, 1, 1)])}))
     add(_cases("training.get_loss", training.get_loss, {"name": "mse"}, {"name": bad_choice(("mse", "cross_entropy"))},
                names={"name": ("loss", "name")}))
     add(_cases("training.seeded", _seeded, {"seed": 0}, {"seed": bad_int(0, 2**63 - 1, huge=False)}))
@@ -379,7 +389,7 @@ def build_cases() -> list[Case]:
 CASES = build_cases()
 
 ELSEWHERE = (
-    "nn.GradientStepResidual", "nn.NormConstrainedLinear", "nn.MaxMin", "models.lipschitz_resnet",
+    "nn.GradientStepResidual", "nn.NormConstrainedLinear", "models.lipschitz_resnet",
     "analysis.schatten_norm", "analysis.stable_rank", "analysis.effective_rank", "analysis.singular_values",
     "analysis.numerical_rank", "analysis.cost", "analysis.minimax_exponent", "analysis.loglog_slope",
     "analysis.spectral_bound", "functional.", "data.check_finite", "data.load",

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from .._validation import MAX_STEPS, check_choice, check_int, check_real
-from .losses import TARGET_KIND, LossFn, get_loss
+from .losses import _UNCHECKED, TARGET_KIND, LossFn, get_loss
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
 Callback = Callable[[int, Mapping[str, float]], Any]
@@ -156,7 +156,7 @@ def fit(
     start = time.perf_counter()
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
-    loss_fn = get_loss(loss)
+    loss_fn = _UNCHECKED.get(loss, get_loss(loss)) if isinstance(loss, str) else get_loss(loss)
     target_kind = TARGET_KIND.get(loss) if isinstance(loss, str) else None
     epochs = check_int("epochs", epochs, low=1, high=MAX_STEPS)
     if batch_size is not None:
@@ -316,7 +316,7 @@ def evaluate(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
-    loss_fn = get_loss(loss)
+    loss_fn = _UNCHECKED.get(loss, get_loss(loss)) if isinstance(loss, str) else get_loss(loss)
     target_kind = TARGET_KIND.get(loss) if isinstance(loss, str) else None
     device, dtype = _device_and_dtype(model)
     X_t = _as_tensor(X, "X", dtype, device, "real")

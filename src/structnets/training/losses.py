@@ -36,6 +36,12 @@ def mse(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     Returns:
         a scalar tensor.
     """
+    _check_tensors(output, target)
+    if output.shape != target.shape:
+        raise ValueError(
+            f"`target` must have the shape of `output` {tuple(output.shape)} (no broadcasting), "
+            f"got {tuple(target.shape)}"
+        )
     return nn.functional.mse_loss(output, target)
 
 
@@ -49,10 +55,19 @@ def cross_entropy(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     Returns:
         a scalar tensor.
     """
+    _check_tensors(output, target)
+    _check_logits(output, target)
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise TypeError(f"`target` must hold integer class indices, got dtype {target.dtype}")
+    if bool(((target < 0) | (target >= output.shape[1])).any()):
+        raise ValueError(f"`target` must hold class indices in [0, {output.shape[1]}), got values outside")
     return nn.functional.cross_entropy(output, target)
 
 
 LOSSES: dict[str, LossFn] = {"mse": mse, "cross_entropy": cross_entropy}
+# The same losses without the argument checks, for the fit loop: it checks shapes, dtypes and
+# label ranges once for the whole data set, so every step need not check its batch again.
+_UNCHECKED: dict[str, LossFn] = {"mse": nn.functional.mse_loss, "cross_entropy": nn.functional.cross_entropy}
 
 # How the fit loop must convert ``y`` for each named loss: class indices or real-valued targets.
 TARGET_KIND: dict[str, str] = {"mse": "real", "cross_entropy": "index"}
@@ -75,6 +90,12 @@ def get_loss(name: str | LossFn) -> LossFn:
 
 # --------------------------------------------------------------------------------------------
 # Margin-aware losses for certified (1-Lipschitz) classifiers
+
+
+def _check_tensors(output: torch.Tensor, target: torch.Tensor) -> None:
+    for name, value in (("output", output), ("target", target)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"`{name}` must be a torch.Tensor, got {type(value).__name__}")
 
 
 def _check_logits(output: torch.Tensor, target: torch.Tensor) -> None:
