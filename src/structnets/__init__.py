@@ -7,8 +7,8 @@ try:
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
-from . import models, nn  # noqa: E402  (light imports; data/analysis/runner load on demand)
+from . import functional, models, nn  # noqa: E402  (light imports; data/analysis/runner load on demand)
 from .compression import CompressionReport, LayerCompression, compress  # noqa: E402
 from .exporting import export  # noqa: E402
 
-__all__ = ["CompressionReport", "LayerCompression", "__version__", "compress", "export", "models", "nn"]
+__all__ = ["CompressionReport", "LayerCompression", "__version__", "compress", "export", "functional", "models", "nn"]

@@ -277,7 +277,7 @@ def _authors_style(in_features: int, out_features: int, width: int, depth: int) 
     from torch import nn
 
     from ..nn import GradientStepResidual
-    from ..nn._spectral import power_iteration, spectral_norm_bound
+    from ..functional import power_iteration, spectral_norm_bound
 
     class PowerClampedResidual(GradientStepResidual):
         def weight_norm_bound(self) -> torch.Tensor:

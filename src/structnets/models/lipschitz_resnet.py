@@ -7,7 +7,7 @@ from torch import nn
 
 from .._validation import check_choice, check_int, check_real
 from ..nn import GradientStepResidual, MaxMin, NormConstrainedLinear, OrthogonalLinear
-from ..nn._spectral import spectral_norm_bound, top_right_singular_vector
+from ..functional import spectral_norm_bound, top_right_singular_vector
 
 VARIANTS: tuple[str, ...] = ("gradient-step", "fixed-width", "unconstrained")
 # Kinds of lift (in → width) and head (width → out) of the constrained variants.
@@ -177,17 +177,9 @@ def export_model(model: nn.Sequential) -> nn.Sequential:
     """
     if not isinstance(model, nn.Sequential):
         raise TypeError(f"`model` must be an nn.Sequential, got {type(model).__name__}")
-    import copy
+    from ..exporting import export
 
-    parameter = next(model.parameters(), None)
-    factory = {} if parameter is None else {"device": parameter.device, "dtype": parameter.dtype}
-
-    def plain(layer: nn.Module) -> nn.Module:
-        if isinstance(layer, MaxMin):  # no tensors of its own: build its residual in the model's dtype
-            return layer.export(**factory)
-        return layer.export() if hasattr(layer, "export") else copy.deepcopy(layer)
-
-    return nn.Sequential(*[plain(layer) for layer in model])
+    return export(model)
 
 
 __all__ = ["LIFTS", "VARIANTS", "UnconstrainedResidual", "export_model", "lipschitz_resnet"]

@@ -6,9 +6,9 @@ from .low_rank_linear import LowRankLinear
 from .gradient_step_residual import GradientStepResidual, ResidualExport
 from .maxmin import MaxMin
 from .norm_constrained_linear import NormConstrainedLinear
-from .orthogonal_linear import OrthogonalLinear  # noqa: F401  (issue 11: orthogonal lift and head)
+from .orthogonal_linear import OrthogonalLinear
 from .swish import Swish
 
-__all__ = ["GradientStepResidual", "MaxMin", "NormConstrainedLinear", "ResidualExport"]
+__all__ = ["GradientStepResidual", "MaxMin", "NormConstrainedLinear", "OrthogonalLinear", "ResidualExport"]
 __all__ += ["ACTIVATIONS", "LowRankLinear", "Swish", "activation"]
 __all__ += ["DLoRLinear", "RankOneLinear"]

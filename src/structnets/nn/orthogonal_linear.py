@@ -9,7 +9,7 @@ from torch import nn
 
 from .._validation import check_int
 from ._checkpoint import reject_non_finite
-from ._spectral import spectral_norm_bound
+from ..functional import spectral_norm_bound
 
 
 def polar_factor(weight: torch.Tensor) -> torch.Tensor:
@@ -44,7 +44,7 @@ def certified_orthogonal(weight: torch.Tensor) -> torch.Tensor:
     """Return A = c·Q, Q = :func:`polar_factor` (V), with ‖A‖₂ ≤ 1 certified on A's stored values.
 
     c = (1 − η) / max(1, B(Q)), B(Q) ≥ ‖Q‖₂ the certified float64 bound of
-    :func:`structnets.nn._spectral.spectral_norm_bound`, η = 2·u·√r + 10⁻⁶ (u the unit round-off of
+    :func:`structnets.functional.spectral_norm_bound`, η = 2·u·√r + 10⁻⁶ (u the unit round-off of
     ``weight``'s dtype, r = min(m, n)): rounding c·Q (computed in float64) to the dtype moves each
     entry by at most u relative, so ‖fl(cQ)‖₂ ≤ c‖Q‖₂ + u·c‖Q‖_F ≤ (1 − η)(1 + u√r) < 1
     (‖Q‖_F ≤ √r‖Q‖₂; the float64 product itself adds 2⁻⁵³ relative, inside the 10⁻⁶). c is taken
