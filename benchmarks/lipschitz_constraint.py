@@ -10,7 +10,7 @@ unconstrained ResNet of the same shape (``lipschitz_resnet(..., variant="unconst
   step (certified during training as well as at evaluation);
 * ``power``: the paper's persistent power estimate while training (one step per call), the exact
   certified bound at evaluation;
-* ``certified``: the model ``lipschitz-mnist`` trains for its target (issue 11): ``exact`` bounds
+* ``certified``: the model ``lipschitz-mnist`` trains for its target: ``exact`` bounds
   and the orthogonal lift and head (``lift="orthogonal"``: one float64 Gram eigendecomposition for
   the polar factor and one certified bound per step, each);
 * ``deel``: deel-torchlip's SpectralLinear + GroupSort2 MLP with ``depth`` hidden layers of

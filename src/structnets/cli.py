@@ -1,4 +1,4 @@
-"""The ``structnets`` command line. The only module of structnets that prints (DESIGN.md, convention 6).
+"""The ``structnets`` command line. The only module of structnets that prints (docs/design.md, convention 6).
 
 Commands::
 

@@ -1,4 +1,4 @@
-"""Read-only places give one-line errors and leave everything as it was (issue 16).
+"""Read-only places give one-line errors and leave everything as it was.
 
 Permissions do not bind root, so under root the command runs as ``nobody`` (``setpriv``), in
 folders made for it under the system temporary folder.

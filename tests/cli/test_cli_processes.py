@@ -1,4 +1,4 @@
-"""Processes around a run (issue 16): the run-folder lock, no orphans after ``kill -9``, and torch
+"""Processes around a run: the run-folder lock, no orphans after ``kill -9``, and torch
 threads sized by one helper."""
 
 from __future__ import annotations

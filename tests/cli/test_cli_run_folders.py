@@ -1,4 +1,4 @@
-"""Run folders that never surprise (issue 16): no code named by a run folder is imported, partial
+"""Run folders that never surprise: no code named by a run folder is imported, partial
 runs report what exists, bad configs are refused before the folder exists, damaged folders give one
 line, output files follow the umask."""
 

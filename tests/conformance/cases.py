@@ -16,9 +16,9 @@ import torch
 from torch import nn
 
 from structnets.nn import LowRankLinear
-from structnets.nn import DLoRLinear, RankOneLinear  # DLoR (issue 3)
-from structnets.nn import GradientStepResidual, MaxMin, NormConstrainedLinear  # 1-Lipschitz (issue 6)
-from structnets.nn import OrthogonalLinear  # orthogonal lift and head (issue 11)
+from structnets.nn import DLoRLinear, RankOneLinear  # DLoR
+from structnets.nn import GradientStepResidual, MaxMin, NormConstrainedLinear  # 1-Lipschitz
+from structnets.nn import OrthogonalLinear  # orthogonal lift and head
 
 
 def _dense_of(layer: nn.Module) -> torch.Tensor:
@@ -80,7 +80,7 @@ CASES: list[LayerCase] = [
     LayerCase("lowrank-5to7-r5-full-nobias", lambda dt: LowRankLinear(5, 7, 5, bias=False, dtype=dt), 5),
     LayerCase("lowrank-9to9-r1", lambda dt: LowRankLinear(9, 9, 1, dtype=dt), 9),
     LayerCase("lowrank-12to12-r4-nobias", lambda dt: LowRankLinear(12, 12, 4, bias=False, dtype=dt), 12),
-    LayerCase("dlor-8-r3", lambda dt: DLoRLinear(8, 3, dtype=dt), 8),  # DLoR (issue 3)
+    LayerCase("dlor-8-r3", lambda dt: DLoRLinear(8, 3, dtype=dt), 8),  # DLoR
     LayerCase("dlor-2-r1-nobias-alpha-neg", lambda dt: DLoRLinear(2, 1, bias=False, alpha=-0.5, dtype=dt), 2),
     LayerCase("dlor-9-r8", lambda dt: DLoRLinear(9, 8, alpha=2.0, dtype=dt), 9),
     LayerCase("rank1-3to5", lambda dt: RankOneLinear(3, 5, dtype=dt), 3),
@@ -115,7 +115,7 @@ INVALID: list[Invalid] = [
     Invalid(LowRankLinear, {**_LR, "bias": "yes"}, "bias", TypeError),
     Invalid(LowRankLinear, {**_LR, "bias": 1}, "bias", TypeError),
 ]
-_DL = {"features": 8, "rank": 3}  # DLoR (issue 3)
+_DL = {"features": 8, "rank": 3}  # DLoR
 INVALID += [
     Invalid(DLoRLinear, {**_DL, "rank": 0}, "rank", ValueError),
     Invalid(DLoRLinear, {**_DL, "rank": 8}, "rank", ValueError),  # rank must be < features
@@ -151,7 +151,7 @@ def _maxmin(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return torch.cat([torch.stack([top, bottom], dim=-1).flatten(-2), x[..., pairs:]], dim=-1)
 
 
-# 1-Lipschitz layers (issue 6). NormConstrainedLinear is affine; GradientStepResidual and MaxMin are
+# 1-Lipschitz layers. NormConstrainedLinear is affine; GradientStepResidual and MaxMin are
 # nonlinear and are checked against their formulas.
 CASES += [
     LayerCase("normcon-8to6", lambda dt: NormConstrainedLinear(8, 6, dtype=dt), 8),
@@ -178,7 +178,7 @@ CASES += [
     LayerCase("maxmin-6", lambda dt: MaxMin(6, dtype=dt), 6, reference=_maxmin),
     LayerCase("maxmin-5-odd", lambda dt: MaxMin(5, dtype=dt), 5, reference=_maxmin),
 ]
-# 1-Lipschitz layers (issue 6)
+# 1-Lipschitz layers
 INVALID += [
     Invalid(NormConstrainedLinear, {"in_features": 0, "out_features": 3}, "in_features", ValueError),
     Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 2.5}, "out_features", TypeError),
@@ -199,14 +199,14 @@ INVALID += [
 
 
 def _scaled(layer: nn.Module, factor: float) -> nn.Module:
-    """Scale a NormConstrainedLinear's free weight so its norm constraint is active (issue 6)."""
+    """Scale a NormConstrainedLinear's free weight so its norm constraint is active."""
     with torch.no_grad():
         layer.raw_weight.mul_(factor / float(torch.linalg.matrix_norm(layer.raw_weight.double(), 2)))
     return layer
 
 
 
-# Orthogonal lift and head (issue 11): affine, checked against its own dense matrix.
+# Orthogonal lift and head: affine, checked against its own dense matrix.
 CASES += [
     LayerCase("orthogonal-8to6", lambda dt: OrthogonalLinear(8, 6, dtype=dt), 8),
     LayerCase("orthogonal-4to9-nobias", lambda dt: OrthogonalLinear(4, 9, bias=False, dtype=dt), 4),

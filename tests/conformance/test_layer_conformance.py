@@ -1,4 +1,4 @@
-"""The suite every structured layer passes (DESIGN.md, conventions 1-4 and 9).
+"""The suite every structured layer passes (docs/design.md, conventions 1-4 and 9).
 
 Each test is parametrised over :data:`cases.CASES`; a new layer joins by adding one ``LayerCase``.
 """

@@ -1,4 +1,4 @@
-"""Messages for missing data (issue 16): say where structnets looked and how to get the file."""
+"""Messages for missing data: say where structnets looked and how to get the file."""
 
 from __future__ import annotations
 

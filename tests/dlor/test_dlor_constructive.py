@@ -102,7 +102,7 @@ SCALES = [1e-300, 1e-250, 1e-200, 1e-155, 1e-100, 1e-20, 1e-12, 1e-8, 1.0, 1e8, 
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize(("n", "r"), [(2, 1), (7, 3), (40, 5)])
 def test_decompositions_are_exact_at_every_scale(scale: float, n: int, r: int) -> None:
-    """Issue 12: 1e-8·[[1,2],[3,4]] gave 3.3e-10, 1e-12·randn(40, 40) 5.5e-6, NaN beyond 1e±155."""
+    """Regression: 1e-8·[[1,2],[3,4]] gave 3.3e-10, 1e-12·randn(40, 40) 5.5e-6, NaN beyond 1e±155."""
     base = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=F64) if n == 2 else _random(n, n)
     W = scale * base
     product = dense_product(dlor_product(W, r))
@@ -177,7 +177,7 @@ def test_dlor_product_of_a_graded_diagonal_has_the_exact_smallest_singular_value
     W = torch.diag(torch.tensor([1.0, 1e-10, 1.0], dtype=F64))
     for r in (1, 2):
         product = dense_product(dlor_product(W, r))
-        assert torch.equal(product, W)  # issue 12: σ_min was wrong by 8e-8 relative
+        assert torch.equal(product, W)  # regression: σ_min was wrong by 8e-8 relative
         assert float(torch.linalg.svdvals(product)[-1]) == 1e-10
 
 
@@ -357,7 +357,7 @@ NEAR_COINCIDENT = ([0.0, 1e-9, 1e8, 2e8 + 1, 3.3e8], [0.0, 1.0, 0.0, 1.0, -1.0])
 
 
 def test_rank_one_interpolant_failure_names_near_coincident_inputs_without_advising_relu_to_relu() -> None:
-    """Issue 12: the message said "use 'relu'" even when the activation already was ReLU."""
+    """Regression: the message said "use 'relu'" even when the activation already was ReLU."""
     x, y = NEAR_COINCIDENT
     with pytest.raises(ValueError) as caught:
         rank_one_interpolant(x, y, "relu")

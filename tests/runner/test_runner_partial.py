@@ -1,4 +1,4 @@
-"""``report`` of a paper experiment stopped after its first unit (issue 16): what exists, what is missing."""
+"""``report`` of a paper experiment stopped after its first unit: what exists, what is missing."""
 
 from __future__ import annotations
 

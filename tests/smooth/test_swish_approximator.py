@@ -218,7 +218,7 @@ def test_bad_input_names_the_argument(kwargs: dict, argument: str, error: type) 
 
 
 def test_bump_term_fits_inside_the_taylor_term_for_large_tau() -> None:
-    """Issue 12 item 8: the O(M^{−β}/τ) Swish rounding sits at the breakpoints, where the trapezoid
+    """Regression: the O(M^{−β}/τ) Swish rounding sits at the breakpoints, where the trapezoid
     weights are small, so at d = 1 neither the measured sup error nor the tightened bound moves
     with τ once τ ≥ 8; the old split 2^β(1 + ε_A) + D still did (by 2–4%)."""
     from structnets.constructive.swish_bump import absolute_sum_excess, far_moment

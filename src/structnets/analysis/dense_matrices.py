@@ -1,6 +1,6 @@
 """Each linear layer of a model as one dense matrix, in forward order, and the layers' outputs.
 
-DESIGN.md convention 4: every structured layer can return its dense matrix, and analysis tools
+docs/design.md, convention 4: every structured layer can return its dense matrix, and analysis tools
 work on that matrix. A layer with a ``to_dense()`` method (``LowRankLinear``: ``U V``; later
 ``DLoRLinear``: ``αI + UVᵀ``, ``NormConstrainedLinear``) gives it; ``nn.Linear`` gives ``weight``.
 """

@@ -323,7 +323,7 @@ class DLoRSawtoothConfig:
         width, rank: N and r of every DLoR map (N ≥ d + 3, the paper's n + m + 2).
         wide_modes: the wide networks trained against the deep one: ``"parallel"`` (the
             paper's wide network, σ per branch) and/or ``"summed"`` (branches added before σ,
-            one DLoR map of rank B·r per layer; called ``"wide"`` before issue 12).
+            one DLoR map of rank B·r per layer; called ``"wide"`` before the parallel/summed split).
         wide_depth: nonlinear layers of both wide networks.
         branches: B of the parallel network; summed_branches: B of the summed one (defaults
             4 and 5 give 376 and 372 parameters, both matched by one 15-map deep network, 375).

@@ -3,7 +3,7 @@
 MNIST experiment of Murari, Furuya, Schönlieb, *Approximation theory for 1-Lipschitz ResNets*
 (NeurIPS 2025, arXiv 2505.12003), with every map constrained (the authors' code leaves the stem
 and head unconstrained), and the training choices that published 1-Lipschitz networks use to
-reach high certified accuracy (issue 11). Models, at each depth × width of the grid:
+reach high certified accuracy. Models, at each depth × width of the grid:
 
 * ``fixed-width``: lift, [GradientStepResidual, NormConstrainedLinear] × depth, head;
 * ``gradient-step``: lift, GradientStepResidual × depth (learnable step s ∈ (0, 2)), head;
@@ -51,7 +51,7 @@ PUBLISHED: tuple[tuple[str, str, float | None, float], ...] = (
     ("L2-nonexpansive", "Qian, Wegman, *L2-Nonexpansive Neural Networks*, ICLR 2019, as reported by Li et al., "
      "NeurIPS 2019", None, 36.76),
 )
-# Issue 11's targets: full preset at ε = 1.58, quick preset at ε = 1.58.
+# The certified-accuracy targets: full preset at ε = 1.58, quick preset at ε = 1.58.
 TARGET_CERTIFIED, TARGET_CLEAN, TARGET_QUICK = 0.55, 0.97, 0.25
 TARGET_RADIUS = 1.58
 # Training-time bound modes whose step cost the timing units measure against unconstrained steps.

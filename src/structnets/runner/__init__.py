@@ -1,4 +1,4 @@
-"""Run experiments resumably into run folders, locally or on Ray (DESIGN.md, "Runner").
+"""Run experiments resumably into run folders, locally or on Ray (docs/design.md, "Runner").
 
 Public API:
 

@@ -1,6 +1,6 @@
 """Experiment configs: ``--set key=value`` overrides, and rebuilding a config from saved JSON.
 
-Configs are frozen dataclasses (DESIGN.md convention 7). Field types drive parsing, so
+Configs are frozen dataclasses (docs/design.md, convention 7). Field types drive parsing, so
 ``--set folds=5`` gives an ``int`` and ``--set widths=64,128`` a ``tuple[int, ...]``.
 Supported field types: ``int``, ``float``, ``bool``, ``str``, ``pathlib.Path``, ``Literal[...]``,
 ``X | None``, and ``tuple``/``list`` of those (comma-separated; an empty value is an empty sequence).

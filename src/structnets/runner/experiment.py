@@ -5,7 +5,7 @@ what a unit computes: it asks the experiment for units, runs the unfinished ones
 commits each result row to ``results.db`` the moment it finishes, and asks again, so staged
 experiments (e.g. grid search, then cross-validation at the chosen architecture) resume too.
 
-Protocol (DESIGN.md, "Runner" and convention 7):
+Protocol (docs/design.md, "Runner" and convention 7):
 
 * ``config_class``: a frozen dataclass; ``config_class.quick()`` returns the ``--quick`` preset and
   ``config_class()`` the full one. ``--set key=value`` overrides fields (parsed by field type).
@@ -111,7 +111,7 @@ class FunctionExperiment:
 def run_experiment(
     experiment: Experiment, config: Any = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``experiment`` and return one row per unit (DESIGN.md convention 7: ``run(config) -> DataFrame``).
+    """Run ``experiment`` and return one row per unit (docs/design.md, convention 7: ``run(config) -> DataFrame``).
 
     Args:
         experiment: the experiment object.

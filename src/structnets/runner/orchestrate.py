@@ -1,6 +1,6 @@
 """``run`` and ``report``: drive an experiment's units through a backend into a run folder.
 
-Run folder layout (DESIGN.md, "Runner")::
+Run folder layout (docs/design.md, "Runner")::
 
     run_info.json   config, versions, git commit, machine, times, backend, sessions
     results.db      SQLite (WAL): one row per finished unit, committed as it finishes
