@@ -97,7 +97,7 @@ class LipschitzMNISTConfig:
     temperature: float = 4.0
     hkr_alpha: float = 0.98
     maxmin: bool = False
-    epochs: int = 20  # 15 reached the issue-11 target on one seed of two, 20 on both (docs/lipschitz.md)
+    epochs: int = 20  # 15 reached the certified-accuracy target on one seed of two, 20 on both (docs/lipschitz.md)
     batch_size: int = 256
     lr: float = 1e-2
     fixed_width_lr: float = 1e-3
@@ -454,7 +454,7 @@ def _report(results: pd.DataFrame, config: LipschitzMNISTConfig) -> str:
 
 
 def _target_lines(train: pd.DataFrame, config: LipschitzMNISTConfig, quick: bool) -> list[str]:
-    """The issue's target at ε = 1.58, met or missed by how much, for the best certified model."""
+    """The certified-accuracy target at ε = 1.58, met or missed by how much, for the best certified model."""
     column = f"certified_{TARGET_RADIUS:g}"
     if train.empty or column not in train:
         return []

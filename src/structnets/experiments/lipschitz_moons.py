@@ -7,7 +7,7 @@ with a cosine schedule, batch 256. Every map of our networks (lift, residual blo
 constrained, so for each trained model we report clean accuracy, certified robust accuracy at
 several ℓ₂ radii, the certified upper bound of the Lipschitz constant (product of layer
 certificates, ≤ 1) and a measured lower bound (Jacobian norms at test points and gradient ascent
-on ‖f(x) − f(y)‖/‖x − y‖). The issue notes that the authors' public code, which leaves the lift
+on ‖f(x) − f(y)‖/‖x − y‖). The authors' public code (as described to us), which leaves the lift
 unconstrained and clamps τ with an undershooting power-method estimate, gave trained two-moons
 models with measured Lipschitz constants of about 19 and 25.
 
@@ -50,7 +50,7 @@ class LipschitzMoonsConfig:
         authors_baseline: also train, at depth ``width_sweep_depth`` and the first width of
             ``widths``, the "authors-style" model (unconstrained lift and head, τ = 2/σ̂² with σ̂ a
             one-step persistent power estimate, used in training *and* evaluation), to measure the
-            gap the issue describes.
+            gap described for the authors' code.
     """
 
     n_samples: int = 4000
@@ -267,7 +267,7 @@ def certify(
 
 
 def _authors_style(in_features: int, out_features: int, width: int, depth: int) -> Any:
-    """The issue's description of the authors' public code, for comparison only.
+    """Our reading of the authors' public code, for comparison only.
 
     Unconstrained ``nn.Linear`` lift and head; residual blocks x − τWᵀReLU(Wx + b) with
     τ = 2/σ̂², σ̂ = ‖W v‖ from one power step on a persistent vector v per call, in training and in
@@ -415,7 +415,7 @@ def _report(results: pd.DataFrame, config: LipschitzMoonsConfig) -> str:
     if not authors.empty:
         lines += [
             "",
-            "`authors-style` rows: our re-implementation of the issue's description of the authors' "
+            "`authors-style` rows: our re-implementation, as described to us and not checked against their repository, of the authors' "
             "code (unconstrained lift and head, τ = 2/σ̂² from a one-step power estimate in training "
             "and evaluation), trained with our settings: measured lower bound up to "
             f"{authors['lipschitz_lower'].max():.4f}, certified upper bound up to "
