@@ -54,20 +54,34 @@ def spectral_norm_bound(weight: torch.Tensor, method: str = "exact", iters: int 
         a 0-d tensor of ``weight``'s dtype with B ≥ ‖weight‖₂ exactly: the float64 bound is cast to
         the dtype and moved one representable step towards +∞ whenever the cast rounded it down
         (so it may be +∞ in float16 for very large weights, never below ‖W‖₂). Differentiable in
-        ``weight``. Weights with NaN or ±∞ entries give NaN.
+        ``weight``.
+
+    Raises:
+        ValueError: ``weight`` has NaN or ±∞ entries (no bound exists).
 
     Formula: B = √(λ_max(fl(WᵀW)) / (1 − δ)), δ = 8·n²·2⁻⁵³ + 10⁻¹⁵ (``"exact"``);
     B = ‖G_t‖_F^{2^{−t}} (``"gram"``); B = ‖W‖_F (``"frobenius"``); each on W scaled by an exact
     power of two so that neither underflow nor overflow can bias it.
     """
     check_choice("method", method, BOUNDS)
-    if weight.dim() != 2:
-        raise ValueError(f"`weight` must be a 2-D matrix, got shape {tuple(weight.shape)}")
-    if method == "gram":
-        iters = check_int("iters", iters, low=1, high=30)
+    _check_weight(weight)
+    iters = check_int("iters", iters, low=1, high=30)
+    # No bound exists for a non-finite W; refuse it (outside compiled graphs, which cannot branch on
+    # data: there, and in squared_norm_bound, the result is NaN).
+    if not torch.compiler.is_compiling() and not bool(torch.isfinite(weight.detach()).all()):
+        raise ValueError("`weight` must be finite: it has NaN or ±inf entries, so no bound on ‖W‖₂ exists")
     square, exponent = _scaled_square(weight, method, iters)
     # √ of the scaled square, rounded up in float64, then the exact power-of-two scale undone.
     return round_up(_ldexp_round_up(_sqrt_up(square), -exponent), weight.dtype)
+
+
+def _check_weight(weight: object) -> None:
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"`weight` must be a torch.Tensor, got {type(weight).__name__}")
+    if weight.dim() != 2:
+        raise ValueError(f"`weight` must be a 2-D matrix, got shape {tuple(weight.shape)}")
+    if not weight.is_floating_point():
+        raise TypeError(f"`weight` must have a real floating dtype, got {weight.dtype}")
 
 
 def squared_norm_bound(weight: torch.Tensor, method: str = "exact", iters: int = 6) -> torch.Tensor:

@@ -239,7 +239,9 @@ def test_float64_bound_is_certified_and_tight_at_extreme_scales(scale: float) ->
 
 def test_bound_of_zero_and_non_finite_weights() -> None:
     assert float(spectral_norm_bound(torch.zeros(3, 4))) == 0.0
-    assert math.isnan(float(spectral_norm_bound(torch.tensor([[1.0, math.nan]]))))
+    with pytest.raises(ValueError, match="`weight` must be finite"):
+        spectral_norm_bound(torch.tensor([[1.0, math.nan]]))
+    assert math.isnan(float(squared_norm_bound(torch.tensor([[1.0, math.inf]]))))
     layer = GradientStepResidual(3, 3).eval()
     with torch.no_grad():
         layer.weight.zero_()

@@ -38,10 +38,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import math
 import torch
 from torch import nn
 
-from .._validation import check_int
+from .._validation import check_fits_in_memory, check_int
 from ..models.dlor_mlp import DLoRBranches, DLoRParallel, TakeFirst, ZeroPad
 from ..nn import (
     DLoRLinear,
@@ -315,6 +316,7 @@ def cost(
     if isinstance(input_shape, (str, bytes)) or not isinstance(input_shape, Sequence) or not input_shape:
         raise TypeError(f"`input_shape` must be a non-empty sequence of ints, got {input_shape!r}")
     shape = tuple(check_int("input_shape", dim, low=0) for dim in input_shape)
+    check_fits_in_memory(f"`input_shape`={shape}", math.prod(shape), what="input values")
     if not isinstance(strict, bool):
         raise TypeError(f"`strict` must be a bool, got {strict!r}")
     reference = _reference_parameter(model)

@@ -78,10 +78,9 @@ def _upper_bound(module: nn.Module, path: str) -> float:
             product = _multiply_round_up(product, _upper_bound(layer, f"{path}.{name}"))
         return product
     if isinstance(module, nn.Linear):
-        bound = float(spectral_norm_bound(module.weight.detach()))
-        if math.isnan(bound):
+        if not bool(torch.isfinite(module.weight.detach()).all()):
             raise ValueError(f"layer `{path}` (Linear) has non-finite weights")
-        return bound
+        return float(spectral_norm_bound(module.weight.detach()))
     if isinstance(module, nn.LeakyReLU):
         return max(1.0, abs(module.negative_slope))
     for kind, constant in _ACTIVATION_CONSTANTS.items():

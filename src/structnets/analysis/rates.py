@@ -79,15 +79,21 @@ def loglog_slope(
         resampled with replacement; otherwise pairs are resampled (resamples with a single distinct
         x are redrawn as undefined and ignored). For an exact power law the interval is one point.
     """
-    x = np.asarray(x, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
+    try:
+        x = np.asarray(x, dtype=float).ravel()
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"`x` must be an array of positive numbers, got {x!r}: {error}") from None
+    try:
+        y = np.asarray(y, dtype=float).ravel()
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"`y` must be an array of positive numbers, got {y!r}: {error}") from None
     if x.shape != y.shape:
         raise ValueError(f"`x` and `y` must have the same length, got {x.size} and {y.size}")
     if x.size < 3 or not np.all(np.isfinite(x)) or np.any(x <= 0):
         raise ValueError(f"`x` must hold at least 3 finite positive values, got {x.tolist()}")
     if not np.all(np.isfinite(y)) or np.any(y <= 0):
         raise ValueError(f"`y` must hold finite positive values, got {y.tolist()}")
-    n_boot = check_int("n_boot", n_boot, low=100)
+    n_boot = check_int("n_boot", n_boot, low=100, high=10**6)
     level = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
     seed = check_int("seed", seed, low=0)
     levels = np.unique(x)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .._validation import check_real
+from .._validation import check_bool, check_real
 
 __all__ = [
     "bottleneck_rank",
@@ -90,6 +90,7 @@ def schatten_norm(matrix: torch.Tensor, p: float, *, power: bool = False) -> tor
         raise TypeError(f"`p` must be a real number in (0, inf], got {p!r} ({type(p).__name__})")
     if math.isnan(p) or p <= 0:
         raise ValueError(f"`p` must be a real number in (0, inf], got {p}")
+    power = check_bool("power", power)
     if power and math.isinf(p):
         raise ValueError("`power=True` needs a finite `p` (Σ σ_i^p diverges or is undefined), got p=inf")
     matrix = _as_matrix(matrix)

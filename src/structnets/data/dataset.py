@@ -154,8 +154,10 @@ def check_finite(
         raise ValueError(
             f"`{argument}` must be 2-D (n_samples, n_features), got shape {array.shape}"
         )
-    if array.dtype.kind not in "biufc":
-        raise TypeError(f"`{argument}` must have a numeric dtype, got {array.dtype}")
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"`{argument}` must have a real numeric dtype, got {array.dtype}")
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise ValueError(f"`{argument}` must hold at least one row and one column, got shape {array.shape}")
     if feature_names is not None and len(feature_names) != array.shape[1]:
         raise ValueError(
             f"`feature_names` must have one name per column of `{argument}` ({array.shape[1]}), "

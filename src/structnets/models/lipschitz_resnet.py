@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import MAX_LAYERS, check_choice, check_fits_in_memory, check_int, check_real, itemsize_of
 from ..nn import GradientStepResidual, MaxMin, NormConstrainedLinear, OrthogonalLinear
 from ..functional import spectral_norm_bound, top_right_singular_vector
 
@@ -128,8 +128,14 @@ def lipschitz_resnet(
             raise ValueError(f"`width` may be None only with variant='fixed-width' (width d + 3), got variant={variant!r}")
         width = in_features + 3
     width = check_int("width", width, low=1)
-    depth = check_int("depth", depth, low=1)
+    depth = check_int("depth", depth, low=1, high=MAX_LAYERS)
     hidden = width if hidden is None else check_int("hidden", hidden, low=1)
+    check_fits_in_memory(
+        f"`in_features`={in_features}, `out_features`={out_features}, `width`={width}, `depth`={depth}, `hidden`={hidden}",
+        (in_features + 1) * width + depth * (2 * hidden * width + hidden + 2 * width) + (width + 1) * out_features,
+        itemsize=itemsize_of(dtype),
+        what="parameters",
+    )
     if learnable_step:
         check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
     else:

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from .._validation import check_int, check_real
+from .._validation import check_fits_in_memory, check_int, check_real, itemsize_of
 from ._checkpoint import reject_non_finite
 from ._spectral import CertifiedBound, tau_round_down, top_right_singular_vector
 
@@ -86,6 +86,12 @@ class GradientStepResidual(nn.Module):
         super().__init__()
         self.features = check_int("features", features, low=1)
         self.hidden = check_int("hidden", hidden, low=1)
+        check_fits_in_memory(
+            f"`features`={self.features}, `hidden`={self.hidden}",
+            self.hidden * self.features + self.hidden + 2 * self.features,
+            itemsize=itemsize_of(dtype),
+            what="parameters",
+        )
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
         if not isinstance(learnable_step, bool):

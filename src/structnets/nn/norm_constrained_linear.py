@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from .._validation import check_int
+from .._validation import check_fits_in_memory, check_int, itemsize_of
 from ._checkpoint import reject_non_finite
 from ._spectral import CertifiedBound, top_right_singular_vector
 
@@ -54,6 +54,12 @@ class NormConstrainedLinear(nn.Module):
         super().__init__()
         self.in_features = check_int("in_features", in_features, low=1)
         self.out_features = check_int("out_features", out_features, low=1)
+        check_fits_in_memory(
+            f"`in_features`={self.in_features}, `out_features`={self.out_features}",
+            (self.in_features + 1) * self.out_features + self.in_features,
+            itemsize=itemsize_of(dtype),
+            what="parameters",
+        )
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
         self._bound = CertifiedBound(bound)
