@@ -16,3 +16,14 @@ def int_at_least(low: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def positive_ints(text: str) -> tuple[int, ...]:
+    """argparse type: comma-separated positive ints such as ``100,256``."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive ints such as 100,256, got {text!r}")
+    return values

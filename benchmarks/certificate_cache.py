@@ -21,7 +21,7 @@ import sys
 
 import torch
 
-from _args import int_at_least
+from _args import int_at_least, positive_ints
 from structnets.analysis.timing import interleaved_ratio
 from structnets.models import lipschitz_resnet
 from structnets.nn import GradientStepResidual, NormConstrainedLinear
@@ -45,21 +45,11 @@ def _recomputing(model: torch.nn.Module) -> None:
             bound.certified_squared = fresh  # type: ignore[method-assign]
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        values = ()
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive ints such as 100,256, got {text!r}")
-    return values
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int_at_least(3), default=30, help="timed pairs per row (default 30)")
     parser.add_argument("--depth", type=int_at_least(1), default=10, help="gradient-step blocks per model (default 10)")
-    parser.add_argument("--widths", type=_ints, default=WIDTHS, help="comma-separated n / widths (default 100,256,512)")
+    parser.add_argument("--widths", type=positive_ints, default=WIDTHS, help="comma-separated n / widths (default 100,256,512)")
     parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -24,7 +24,7 @@ import sys
 
 import torch
 
-from _args import int_at_least
+from _args import int_at_least, positive_ints
 from structnets.models import lipschitz_resnet
 from structnets.nn import GradientStepResidual, NormConstrainedLinear
 
@@ -50,21 +50,11 @@ def exact_forward(model: torch.nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     return h
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        values = ()
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive ints such as 5,20, got {text!r}")
-    return values
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int_at_least(1), default=100, help="width (default 100)")
     parser.add_argument("--points", type=int_at_least(1), default=256, help="inputs per model (default 256)")
-    parser.add_argument("--depths", type=_ints, default=(5, 20, 50), help="comma-separated depths (default 5,20,50)")
+    parser.add_argument("--depths", type=positive_ints, default=(5, 20, 50), help="comma-separated depths (default 5,20,50)")
     parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
