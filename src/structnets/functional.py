@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from ._validation import check_choice, check_int
+from ._validation import MAX_STEPS, check_choice, check_int, check_real
 
 BOUNDS: tuple[str, ...] = ("exact", "gram", "frobenius")
 
@@ -72,7 +72,7 @@ def spectral_norm_bound(weight: torch.Tensor, method: str = "exact", iters: int 
         raise ValueError("`weight` must be finite: it has NaN or ±inf entries, so no bound on ‖W‖₂ exists")
     square, exponent = _scaled_square(weight, method, iters)
     # √ of the scaled square, rounded up in float64, then the exact power-of-two scale undone.
-    return round_up(_ldexp_round_up(_sqrt_up(square), -exponent), weight.dtype)
+    return _round_up(_ldexp_round_up(_sqrt_up(square), -exponent), weight.dtype)
 
 
 def _check_weight(weight: object) -> None:
@@ -104,6 +104,9 @@ def squared_norm_bound(weight: torch.Tensor, method: str = "exact", iters: int =
         a 0-d float64 tensor, differentiable in ``weight``; 0 exactly when W = 0; NaN when W has
         a non-finite entry.
     """
+    check_choice("method", method, BOUNDS)
+    _check_weight(weight)
+    iters = check_int("iters", iters, low=1, high=30)
     square, exponent = _scaled_square(weight, method, iters)
     return _ldexp_round_up(square, -2.0 * exponent)
 
@@ -181,6 +184,17 @@ def _straight_through(value: torch.Tensor, adjusted: torch.Tensor) -> torch.Tens
     return torch.where(same, value, value + (adjusted - value.detach()).detach())
 
 
+def _check_float64(name: str, value: object) -> None:
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.float64:
+        got = f"a tensor of dtype {value.dtype}" if isinstance(value, torch.Tensor) else type(value).__name__
+        raise TypeError(f"`{name}` must be a float64 torch.Tensor, got {got}")
+
+
+def _check_float_dtype(dtype: object) -> None:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"`dtype` must be a real floating torch.dtype (e.g. torch.float32), got {dtype!r}")
+
+
 def round_up(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Cast a float64 tensor to ``dtype`` rounding towards +∞ (the result is ≥ ``value`` exactly).
 
@@ -188,6 +202,12 @@ def round_up(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     moved one representable step up with ``torch.nextafter``. Values above ``dtype``'s range
     become +∞. Gradients pass straight through the rounding.
     """
+    _check_float64("value", value)
+    _check_float_dtype(dtype)
+    return _round_up(value, dtype)
+
+
+def _round_up(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     cast = value.to(dtype)
     if dtype == torch.float64:
         return cast
@@ -200,6 +220,14 @@ def round_down(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
     Values above ``dtype``'s largest finite number become that number (never +∞).
     """
+    _check_float64("value", value)
+    _check_float_dtype(dtype)
+    if not torch.compiler.is_compiling() and bool((value.detach() < 0).any()):
+        raise ValueError("`value` must be non-negative, got a negative entry")
+    return _round_down(value, dtype)
+
+
+def _round_down(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     top = torch.finfo(dtype).max
     clamped = value.clamp_max(top)
     cast = clamped.to(dtype)
@@ -217,7 +245,7 @@ def sqrt_round_up(square: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     float64's sqrt is correctly rounded, so one step towards +∞ in float64 makes it an upper
     bound; :func:`round_up` then keeps it one in ``dtype``.
     """
-    return round_up(_sqrt_up(square), dtype)
+    return _round_up(_sqrt_up(square), dtype)
 
 
 def _sqrt_up(square: torch.Tensor) -> torch.Tensor:
@@ -235,6 +263,19 @@ def tau_round_down(step: torch.Tensor | float, square: torch.Tensor, dtype: torc
     ``dtype`` rounding down. So the stored τ satisfies τ·‖W‖₂² ≤ s ≤ 2 in exact arithmetic for
     the stored W, in every dtype. Q = 0 (W = 0) gives τ = 0, where any step is admissible.
     """
+    if isinstance(step, torch.Tensor):
+        if not step.is_floating_point():
+            raise TypeError(f"`step` must be a real number or a floating tensor, got a tensor of dtype {step.dtype}")
+    else:
+        check_real("step", step, low=0.0, high=2.0)
+    _check_float64("square", square)
+    _check_float_dtype(dtype)
+    if not torch.compiler.is_compiling() and bool((square.detach() < 0).any()):
+        raise ValueError("`square` must be non-negative (Q ≥ ‖W‖₂²), got a negative entry")
+    return _tau_round_down(step, square, dtype)
+
+
+def _tau_round_down(step: torch.Tensor | float, square: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     s = torch.as_tensor(step, dtype=torch.float64, device=square.device)
     if s.dtype != torch.float64:
         s = s.to(torch.float64)
@@ -242,7 +283,7 @@ def tau_round_down(step: torch.Tensor | float, square: torch.Tensor, dtype: torc
     quotient = s / torch.where(positive, square, torch.ones_like(square))
     quotient = _straight_through(quotient, torch.nextafter(quotient.detach(), torch.zeros_like(quotient.detach())))
     quotient = torch.where(positive, quotient, torch.zeros_like(quotient))
-    return round_down(quotient, dtype)
+    return _round_down(quotient, dtype)
 
 
 def spectral_norm_exact(weight: torch.Tensor) -> torch.Tensor:
@@ -272,7 +313,13 @@ def power_iteration(weight: torch.Tensor, vector: torch.Tensor, iters: int = 1) 
     Returns:
         a 0-d tensor σ̂ ≤ ‖W‖₂.
     """
-    iters = check_int("iters", iters, low=1)
+    _check_weight(weight)
+    iters = check_int("iters", iters, low=1, high=MAX_STEPS)
+    if not isinstance(vector, torch.Tensor) or vector.shape != (weight.shape[1],) or vector.dtype != weight.dtype:
+        got = f"shape {tuple(vector.shape)}, dtype {vector.dtype}" if isinstance(vector, torch.Tensor) else type(vector).__name__
+        raise TypeError(
+            f"`vector` must be a torch.Tensor of shape ({weight.shape[1]},) and dtype {weight.dtype} (as `weight`), got {got}"
+        )
     w = weight.detach()
     v = vector
     for _ in range(iters):

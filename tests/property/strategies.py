@@ -22,6 +22,7 @@ import torch
 from hypothesis import strategies as st
 from torch import nn
 
+import structnets
 import structnets.analysis as analysis
 import structnets.data as data
 import structnets.functional as functional
@@ -382,6 +383,120 @@ def build_cases() -> list[Case]:
     # structnets.functional
     add(_cases("functional.spectral_norm_bound", functional.spectral_norm_bound, {"weight": matrix},
                {"weight": bad_matrix(5, 4), "method": bad_choice(("exact", "power")), "iters": bad_int(1)}))
+
+    # structnets (top level: compress, export)
+    def _compress(**kw: Any) -> Any:
+        torch.manual_seed(0)
+        return structnets.compress(models.mlp(4, 3, 6, 2), **kw)
+
+    not_patterns = st.sampled_from([3, 1.5, True, [1], ["a", 2], (None,), b"enc*", {"a": 1}, object()])
+    add(_cases("compress", _compress, {"rank": 1},
+               {"method": bad_choice(("lowrank", "dlor")), "rank": bad_int(1, huge=False, none_ok=True),
+                "min_params": bad_int(0, huge=False), "include": not_patterns, "exclude": not_patterns,
+                "inplace": bad_bool()}))
+    add(_cases("compress[ratio]", _compress, {"ratio": 0.5},
+               {"ratio": bad_real(0.0, 1.0, low_open=True).filter(lambda v: v is not None)}))
+    add(_cases("compress[energy]", _compress, {"energy": 0.9},
+               {"energy": bad_real(0.0, 1.0, low_open=True).filter(lambda v: v is not None)}))
+    add(_cases("compress[model]", structnets.compress, {"model": REGRESSOR, "rank": 1, "min_params": 0},
+               {"model": NOT_A_MODEL}))
+    add(_cases("export", structnets.export, {"model": REGRESSOR}, {"model": NOT_A_MODEL}))
+
+    # structnets.nn.OrthogonalLinear
+    add(_cases("nn.OrthogonalLinear", snn.OrthogonalLinear, {"in_features": 4, "out_features": 3},
+               {"in_features": bad_int(1), "out_features": bad_int(1), "bias": bad_bool()}))
+
+    # structnets.analysis (bound calculators)
+    bound_valid = {"matrices": [matrix, torch.from_numpy(_RNG.standard_normal((2, 5)))], "n": 100, "margin": 1.0, "input_norm": 1.0}
+    bad_matrices = st.sampled_from([None, "abc", 3.0, [], [np.ones((3, 3)), "x"], [torch.ones(5)], [torch.full((5, 4), math.nan)],
+                                    [matrix, torch.ones(2, 3)], [torch.ones(5, 4, 2)]])
+    common_bound_args = {
+        "matrices": bad_matrices, "n": bad_int(2, huge=False), "margin": bad_real(0.0, low_open=True),
+        "input_norm": bad_real(0.0, low_open=True), "empirical_risk": bad_real(0.0, 1.0),
+        "delta": bad_real(0.0, 1.0, low_open=True, high_open=True), "lipschitz": bad_real(0.0, low_open=True),
+        "sample_target": bad_real(0.0, 8.0, low_open=True, high_open=True),
+    }
+    add(_cases("analysis.parameter_count_bound", analysis.parameter_count_bound, bound_valid,
+               {**common_bound_args, "data_norm": bad_real(0.0, low_open=True).filter(lambda v: v is not None),
+                "allocation": bad_choice(("optimal", "equal")),
+                "factor_ranks": st.sampled_from(["1", 3, [1], [None, None, None], [0, None], [1.5, None], [True, None], [-1, None]])}))
+    add(_cases("analysis.rank_sparse_bound", analysis.rank_sparse_bound, {**bound_valid, "p": 1.0},
+               {**common_bound_args, "p": bad_real(0.0).filter(lambda v: v is not None),
+                "data_norm": bad_real(0.0, low_open=True).filter(lambda v: v is not None),
+                "tail_covering": bad_choice(("maurey", "truncate")), "allocation": bad_choice(("optimal", "equal"))}))
+    pac_args = {k: v for k, v in common_bound_args.items()}
+    add(_cases("analysis.pac_bayes_bound", analysis.pac_bayes_bound, bound_valid, pac_args))
+    add(_cases("analysis.dudley_entropy_bound", analysis.dudley_entropy_bound, {"log_covering": lambda eps: 1.0, "n": 100},
+               {"log_covering": st.sampled_from([None, 3, "log", lambda eps: math.nan, lambda eps: -1.0, lambda eps: "a"]),
+                "n": bad_int(1, huge=False)}))
+    add(_cases("analysis.schatten_ball_log_covering", analysis.schatten_ball_log_covering,
+               {"rows": 5, "cols": 4, "relative_radius": 0.5, "p": 1.0, "relative_schatten_power": 2.0},
+               {"rows": bad_int(1, huge=False), "cols": bad_int(1, huge=False), "relative_radius": bad_real(0.0, low_open=True),
+                "p": bad_real(0.0).filter(lambda v: v is not None),
+                "relative_schatten_power": bad_real(0.0, low_open=True).filter(lambda v: v is not None),
+                "tail_covering": bad_choice(("maurey", "truncate"))}))
+    add(_cases("analysis.schatten_ball_log_covering[p=0]", analysis.schatten_ball_log_covering,
+               {"rows": 5, "cols": 4, "relative_radius": 0.5, "p": 0.0, "relative_schatten_power": 2},
+               {"relative_schatten_power": st.one_of(bad_int(0, 4, huge=False).filter(lambda v: v is not None and not isinstance(v, float)),
+                                                     st.sampled_from([math.nan, "2", None]))}))
+    targets10 = torch.arange(10) % 3
+    add(_cases("analysis.margins", analysis.margins, {"outputs": LOGITS, "targets": targets10},
+               {"outputs": st.one_of(bad_matrix(10, 3), st.just(torch.ones(10, 1)), st.just(torch.ones(7, 3))),
+                "targets": st.sampled_from([None, "abc", torch.rand(10), targets10 + 3, -torch.ones(10, dtype=torch.long),
+                                            torch.zeros(10, 2, dtype=torch.long), torch.arange(4), torch.full((10,), math.nan)])}))
+    add(_cases("analysis.margin_loss", analysis.margin_loss, {"margin_values": torch.linspace(-1, 2, 10), "margin": 0.5},
+               {"margin_values": st.sampled_from([None, "abc", torch.ones(5, 2), torch.tensor([1.0, math.nan]), torch.empty(0),
+                                                  np.array(["a", "b"])]),
+                "margin": bad_real(0.0, low_open=True)}))
+    hidden = torch.from_numpy(_RNG.standard_normal((10, 4)))
+    add(_cases("analysis.bottleneck_rank", analysis.bottleneck_rank, {"activations": [hidden, hidden]},
+               {"activations": st.one_of(bad_matrix(10, 4), st.sampled_from([[], [hidden, "x"], [torch.ones(3)], [None]])),
+                "rtol": bad_real(0.0, 1.0, high_open=True), "center": bad_bool()}))
+    add(_cases("analysis.spectrum_table", analysis.spectrum_table, {"source": REGRESSOR},
+               {"source": st.sampled_from([None, 3, 1.5, np.ones((2, 2)), {"w": "x"}, [REGRESSOR]]),
+                "ps": st.sampled_from([None, 2.0, "2", [0.0], [-1.0], [math.nan], [math.inf], ["a"], [True]]),
+                "rtol": bad_real(0.0, 1.0, high_open=True), "top": bad_int(1, huge=False), "as_frame": bad_bool()}))
+    xs = np.linspace(0.0, 1.0, 12)
+    add(_cases("analysis.piecewise_linear_floor", analysis.piecewise_linear_floor, {"x": xs, "y": xs**2, "max_pieces": 3},
+               {"x": st.sampled_from([None, "abc", xs[:5], np.ones((12, 2)), np.full(12, math.nan), np.array(["a"] * 12), np.empty(0)]),
+                "y": st.sampled_from([None, "abc", xs[:5], np.ones((12, 2)), np.full(12, math.inf), np.array(["a"] * 12)]),
+                "max_pieces": bad_int(1)}))
+    add(_cases("analysis.relu_piece_bound", analysis.relu_piece_bound, {"widths": [3, 4]},
+               {"widths": st.sampled_from([None, 3, "34", [], [0], [-1, 2], [1.5], [True], [3, None], ["a"]])}))
+    for name in ("relu_depth_cap_exponent", "relu_estimation_exponent"):
+        add(_cases(f"analysis.{name}", getattr(analysis, name), {"s": 2.0, "d": 1, "weight_layers": 2},
+                   {"s": bad_real(0.0, low_open=True), "d": bad_int(1, huge=False), "weight_layers": bad_int(2, huge=False)}))
+    for name in ("factor_ranks", "stored_parameters", "dense_matrices"):
+        add(_cases(f"analysis.{name}", getattr(analysis, name), {"model": REGRESSOR}, {"model": NOT_A_MODEL}))
+
+    # structnets.functional (certified rounding)
+    bad_dtype = st.sampled_from([None, "float32", 3, np.float32, torch.int64, torch.bool, torch.complex64])
+    add(_cases("functional.power_iteration", functional.power_iteration,
+               {"weight": matrix.clone(), "vector": torch.ones(4, dtype=torch.float64) / 2},
+               # non-finite entries are not ruled out (the estimate is for monitoring): only non-matrices here
+               {"weight": st.sampled_from([None, "abc", 3.0, object(), np.ones((5, 4)), torch.ones(5), torch.ones(5, 4, 2),
+                                           torch.ones(5, 4, dtype=torch.int64)]),
+                "vector": st.sampled_from([None, "v", np.ones(4), torch.ones(5, dtype=torch.float64), torch.ones(4, 1, dtype=torch.float64),
+                                           torch.ones(4, dtype=torch.float32)]),
+                "iters": bad_int(1)}))
+    add(_cases("functional.squared_norm_bound", functional.squared_norm_bound, {"weight": matrix},
+               {"weight": st.sampled_from([None, "abc", 3.0, np.ones((5, 4)), torch.ones(5), torch.ones(5, 4, 2),
+                                            torch.ones(5, 4, dtype=torch.int64), torch.ones(5, 4, dtype=torch.complex64)]),
+                "method": bad_choice(functional.BOUNDS), "iters": bad_int(1)}))
+    square_q = torch.tensor(4.0, dtype=torch.float64)
+    add(_cases("functional.tau_round_down", functional.tau_round_down, {"step": 1.0, "square": square_q, "dtype": torch.float32},
+               {"step": bad_real(0.0, 2.0), "square": st.sampled_from([None, "q", 4.0, torch.tensor(-1.0, dtype=torch.float64),
+                                                                       torch.tensor(4.0, dtype=torch.float32)]),
+                "dtype": bad_dtype}))
+    for name in ("round_up", "round_down"):
+        add(_cases(f"functional.{name}", getattr(functional, name), {"value": torch.tensor([0.1, 3.0], dtype=torch.float64), "dtype": torch.float32},
+                   {"value": st.sampled_from([None, "v", 0.1, np.array([0.1]), torch.tensor([0.1], dtype=torch.float32)]
+                                             + ([torch.tensor([-1.0], dtype=torch.float64)] if name == "round_down" else [])),
+                    "dtype": bad_dtype}))
+
+    # structnets.data (generators)
+    add(_cases("data.triangle_wave", data.triangle_wave, {"t": np.linspace(0.0, 2.0, 9)},
+               {"t": st.sampled_from([None, "abc", object(), np.array(["a", "b"]), np.ones(3, dtype=complex)])}))
     return cases
 
 
@@ -442,8 +557,8 @@ def _alarm(signum: int, frame: Any) -> None:
 
 
 def names_argument(message: str, names: tuple[str, ...]) -> bool:
-    """Whether ``message`` names one of ``names`` as an argument (`name`, 'name' or name=)."""
-    return any(f"`{n}`" in message or f"'{n}'" in message or f"{n}=" in message for n in names)
+    """Whether ``message`` names one of ``names`` as an argument (`name`, `name[i]`, 'name' or name=)."""
+    return any(f"`{n}`" in message or f"`{n}[" in message or f"'{n}'" in message or f"{n}=" in message for n in names)
 
 
 def outcome(case: Case, value: Any) -> tuple[str, str]:

@@ -86,7 +86,7 @@ def margins(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"`outputs` must be a 2-D (N, k) tensor with k >= 2 classes, got shape {tuple(outputs.shape)}")
     if not isinstance(targets, torch.Tensor) or targets.shape != outputs.shape[:1]:
         raise ValueError(
-            f"`targets` must be a tensor of shape ({outputs.shape[0]},), got "
+            f"`targets` must be a tensor of shape ({outputs.shape[0]},), one class index per row of `outputs`, got "
             f"{getattr(targets, 'shape', type(targets).__name__)}"
         )
     if targets.is_floating_point() or targets.is_complex():
@@ -460,12 +460,22 @@ def dudley_entropy_bound(
         raise TypeError(f"`log_covering` must be callable, got {type(log_covering).__name__}")
     n = check_int("n", n, low=1)
     grid = _dudley_grid()
-    values = np.array([float(log_covering(float(eps))) for eps in grid])
+    values = np.array([_covering_value(log_covering, float(eps)) for eps in grid])
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
         j = int(np.argmax(bad))
         raise ValueError(f"`log_covering` must return a finite value >= 0, got {values[j]} at eps={grid[j]:g}")
     return _dudley_min(grid, _dudley_tails(grid, values), n)
+
+
+def _covering_value(log_covering: Callable[[float], float], eps: float) -> float:
+    value = log_covering(eps)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"`log_covering` must return a real number, got {value!r:.80} ({type(value).__name__}) at eps={eps:g}"
+        ) from None
 
 
 def _smallest_n(complexity: Callable[[float], float], target: float) -> float:

@@ -343,6 +343,11 @@ def spectrum_table(
             raise TypeError(
                 f"`source` must be an nn.Module, a state dict or a path, got {type(source).__name__}"
             )
+        for key, value in state.items():
+            if not isinstance(key, str) or (not isinstance(value, torch.Tensor) and not key.endswith("_extra_state")):
+                raise TypeError(
+                    f"`source` must map str names to torch.Tensor values, got {key!r}: {type(value).__name__}"
+                )
         layers = _state_dict_matrices(state)
     if not layers:
         raise ValueError(

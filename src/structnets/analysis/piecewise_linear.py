@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int
+from .._validation import check_fits_in_memory, check_int
 
 __all__ = ["piecewise_linear_floor", "relu_piece_bound"]
 
@@ -164,6 +164,7 @@ def piecewise_linear_floor(x: ArrayLike, y: ArrayLike, max_pieces: int) -> np.nd
     if x_arr.size != y_arr.size:
         raise ValueError(f"`x` and `y` must have the same length, got {x_arr.size} and {y_arr.size}")
     max_pieces = check_int("max_pieces", max_pieces, low=1)
+    check_fits_in_memory(f"`max_pieces`={max_pieces}", max_pieces, what="floor values")
     n = x_arr.size
 
     order = np.argsort(x_arr, kind="stable")

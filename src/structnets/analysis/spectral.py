@@ -14,7 +14,7 @@ float64 answers. Empty, non-finite or non-matrix inputs raise ``ValueError`` nam
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 
@@ -198,6 +198,10 @@ def bottleneck_rank(
     rtol = check_real("rtol", rtol, low=0.0, high=1.0, high_open=True)
     if not isinstance(center, bool):
         raise TypeError(f"`center` must be a bool, got {center!r}")
+    if not isinstance(activations, torch.Tensor) and (isinstance(activations, (str, bytes)) or not isinstance(activations, Iterable)):
+        raise TypeError(
+            f"`activations` must be an (N, W) torch.Tensor or a sequence of them, got {type(activations).__name__}"
+        )
     layers = [activations] if isinstance(activations, torch.Tensor) else list(activations)
     if not layers:
         raise ValueError("`activations` must hold at least one (N, W) tensor, got an empty sequence")

@@ -23,7 +23,12 @@ MAX_TEETH = 2**40
 
 def triangle_wave(t: np.ndarray) -> np.ndarray:
     """tri(t) = 1 − |2·frac(t) − 1|: period 1, 0 at the integers, 1 at the half-integers."""
-    t = np.asarray(t, dtype=np.float64)
+    if isinstance(t, (str, bytes)) or t is None or np.iscomplexobj(t):
+        raise TypeError(f"`t` must be a real array, got {type(t).__name__}")
+    try:
+        t = np.asarray(t, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"`t` must be a real array, got {type(t).__name__}: {error}") from None
     return 1.0 - np.abs(2.0 * (t - np.floor(t)) - 1.0)
 
 

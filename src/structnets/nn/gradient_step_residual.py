@@ -9,7 +9,8 @@ from torch import nn
 
 from .._validation import check_fits_in_memory, check_int, check_real, itemsize_of
 from ._checkpoint import reject_non_finite
-from ._spectral import CertifiedBound, tau_round_down, top_right_singular_vector
+from ..functional import _tau_round_down
+from ._spectral import CertifiedBound, top_right_singular_vector
 
 
 class ResidualExport(nn.Module):
@@ -159,7 +160,7 @@ class GradientStepResidual(nn.Module):
         square, following = self._bound.squared(self.weight, self.power_vector, self.training)
         self._store_power_vector(following)
         step = self.step_size() if self.step_logit is not None else self.step
-        return tau_round_down(step, square, self.weight.dtype)
+        return _tau_round_down(step, square, self.weight.dtype)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if input.shape[-1] != self.features:
