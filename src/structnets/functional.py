@@ -36,6 +36,7 @@ LAYER_BOUNDS: tuple[str, ...] = (*BOUNDS, "power")
 
 def certificate_method(layer_bound: str) -> str:
     """Return the :func:`spectral_norm_bound` method that certifies a layer with ``layer_bound``."""
+    check_choice("layer_bound", layer_bound, LAYER_BOUNDS)
     return "exact" if layer_bound == "power" else layer_bound
 
 _UNIT_ROUNDOFF_F64 = 2.0**-53
@@ -243,8 +244,10 @@ def sqrt_round_up(square: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Return √square in ``dtype``, rounded up: ≥ the exact square root of the float64 ``square``.
 
     float64's sqrt is correctly rounded, so one step towards +∞ in float64 makes it an upper
-    bound; :func:`round_up` then keeps it one in ``dtype``.
+    bound; :func:`round_up` then keeps it one in ``dtype``. A negative ``square`` gives NaN.
     """
+    _check_float64("square", square)
+    _check_float_dtype(dtype)
     return _round_up(_sqrt_up(square), dtype)
 
 
@@ -295,6 +298,7 @@ def spectral_norm_exact(weight: torch.Tensor) -> torch.Tensor:
     Returns:
         a 0-d float64 tensor σ₁(weight).
     """
+    _check_weight(weight)
     return torch.linalg.matrix_norm(weight.detach().to(torch.float64), ord=2)
 
 
@@ -341,6 +345,7 @@ def top_right_singular_vector(weight: torch.Tensor) -> torch.Tensor:
     Returns:
         an (n,) unit vector v₁ with ‖W v₁‖ = σ₁ (any unit vector when W = 0).
     """
+    _check_weight(weight)
     if weight.is_meta or weight.numel() == 0 or not bool(torch.isfinite(weight).all()):
         vector = torch.ones(weight.shape[1], dtype=weight.dtype, device=weight.device)
         return vector / max(1.0, float(weight.shape[1]) ** 0.5)
@@ -363,6 +368,10 @@ def power_estimate(weight: torch.Tensor, vector: torch.Tensor) -> tuple[torch.Te
     Returns:
         (σ̂, next vector): a 0-d tensor with autograd history and an (n,) detached unit vector.
     """
+    _check_weight(weight)
+    if not isinstance(vector, torch.Tensor) or vector.shape != (weight.shape[1],):
+        got = tuple(vector.shape) if isinstance(vector, torch.Tensor) else type(vector).__name__
+        raise ValueError(f"`vector` must be a tensor of shape ({weight.shape[1]},) matching `weight`, got {got}")
     image = weight @ vector
     estimate = torch.linalg.vector_norm(image)
     with torch.no_grad():

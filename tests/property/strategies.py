@@ -494,6 +494,38 @@ def build_cases() -> list[Case]:
                                              + ([torch.tensor([-1.0], dtype=torch.float64)] if name == "round_down" else [])),
                     "dtype": bad_dtype}))
 
+    not_a_matrix = st.sampled_from([None, "abc", 3.0, object(), np.ones((5, 4)), torch.ones(5), torch.ones(5, 4, 2),
+                                    torch.ones(5, 4, dtype=torch.int64)])
+    add(_cases("functional.spectral_norm_exact", functional.spectral_norm_exact, {"weight": matrix}, {"weight": not_a_matrix}))
+    add(_cases("functional.top_right_singular_vector", functional.top_right_singular_vector, {"weight": matrix},
+               {"weight": not_a_matrix}))
+    add(_cases("functional.power_estimate", functional.power_estimate,
+               {"weight": matrix, "vector": torch.ones(4, dtype=torch.float64) / 2},
+               {"weight": not_a_matrix, "vector": st.sampled_from([None, "v", 3.0, torch.ones(5, dtype=torch.float64),
+                                                                   torch.ones(4, 2, dtype=torch.float64)])}))
+    add(_cases("functional.sqrt_round_up", functional.sqrt_round_up, {"square": square_q, "dtype": torch.float32},
+               # a negative float64 square gives NaN, as documented: only wrong types here
+               {"square": st.sampled_from([None, "q", 4.0, torch.tensor(4.0, dtype=torch.float32)]), "dtype": bad_dtype}))
+    add(_cases("functional.certificate_method", functional.certificate_method, {"layer_bound": "exact"},
+               {"layer_bound": bad_choice(functional.LAYER_BOUNDS)}))
+    add(_cases("models.UnconstrainedResidual", models.UnconstrainedResidual, {"features": 3, "hidden": 4},
+               {"features": bad_int(1), "hidden": bad_int(1)}))
+    add(_cases("models.export_model", models.export_model, {"model": nn.Sequential(nn.Linear(2, 2))}, {"model": NOT_A_MODEL}))
+    add(_cases("analysis.linear_layers", analysis.linear_layers, {"model": REGRESSOR}, {"model": NOT_A_MODEL}))
+    add(_cases("analysis.hidden_representations", analysis.hidden_representations,
+               {"model": nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)), "inputs": torch.ones(5, 3)},
+               {"model": NOT_A_MODEL, "inputs": st.sampled_from([None, "x", 3.0, torch.ones(5, 7), torch.ones(5)])}))
+    add(_cases("analysis.rank_sparse_bounds", analysis.rank_sparse_bounds, bound_valid,
+               {**common_bound_args, "ps": st.sampled_from([None, 2.0, "2", [-1.0], [math.nan], ["a"], [True]]),
+                "tail_covering": bad_choice(("maurey", "truncate")), "allocation": bad_choice(("optimal", "equal"))}))
+    add(_cases("analysis.format_spectrum_table", analysis.format_spectrum_table, {"table": analysis.spectrum_table(REGRESSOR)},
+               {"table": st.sampled_from([None, "abc", 3, [], [1, 2], [None]])}))
+    add(_cases("analysis.register_counter", analysis.register_counter, {"module_type": nn.Identity, "counter": lambda m, x, y: None},
+               {"module_type": st.sampled_from([None, "Linear", 3, nn.Linear(2, 2), int]),
+                "counter": st.sampled_from([None, "f", 3])}))
+    add(_cases("data.data_dir", data.data_dir, {"data_dir": None}, {"data_dir": st.sampled_from([3, 1.5, object()])}))
+    add(_cases("data.verify", data.verify, {"data_dir": None}, {"data_dir": st.sampled_from([3, 1.5, object()])}))
+
     # structnets.data (generators)
     add(_cases("data.triangle_wave", data.triangle_wave, {"t": np.linspace(0.0, 2.0, 9)},
                {"t": st.sampled_from([None, "abc", object(), np.array(["a", "b"]), np.ones(3, dtype=complex)])}))

@@ -393,8 +393,13 @@ def format_spectrum_table(table: Sequence[LayerSpectrum]) -> str:
     Returns:
         Markdown text, one row per layer.
     """
+    if isinstance(table, (str, bytes)) or not isinstance(table, Sequence):
+        raise TypeError(f"`table` must be a sequence of LayerSpectrum, got {type(table).__name__}")
     if not table:
         raise ValueError("`table` must hold at least one LayerSpectrum, got none")
+    for row in table:
+        if not isinstance(row, LayerSpectrum):
+            raise TypeError(f"`table` must hold LayerSpectrum rows (from spectrum_table), got {type(row).__name__}")
     ps = list(table[0].schatten)
     header = (
         "| layer | kind | shape | ‖A‖₂ | ‖A‖_F | ‖A‖_* | "

@@ -152,8 +152,14 @@ def hidden_representations(model: nn.Sequential, inputs: torch.Tensor) -> list[t
     outputs: list[torch.Tensor] = []
     with torch.no_grad():
         hidden = inputs
-        for child in model:
-            hidden = child(hidden)
+        for index, child in enumerate(model):
+            try:
+                hidden = child(hidden)
+            except RuntimeError as error:  # a shape or dtype the model cannot take
+                raise ValueError(
+                    f"`inputs` of shape {tuple(inputs.shape)} and dtype {inputs.dtype} cannot pass layer {index} "
+                    f"({type(child).__name__}) of `model`: {error}"
+                ) from None
             if not _is_linear(child) and not isinstance(child, nn.Sequential):
                 outputs.append(hidden)
     return outputs

@@ -36,6 +36,12 @@ class UnconstrainedResidual(nn.Module):
         super().__init__()
         self.features = check_int("features", features, low=1)
         self.hidden = check_int("hidden", hidden, low=1)
+        check_fits_in_memory(
+            f"`features`={self.features}, `hidden`={self.hidden}",
+            2 * self.hidden * self.features + self.hidden + self.features,
+            itemsize=itemsize_of(dtype),
+            what="parameters",
+        )
         factory = {"device": device, "dtype": dtype}
         self.inner = nn.Linear(self.features, self.hidden, **factory)
         self.outer = nn.Linear(self.hidden, self.features, bias=False, **factory)
