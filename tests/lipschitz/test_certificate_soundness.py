@@ -59,9 +59,8 @@ def _assert_exactly_certified(model: nn.Module) -> None:
             elif isinstance(layer, NormConstrainedLinear):
                 bound = float(layer._scale().to(F64))
                 sigma, k = _sigma_max_scaled(layer.raw_weight)
-                assert math.ldexp(sigma, -k) <= bound or bound == 1.0 and math.ldexp(sigma, -k) <= 1.0, (
-                    f"{name}: ‖V‖₂ = {math.ldexp(sigma, -k)!r} > scale {bound!r}"
-                )
+                # A = V / scale, so ‖A‖₂ ≤ 1 exactly when ‖V‖₂ ≤ scale.
+                assert math.ldexp(sigma, -k) <= bound, f"{name}: ‖V‖₂ = {math.ldexp(sigma, -k)!r} > scale {bound!r}"
                 checked += 1
     assert checked > 0
 

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from .._validation import check_fits_in_memory, check_int, itemsize_of
+from ._affine import linear_from_dense
 from ._checkpoint import reject_non_finite
 from ._spectral import CertifiedBound, top_right_singular_vector
 
@@ -125,17 +126,7 @@ class NormConstrainedLinear(nn.Module):
     @torch.no_grad()
     def to_linear(self) -> nn.Linear:
         """Return an ``nn.Linear`` with weight A and the same bias (identical outputs)."""
-        linear = nn.Linear(
-            self.in_features,
-            self.out_features,
-            bias=self.bias is not None,
-            device=self.raw_weight.device,
-            dtype=self.raw_weight.dtype,
-        )
-        linear.weight.copy_(self.to_dense())
-        if self.bias is not None:
-            linear.bias.copy_(self.bias)
-        return linear
+        return linear_from_dense(self.to_dense(), self.bias)
 
     def export(self) -> nn.Linear:
         """Plain torch layer with identical outputs (same as :meth:`to_linear`)."""

@@ -8,8 +8,9 @@ import torch
 from torch import nn
 
 from .._validation import check_fits_in_memory, check_int, itemsize_of
+from ._affine import linear_from_dense
 from ._checkpoint import reject_non_finite
-from ..functional import spectral_norm_bound
+from ..functional import spectral_norm_bound, sqrt_round_up, squared_norm_bound
 
 
 def polar_factor(weight: torch.Tensor) -> torch.Tensor:
@@ -62,7 +63,9 @@ def certified_orthogonal(weight: torch.Tensor) -> torch.Tensor:
         rank = min(weight.shape)
         unit_roundoff = torch.finfo(weight.dtype).eps / 2.0
         eta = 2.0 * unit_roundoff * math.sqrt(rank) + 1e-6
-        scale = (1.0 - eta) / spectral_norm_bound(q.detach(), "exact").clamp_min(1.0)
+        # squared_norm_bound, not spectral_norm_bound: no host-synchronising finiteness check on this
+        # per-forward path (a non-finite V gives NaN here; lipschitz_bound refuses it by name).
+        scale = (1.0 - eta) / sqrt_round_up(squared_norm_bound(q.detach(), "exact"), torch.float64).clamp_min(1.0)
     return (q * scale).to(weight.dtype)
 
 
@@ -153,17 +156,7 @@ class OrthogonalLinear(nn.Module):
     @torch.no_grad()
     def to_linear(self) -> nn.Linear:
         """Return an ``nn.Linear`` with weight A and the same bias (identical outputs)."""
-        linear = nn.Linear(
-            self.in_features,
-            self.out_features,
-            bias=self.bias is not None,
-            device=self.raw_weight.device,
-            dtype=self.raw_weight.dtype,
-        )
-        linear.weight.copy_(self.to_dense())
-        if self.bias is not None:
-            linear.bias.copy_(self.bias)
-        return linear
+        return linear_from_dense(self.to_dense(), self.bias)
 
     def export(self) -> nn.Linear:
         """Plain torch layer with identical outputs (same as :meth:`to_linear`)."""
