@@ -10,7 +10,7 @@ ifneq ($(wildcard $(SHARED_DATA)),)
 export STRUCTNETS_DATA ?= $(SHARED_DATA)
 endif
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test lint bench clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,12 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q -n 2
+
+# Lint (ruff) and format check, then types (mypy); configured in pyproject.toml.
+lint: setup
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m mypy
 
 bench: setup
 	$(PY) benchmarks/lowrank_speed.py
