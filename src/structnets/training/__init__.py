@@ -2,6 +2,7 @@
 
 from .fit import OPTIMIZERS, FitResult, evaluate, fit, seeded
 from .losses import LOSSES, cross_entropy, get_loss, mse
+from .threads import set_threads, torch_threads
 
 __all__ = [
     "LOSSES",
@@ -13,4 +14,6 @@ __all__ = [
     "get_loss",
     "mse",
     "seeded",
+    "set_threads",
+    "torch_threads",
 ]
