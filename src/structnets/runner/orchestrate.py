@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import _atomic
+from .. import atomic_io
 from .backends import Backend, make_backend
 from .config import config_from_json, config_to_json, validate_config
 from .device import apply_device
@@ -167,9 +167,9 @@ def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out
 def _write_text_output(path: Path, text: str, csv: pd.DataFrame | None = None) -> None:
     try:
         if csv is not None:
-            _atomic.write_csv(path, csv)
+            atomic_io.write_csv(path, csv)
         else:
-            _atomic.write_text(path, text)
+            atomic_io.write_text(path, text)
     except OSError as e:
         raise StoreError(f"cannot write {path}: {e.strerror or e}; check the permissions of the run folder") from e
 
@@ -400,7 +400,7 @@ def _run_locked(
         )
         if records:
             logger.info("resuming %s in %s: %d units already finished", exp.name, out, len(records))
-        _atomic.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, None))
+        atomic_io.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, None))
         schedule = _Schedule(exp, config)
 
         def report_progress() -> None:
@@ -473,7 +473,7 @@ def _write_info_quietly(
 ) -> None:
     """Write ``run_info.json`` at the end of a session; never masks the exception that ended it."""
     try:
-        _atomic.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, utc_now()))
+        atomic_io.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, utc_now()))
     except Exception as e:  # noqa: BLE001
         logger.warning("could not update %s: %s", out / RUN_INFO, e)
 
