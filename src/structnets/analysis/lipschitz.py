@@ -187,7 +187,8 @@ def lipschitz_lower_bound(
     b = x[b_index].clone()
     # half the pairs start local (a + small offset), half are random pairs of inputs.
     scale = x.std().clamp_min(1e-3) * 1e-2
-    b[:half] = a[:half] + scale * torch.randn(a[:half].shape, generator=generator, dtype=dtype)
+    # drawn on the CPU generator, then moved: the same pairs on every device
+    b[:half] = a[:half] + scale * torch.randn(a[:half].shape, generator=generator, dtype=dtype).to(x.device)
     a.requires_grad_(True)
     b.requires_grad_(True)
     optimizer = torch.optim.Adam([a, b], lr=lr)

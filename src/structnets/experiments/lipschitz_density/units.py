@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
-from ..runner.figures import save_figure
+from ...runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
+from ...runner.figures import save_figure
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class LipschitzDensityConfig:
         )
 
     def __post_init__(self) -> None:
-        from .._validation import check_int, check_real
+        from ..._validation import check_int, check_real
 
         if not self.pieces_1d and not self.groups_2d:
             raise ValueError("`pieces_1d` and `groups_2d` must not both be empty (no targets), got () and ()")
@@ -124,7 +124,7 @@ class LipschitzDensityConfig:
 
 def make_target(spec: Mapping[str, Any]) -> Any:
     """The :class:`~structnets.constructive.LipschitzTarget` a unit's ``target`` spec describes."""
-    from ..constructive import random_lattice_target_1d, random_maxmin_target
+    from ...constructive import random_lattice_target_1d, random_maxmin_target
 
     if spec["kind"] == "1d":
         return random_lattice_target_1d(int(spec["pieces"]), seed=int(spec["seed"]))
@@ -194,10 +194,10 @@ def fit_fixed_width(
     """
     import torch
 
-    from .._validation import check_int, check_real
-    from ..constructive.lipschitz_targets import _check_domain, check_target, grid_points
-    from ..models import lipschitz_resnet
-    from ..training.fit import seeded
+    from ..._validation import check_int, check_real
+    from ...constructive.lipschitz_targets import _check_domain, check_target, grid_points
+    from ...models import lipschitz_resnet
+    from ...training.fit import seeded
 
     dim = _check_positive_int("dim", dim)
     depth = _check_positive_int("depth", depth)
@@ -254,7 +254,7 @@ def fit_fixed_width(
 
 def _check_positive_int(name: str, value: Any) -> int:
     """check_int with low=1, but a wrong type is a ValueError too (the argument is named either way)."""
-    from .._validation import check_int
+    from ..._validation import check_int
 
     try:
         return check_int(name, value, low=1)
@@ -395,9 +395,9 @@ def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
 
 
 def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-    from ..analysis.lipschitz import lipschitz_upper_bound
-    from ..constructive import max_secant_ratio, maxmin_network
-    from ..nn import MaxMin
+    from ...analysis.lipschitz import lipschitz_upper_bound
+    from ...constructive import max_secant_ratio, maxmin_network
+    from ...nn import MaxMin
 
     target = make_target(params["target"])
     points = _eval_points(target, params)

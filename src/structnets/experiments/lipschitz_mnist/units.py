@@ -35,9 +35,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..runner.figures import save_figure
-from ..runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
-from .lipschitz_moons import certify, train_classifier
+from ...runner.figures import save_figure
+from ...runner.experiment import FunctionExperiment, JSONScalar, Unit, run_experiment
+from ...analysis.certify import certify
+from ..lipschitz_moons.units import train_classifier
 
 MODELS: tuple[str, ...] = ("fixed-width", "gradient-step", "cpl", "unconstrained", "deel-torchlip")
 # Published MNIST results at ℓ₂ ε = 1.58 (certified accuracy, clean accuracy where reported):
@@ -118,9 +119,9 @@ class LipschitzMNISTConfig:
         )  # fmt: skip
 
     def __post_init__(self) -> None:
-        from .._validation import check_choice, check_int, check_real
-        from ..models.lipschitz_resnet import LIFTS
-        from ..training.losses import CERTIFIED_LOSSES
+        from ..._validation import check_choice, check_int, check_real
+        from ...models.lipschitz_resnet import LIFTS
+        from ...training.losses import CERTIFIED_LOSSES
 
         for depth in self.depths:
             check_int("depths", depth, low=1)
@@ -221,7 +222,7 @@ def _units(config: LipschitzMNISTConfig, finished: pd.DataFrame) -> list[Unit]:
 def _build(
     model: str, depth: int, width: int, bound: str = "exact", lift: str = "norm-constrained", maxmin: bool = False
 ) -> Any:
-    from ..models import lipschitz_resnet
+    from ...models import lipschitz_resnet
 
     if model == "deel-torchlip":
         return _deel_mlp(784, 10, width, depth)
@@ -272,7 +273,7 @@ def _deel_export(model: Any) -> Any:
 def _mnist(max_train: int | None, max_test: int | None, seed: int) -> tuple[Any, Any, Any, Any]:
     import torch
 
-    from .. import data
+    from ... import data
 
     dataset = data.load("mnist")
     split = np.asarray(dataset.split)
@@ -288,8 +289,8 @@ def _mnist(max_train: int | None, max_test: int | None, seed: int) -> tuple[Any,
 
 
 def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-    from ..training.fit import seeded
-    from ..training.losses import certified_loss
+    from ...training.fit import seeded
+    from ...training.losses import certified_loss
 
     seed, depth, width = int(params["seed"]), int(params["depth"]), int(params["width"])
     model_name, loss_name = params["model"], params.get("loss", "scaled-ce")
@@ -342,8 +343,8 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
 def _run_timing(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     import torch
 
-    from ..analysis.timing import interleaved_ratio
-    from ..training.fit import seeded
+    from ...analysis.timing import interleaved_ratio
+    from ...training.fit import seeded
 
     depth, width, batch = int(params["depth"]), int(params["width"]), int(params["batch_size"])
     generator = torch.Generator().manual_seed(0)

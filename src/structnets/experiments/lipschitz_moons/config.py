@@ -1,0 +1,112 @@
+"""Configuration of ``lipschitz-moons`` and the value the paper's authors' code gave."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..._validation import check_choice, check_int, check_real
+from ...runner.device import DEVICES
+
+PAPER_LIPSCHITZ_AUTHORS_CODE = (19.0, 25.0)
+"""Measured Lipschitz constants of two-moons models trained with the authors' public code (as
+described to us): lift unconstrained, τ clamped with an undershooting power-method estimate."""
+
+
+@dataclass(frozen=True)
+class LipschitzMoonsConfig:
+    """Configuration of ``lipschitz-moons``; ``LipschitzMoonsConfig()`` is the full run.
+
+    Attributes:
+        n_samples, noise: the two-moons sample (paper: 4000, 0.1).
+        train_fractions: shares of points used for training (paper: 0.2; also 0.8).
+        depths: depth sweep at width ``depth_sweep_width`` (paper: 2–64 at width 5).
+        widths: width sweep at depth ``width_sweep_depth`` (paper: 10–40 at depth 10).
+        variant: ``"gradient-step"`` or ``"fixed-width"`` (see :func:`lipschitz_resnet`).
+        epochs, batch_size, lr: Adam with a cosine schedule over all steps (paper: batch 256).
+        temperature: logits are multiplied by this inside the cross-entropy only (a 1-Lipschitz
+            network's logits are small; the model itself stays 1-Lipschitz).
+        radii: ℓ₂ radii for certified accuracy.
+        seeds: repetition seeds (data sample, split and initialisation).
+        ascent_steps: gradient-ascent steps of the Lipschitz lower bound.
+        authors_baseline: also train, at depth ``width_sweep_depth`` and the first width of
+            ``widths``, the "authors-style" model (unconstrained lift and head, τ = 2/σ̂² with σ̂ a
+            one-step persistent power estimate, used in training *and* evaluation), to measure the
+            gap described for the authors' code.
+        device: where units train and certify: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``)
+            or ``"auto"`` (``structnets run --device``; the runner resolves ``auto`` and checks
+            ``cuda`` before any unit runs). Seeds, data and initial weights do not depend on it;
+            numbers agree across devices up to floating-point rounding.
+    """
+
+    n_samples: int = 4000
+    noise: float = 0.1
+    train_fractions: tuple[float, ...] = (0.2, 0.8)
+    depths: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
+    depth_sweep_width: int = 5
+    widths: tuple[int, ...] = (10, 20, 30, 40)
+    width_sweep_depth: int = 10
+    variant: str = "gradient-step"
+    epochs: int = 300
+    batch_size: int = 256
+    lr: float = 1e-2
+    temperature: float = 10.0
+    radii: tuple[float, ...] = (0.05, 0.1, 0.2)
+    seeds: tuple[int, ...] = (0,)
+    ascent_steps: int = 100
+    authors_baseline: bool = True
+    device: str = "cpu"
+
+    @classmethod
+    def quick(cls) -> LipschitzMoonsConfig:
+        """The ``--quick`` preset: depths 2 and 8, widths 10 and 20, 30 epochs."""
+        return cls(depths=(2, 8), widths=(10, 20), epochs=30, ascent_steps=30)
+
+    def __post_init__(self) -> None:
+        check_int("n_samples", self.n_samples, low=20)
+        check_real("noise", self.noise, low=0.0)
+        if not self.train_fractions:
+            raise ValueError("`train_fractions` must be non-empty, got ()")
+        for fraction in self.train_fractions:
+            check_real("train_fractions", fraction, low=0.0, high=1.0, low_open=True, high_open=True)
+        for depth in (*self.depths, self.width_sweep_depth):
+            check_int("depths", depth, low=1)
+        for width in (*self.widths, self.depth_sweep_width):
+            check_int("widths", width, low=1)
+        check_choice("variant", self.variant, ("gradient-step", "fixed-width"))
+        check_int("epochs", self.epochs, low=1)
+        check_int("batch_size", self.batch_size, low=1)
+        check_real("lr", self.lr, low=0.0, low_open=True)
+        check_real("temperature", self.temperature, low=0.0, low_open=True)
+        for radius in self.radii:
+            check_real("radii", radius, low=0.0, low_open=True)
+        if not self.seeds:
+            raise ValueError("`seeds` must list at least one seed, got ()")
+        check_int("ascent_steps", self.ascent_steps, low=0)
+        if not isinstance(self.authors_baseline, bool):
+            raise TypeError(f"`authors_baseline` must be a bool, got {self.authors_baseline!r}")
+        check_device(self.device)
+
+
+def check_device(device: object) -> str:
+    """``device`` if it is ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``, else a ValueError naming it."""
+    if not isinstance(device, str) or not (device in DEVICES or (device.startswith("cuda:") and device[5:].isdigit())):
+        raise ValueError(f"`device` must be one of 'cpu', 'cuda', 'cuda:N', 'auto', got {device!r}")
+    return device
+
+
+def device_param(device: str) -> dict[str, str]:
+    """``{"device": ...}`` for a unit's params on a GPU; empty on the CPU, so CPU units keep the
+    params of runs stored before the ``device`` field existed (and resume without a params warning)."""
+    return {} if device == "cpu" else {"device": device}
+
+
+def unit_device(params: Mapping[str, Any]) -> str:
+    """A unit's torch device from its params (absent: ``"cpu"``); ``auto`` without the runner is resolved here."""
+    device = str(params.get("device", "cpu"))
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return device
