@@ -1,0 +1,61 @@
+"""Configuration of ``dlor-blindspot``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DLoRBlindspotConfig:
+    """Configuration of ``dlor-blindspot``; ``DLoRBlindspotConfig()`` is the full run.
+
+    Attributes:
+        widths: network widths N (≥ 2, the DLoR input is zero-padded to N).
+        depth: nonlinear layers of every network.
+        seeds: initialisation seeds (batched within a unit).
+        activation: σ of every layer.
+        epochs, lr: full-batch Adam steps and initial learning rate (cosine decay).
+        n_train: training points, uniform on [−1, 1]² (seed ``data_seed``).
+        test_per_axis: test grid points per axis.
+        interpolation_sizes: data set sizes n of the rank-1 interpolation stage.
+        data_seed: seed of the training sample.
+        floor_samples, floor_directions: Monte Carlo sample and number of directions θ of the
+            blind-spot floor estimate (400 bins).
+    """
+
+    widths: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
+    depth: int = 2
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    activation: str = "tanh"
+    epochs: int = 3000
+    lr: float = 1e-2
+    n_train: int = 1024
+    test_per_axis: int = 64
+    interpolation_sizes: tuple[int, ...] = (4, 16, 64, 256, 1024)
+    data_seed: int = 7
+    floor_samples: int = 400_000
+    floor_directions: int = 180
+
+    @classmethod
+    def quick(cls) -> DLoRBlindspotConfig:
+        """The ``--quick`` preset: widths 2, 8, 32; 3 seeds; 1,000 epochs."""
+        return cls(widths=(2, 8, 32), seeds=(0, 1, 2), epochs=1000, interpolation_sizes=(4, 16, 64, 256))
+
+    def __post_init__(self) -> None:
+        from ..._validation import check_choice, check_int, check_real
+        from ...nn import ACTIVATIONS
+
+        if not self.widths or not self.seeds:
+            raise ValueError(f"`widths` and `seeds` must be non-empty, got {self.widths!r}, {self.seeds!r}")
+        for width in self.widths:
+            check_int("widths", width, low=2)
+        check_int("depth", self.depth, low=1)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        check_int("epochs", self.epochs, low=1)
+        check_real("lr", self.lr, low=0.0, low_open=True)
+        check_int("n_train", self.n_train, low=2)
+        check_int("test_per_axis", self.test_per_axis, low=2)
+        for n in self.interpolation_sizes:
+            check_int("interpolation_sizes", n, low=1)
+        check_int("floor_samples", self.floor_samples, low=1000)
+        check_int("floor_directions", self.floor_directions, low=1)

@@ -1,0 +1,84 @@
+"""Report of ``dlor-blindspot``: Markdown computed from the results table (and the run's config) only."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .config import DLoRBlindspotConfig
+from .targets import MODELS
+
+
+def stage_rows(results: pd.DataFrame, stage: str) -> pd.DataFrame:
+    if results.empty or "stage" not in results:
+        return results.iloc[0:0]
+    return results[results["stage"] == stage]
+
+
+def report_markdown(results: pd.DataFrame, config: DLoRBlindspotConfig) -> str:
+    floor_rows, interp, train = (
+        stage_rows(results, "floor"),
+        stage_rows(results, "interpolate"),
+        stage_rows(results, "train"),
+    )
+    floor = float(floor_rows["floor_mse"].iloc[0]) if not floor_rows.empty else math.nan
+    lines = [
+        "# dlor-blindspot: the rank-1 paradox and how αI cures it",
+        "",
+        "Chen et al. (arXiv 2605.05659): purely rank-1 networks interpolate any scalar data set exactly, "
+        "yet are blind to every direction orthogonal to their first projection v, so they cannot "
+        "approximate general multivariate functions; DLoR layers αI + UVᵀ of the same rank can. "
+        "Target f(x) = x₁x₂ on [−1, 1]² (variance 1/9 ≈ 0.111), test grid "
+        f"{config.test_per_axis}², σ = {config.activation}.",
+        "",
+    ]
+    if not floor_rows.empty:
+        lines += [
+            f"Blind-spot floor (best function of one projection vᵀx, binned estimate): **{floor:.4f}** "
+            f"at θ = {math.degrees(float(floor_rows['floor_theta'].iloc[0])):.0f}°. No network with a rank-1 first "
+            "layer can go below it.",
+            "",
+        ]
+    if not interp.empty:
+        lines += [
+            "## Exact interpolation by rank-1 networks (`rank_one_interpolant`, ReLU, width n)",
+            "",
+            "| n | max error, scalar inputs | max error, 2-D inputs | test MSE of the 2-D interpolant |",
+            "|---|---|---|---|",
+        ]
+        for _, r in interp.sort_values("n").iterrows():
+            lines.append(
+                f"| {int(r['n'])} | {r['max_error_scalar_inputs']:.1e} | {r['max_error_2d_inputs']:.1e} | "
+                f"{r['test_mse_2d']:.4f} |"
+            )
+        lines.append("")
+    if not train.empty:
+        lines += [
+            f"## Trained networks, depth {config.depth}, {len(config.seeds)} seeds, {config.epochs} epochs",
+            "",
+            "| width | rank-1 params | rank-1 test MSE median [min, max] | rank-1 max change along v⊥ | "
+            "DLoR (r = 1) params | DLoR test MSE median [min, max] | DLoR below floor |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for width in config.widths:
+            cells = [str(width)]
+            below = "—"
+            for model in MODELS:
+                rows = train[(train["model"] == model) & (train["width"] == width)]
+                if rows.empty:
+                    cells += ["not run"] * (3 if model == "rank1" else 2)
+                    continue
+                r = rows.iloc[0]
+                cells += [
+                    str(int(r["parameters"])),
+                    f"{r['median_test_mse']:.2e} [{r['min_test_mse']:.2e}, {r['max_test_mse']:.2e}]",
+                ]
+                if model == "rank1":
+                    cells.append(f"{r['max_orthogonal_change']:.1e}")
+                elif np.isfinite(floor):
+                    below = "yes" if r["median_test_mse"] < floor else "no"
+            lines.append("| " + " | ".join(cells + [below]) + " |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,138 @@
+"""Units of ``dlor-blindspot``: the floor estimate, exact rank-1 interpolation, and seed-batched training."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from ...runner.experiment import JSONScalar, Unit
+from ...training import torch_threads
+from ...training.seed_batched import train_vmapped
+from .config import DLoRBlindspotConfig
+from .targets import MODELS, ridge_floor, saddle_data, saddle_grid
+
+
+def make_units(config: DLoRBlindspotConfig, finished: pd.DataFrame) -> list[Unit]:
+    units = [Unit("floor", {"stage": "floor", "samples": config.floor_samples, "directions": config.floor_directions})]
+    for n in config.interpolation_sizes:
+        units.append(
+            Unit(f"interpolate/n={n}", {"stage": "interpolate", "n": n, "test_per_axis": config.test_per_axis})
+        )
+    for model in MODELS:
+        for width in config.widths:
+            units.append(
+                Unit(
+                    f"train/{model}/width={width}",
+                    {
+                        "stage": "train",
+                        "model": model,
+                        "width": width,
+                        "depth": config.depth,
+                        "seeds": list(config.seeds),
+                        "activation": config.activation,
+                        "epochs": config.epochs,
+                        "lr": config.lr,
+                        "n_train": config.n_train,
+                        "test_per_axis": config.test_per_axis,
+                        "data_seed": config.data_seed,
+                    },
+                )
+            )
+    return units
+
+
+def _build(model: str, width: int, depth: int, activation: str, seed: int) -> nn.Module:
+    from ...models import dlor_mlp, rank_one_mlp
+    from ...training import seeded
+
+    with seeded(seed):
+        if model == "rank1":
+            return rank_one_mlp(2, 1, width, depth, activation)
+        return dlor_mlp(2, 1, width, depth, 1, "deep", activation)
+
+
+def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    with torch_threads(1):
+        stage = params["stage"]
+        if stage == "floor":
+            X, y = saddle_data(int(params["samples"]), seed=2024)
+            floor, theta = ridge_floor(X, y, directions=int(params["directions"]))
+            return {"stage": "floor", "floor_mse": floor, "floor_theta": theta, "variance": float(y.var())}
+        if stage == "interpolate":
+            return _run_interpolate(params)
+        if stage == "train":
+            return _run_train(params)
+    raise ValueError(f"`stage` must be one of ['floor', 'interpolate', 'train'], got {stage!r}")
+
+
+def _run_interpolate(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    from ...constructive import rank_one_interpolant
+
+    n = int(params["n"])
+    rng = np.random.default_rng(n)
+    x1 = rng.uniform(-1.0, 1.0, n)
+    y1 = rng.normal(size=n)
+    net1 = rank_one_interpolant(x1, y1)
+    X2, y2 = saddle_data(n, seed=n + 1)
+    net2 = rank_one_interpolant(X2, y2)
+    X_test, y_test = saddle_grid(int(params["test_per_axis"]))
+    with torch.no_grad():
+        error1 = float((net1(torch.as_tensor(x1)[:, None])[:, 0] - torch.as_tensor(y1)).abs().max())
+        error2 = float((net2(torch.as_tensor(X2))[:, 0] - torch.as_tensor(y2)).abs().max())
+        test = float(((net2(torch.as_tensor(X_test))[:, 0] - torch.as_tensor(y_test)) ** 2).mean())
+    return {
+        "stage": "interpolate",
+        "n": n,
+        "max_error_scalar_inputs": error1,
+        "max_error_2d_inputs": error2,
+        "test_mse_2d": test,
+    }
+
+
+def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    model, width, depth = params["model"], int(params["width"]), int(params["depth"])
+    seeds = [int(s) for s in params["seeds"]]
+    X, y = saddle_data(int(params["n_train"]), int(params["data_seed"]))
+    X_test, y_test = saddle_grid(int(params["test_per_axis"]))
+    X, y, X_test, y_test = (torch.as_tensor(a, dtype=torch.float32) for a in (X, y, X_test, y_test))
+    models = [_build(model, width, depth, params["activation"], seed) for seed in seeds]
+    start = time.perf_counter()
+    test, train, trained = train_vmapped(
+        models, X, y, X_test, y_test, epochs=int(params["epochs"]), lr=float(params["lr"])
+    )
+    seconds = time.perf_counter() - start
+    # The blind spot, measured: how much the output moves along the direction orthogonal to
+    # the first layer's v (exactly 0 for rank-1 networks, whatever training did).
+    invariance = []
+    for net in trained:
+        first = next(m for m in net if hasattr(m, "v") or hasattr(m, "V"))
+        if hasattr(first, "v"):
+            v = first.v.detach()
+            w = torch.stack([-v[1], v[0]]) / torch.linalg.vector_norm(v)
+        else:
+            w = torch.tensor([1.0, -1.0]) / math.sqrt(2.0)
+        with torch.no_grad():
+            invariance.append(float((net(X_test + 0.25 * w) - net(X_test)).abs().max()))
+    return {
+        "stage": "train",
+        "model": model,
+        "width": width,
+        "depth": depth,
+        "parameters": int(sum(p.numel() for p in models[0].parameters())),
+        "n_seeds": len(seeds),
+        "median_test_mse": float(np.median(test)),
+        "min_test_mse": float(np.min(test)),
+        "max_test_mse": float(np.max(test)),
+        "median_train_mse": float(np.median(train)),
+        "max_orthogonal_change": float(np.max(invariance)),
+        "test_mse": json.dumps(test),
+        "seconds": seconds,
+    }
