@@ -15,10 +15,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from structnets.nn import LowRankLinear
-from structnets.nn import DLoRLinear, RankOneLinear  # DLoR
-from structnets.nn import GradientStepResidual, MaxMin, NormConstrainedLinear  # 1-Lipschitz
-from structnets.nn import OrthogonalLinear  # orthogonal lift and head
+from structnets.nn import (  # DLoR  # 1-Lipschitz  # DLoR network parts  # residual baselines
+    DLoRBranches,
+    DLoRLinear,
+    DLoRParallel,
+    GradientStepResidual,
+    LowRankLinear,
+    MaxMin,
+    NormConstrainedLinear,
+    OrthogonalLinear,  # orthogonal lift and head
+    PowerClampedResidual,
+    RankOneLinear,
+    TakeFirst,
+    UnconstrainedResidual,
+    ZeroPad,
+)
 
 
 def _dense_of(layer: nn.Module) -> torch.Tensor:
@@ -94,9 +105,7 @@ CASES: list[LayerCase] = [
     ),
     # Baselines: PyTorch's own layer must pass the same maths (guards the suite itself).
     LayerCase("baseline-linear", lambda dt: nn.Linear(6, 4, dtype=dt), 6, lambda m: m.weight, False),
-    LayerCase(
-        "baseline-linear-nobias", lambda dt: nn.Linear(3, 5, bias=False, dtype=dt), 3, lambda m: m.weight, False
-    ),
+    LayerCase("baseline-linear-nobias", lambda dt: nn.Linear(3, 5, bias=False, dtype=dt), 3, lambda m: m.weight, False),
 ]
 
 _LR = {"in_features": 8, "out_features": 6, "rank": 3}
@@ -134,6 +143,8 @@ INVALID += [
     Invalid(RankOneLinear, {"in_features": 2, "out_features": 2.0}, "out_features", TypeError),
     Invalid(RankOneLinear, {"in_features": 2, "out_features": 3, "bias": None}, "bias", TypeError),
 ]
+
+
 def _gradient_step(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """Φ(x) = x − τ Wᵀ ReLU(W x + b) (Murari et al., NeurIPS 2025, eq. 2), τ the layer's certified step."""
     pre = x @ layer.weight.T
@@ -166,9 +177,7 @@ CASES += [
         lambda dt: _scaled(NormConstrainedLinear(4, 4, bound="frobenius", dtype=dt), 3.0),
         4,
     ),
-    LayerCase(
-        "gradient-step-6h9", lambda dt: GradientStepResidual(6, 9, dtype=dt), 6, reference=_gradient_step
-    ),
+    LayerCase("gradient-step-6h9", lambda dt: GradientStepResidual(6, 9, dtype=dt), 6, reference=_gradient_step),
     LayerCase(
         "gradient-step-5h3-nobias-learnable",
         lambda dt: GradientStepResidual(5, 3, bias=False, step=1.5, learnable_step=True, dtype=dt),
@@ -183,14 +192,18 @@ INVALID += [
     Invalid(NormConstrainedLinear, {"in_features": 0, "out_features": 3}, "in_features", ValueError),
     Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 2.5}, "out_features", TypeError),
     Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bias": 1}, "bias", TypeError),
-    Invalid(NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bound": "power-iteration"}, "bound", ValueError),
+    Invalid(
+        NormConstrainedLinear, {"in_features": 2, "out_features": 3, "bound": "power-iteration"}, "bound", ValueError
+    ),
     Invalid(GradientStepResidual, {"features": 0, "hidden": 3}, "features", ValueError),
     Invalid(GradientStepResidual, {"features": 3, "hidden": 0}, "hidden", ValueError),
     Invalid(GradientStepResidual, {"features": 3, "hidden": 2.0}, "hidden", TypeError),
     Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.5}, "step", ValueError),
     Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": -0.1}, "step", ValueError),
     Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": float("nan")}, "step", ValueError),
-    Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.0, "learnable_step": True}, "step", ValueError),
+    Invalid(
+        GradientStepResidual, {"features": 3, "hidden": 3, "step": 2.0, "learnable_step": True}, "step", ValueError
+    ),
     Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "bound": "svd"}, "bound", ValueError),
     Invalid(GradientStepResidual, {"features": 3, "hidden": 3, "bias": "no"}, "bias", TypeError),
     Invalid(MaxMin, {"features": 0}, "features", ValueError),
@@ -205,7 +218,6 @@ def _scaled(layer: nn.Module, factor: float) -> nn.Module:
     return layer
 
 
-
 # Orthogonal lift and head: affine, checked against its own dense matrix.
 CASES += [
     LayerCase("orthogonal-8to6", lambda dt: OrthogonalLinear(8, 6, dtype=dt), 8),
@@ -217,4 +229,119 @@ INVALID += [
     Invalid(OrthogonalLinear, {"in_features": 2, "out_features": 2.5}, "out_features", TypeError),
     Invalid(OrthogonalLinear, {"in_features": 2, "out_features": -1}, "out_features", ValueError),
     Invalid(OrthogonalLinear, {"in_features": 2, "out_features": 3, "bias": 1}, "bias", TypeError),
+]
+
+
+# DLoR network parts (Chen et al., arXiv 2605.05659): the zero-padding input map and the
+# first-coordinates output map (parameter-free, checked against their formulas), the summed
+# branches (affine: checked against their own dense matrix Σ_k (α_k I + U_k V_kᵀ)) and the parallel
+# branches Σ_k σ(M_k x + b_k) (nonlinear: checked against the formula).
+def _zero_pad(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """[x, 0, …, 0] ∈ ℝᴺ."""
+    return torch.cat([x, x.new_zeros(*x.shape[:-1], layer.width - layer.in_features)], dim=-1)
+
+
+def _take_first(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """(x₁, …, x_m)."""
+    return x[..., : layer.out_features]
+
+
+_SIGMA: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "tanh": torch.tanh,
+    "silu": lambda z: z / (1 + torch.exp(-z)),
+    "relu": lambda z: z.clamp_min(0),
+}
+
+
+def _dlor_parallel(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Σ_k σ(α_k x + U_k V_kᵀ x + b_k), each branch's dense matrix written out."""
+    sigma = _SIGMA[layer.activation_name]
+    out = torch.zeros_like(x)
+    for branch in layer.branches:
+        dense = branch.alpha * torch.eye(layer.features, dtype=x.dtype) + branch.U @ branch.V.T
+        pre = x @ dense.T
+        out = out + sigma(pre if branch.bias is None else pre + branch.bias)
+    return out
+
+
+def _unconstrained(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """x + U ReLU(W x + b)."""
+    return x + torch.relu(x @ layer.inner.weight.T + layer.inner.bias) @ layer.outer.weight.T
+
+
+CASES += [
+    LayerCase("zeropad-3to7", lambda dt: ZeroPad(3, 7, dtype=dt), 3, reference=_zero_pad),
+    LayerCase("zeropad-4to4", lambda dt: ZeroPad(4, 4, dtype=dt), 4, reference=_zero_pad),
+    LayerCase("takefirst-7to2", lambda dt: TakeFirst(7, 2, dtype=dt), 7, reference=_take_first),
+    LayerCase("takefirst-5to5", lambda dt: TakeFirst(5, 5, dtype=dt), 5, reference=_take_first),
+    LayerCase("dlor-branches-8-r3-b2", lambda dt: DLoRBranches(8, 3, 2, dtype=dt), 8),
+    LayerCase(
+        "dlor-branches-6-r2-b3-nobias-alpha",
+        lambda dt: DLoRBranches(6, 2, 3, bias=False, alpha=-0.25, dtype=dt),
+        6,
+    ),
+    LayerCase("dlor-branches-5-r4-b1", lambda dt: DLoRBranches(5, 4, 1, dtype=dt), 5),
+    LayerCase(
+        "dlor-parallel-7-r2-b3-tanh",
+        lambda dt: DLoRParallel(7, 2, 3, "tanh", dtype=dt),
+        7,
+        reference=_dlor_parallel,
+    ),
+    LayerCase(
+        "dlor-parallel-4-r1-b2-silu-nobias-alpha",
+        lambda dt: DLoRParallel(4, 1, 2, "silu", bias=False, alpha=0.75, dtype=dt),
+        4,
+        reference=_dlor_parallel,
+    ),
+]
+_DB = {"features": 6, "rank": 2, "branches": 2}
+INVALID += [
+    Invalid(ZeroPad, {"in_features": 0, "width": 3}, "in_features", ValueError),
+    Invalid(ZeroPad, {"in_features": 4, "width": 3}, "width", ValueError),  # width < in_features
+    Invalid(ZeroPad, {"in_features": 2, "width": 3.0}, "width", TypeError),
+    Invalid(TakeFirst, {"width": 0, "out_features": 1}, "width", ValueError),
+    Invalid(TakeFirst, {"width": 3, "out_features": 4}, "out_features", ValueError),  # > width
+    Invalid(TakeFirst, {"width": 3, "out_features": "1"}, "out_features", TypeError),
+    Invalid(DLoRBranches, {**_DB, "branches": 0}, "branches", ValueError),
+    Invalid(DLoRBranches, {**_DB, "branches": 2.0}, "branches", TypeError),
+    Invalid(DLoRBranches, {**_DB, "rank": 6}, "rank", ValueError),  # rank must be < features
+    Invalid(DLoRBranches, {**_DB, "features": 1, "rank": 1}, "features", ValueError),
+    Invalid(DLoRBranches, {**_DB, "alpha": float("nan")}, "alpha", ValueError),
+    Invalid(DLoRBranches, {**_DB, "bias": 1}, "bias", TypeError),
+    Invalid(DLoRParallel, {**_DB, "branches": 0}, "branches", ValueError),
+    Invalid(DLoRParallel, {**_DB, "rank": 0}, "rank", ValueError),
+    Invalid(DLoRParallel, {**_DB, "activation": "nope"}, "activation", ValueError),
+    Invalid(DLoRParallel, {**_DB, "alpha": "1"}, "alpha", TypeError),
+    Invalid(DLoRParallel, {**_DB, "bias": "yes"}, "bias", TypeError),
+]
+
+# Residual baselines of the 1-Lipschitz ResNets (Murari et al., arXiv 2505.12003): the plain
+# block x + U ReLU(Wx + b), and the power-clamped gradient step of the authors' code, checked
+# against x − τWᵀReLU(Wx + b) with the layer's own τ. Only certified bounds here: with
+# bound="power" the training-mode τ depends on the stored power vector, which each call moves,
+# so it is not a function of (x, W) that gradcheck could differentiate; that mode is tested in
+# tests/nn/test_moved_layers.py.
+CASES += [
+    LayerCase("unconstrained-6h9", lambda dt: UnconstrainedResidual(6, 9, dtype=dt), 6, reference=_unconstrained),
+    LayerCase("unconstrained-3h1", lambda dt: UnconstrainedResidual(3, 1, dtype=dt), 3, reference=_unconstrained),
+    LayerCase(
+        "power-clamped-6h6-gram",
+        lambda dt: PowerClampedResidual(6, 6, step=2.0, bound="gram", dtype=dt),
+        6,
+        reference=_gradient_step,
+    ),
+    LayerCase(
+        "power-clamped-4h7-learnable",
+        lambda dt: PowerClampedResidual(4, 7, step=1.5, learnable_step=True, dtype=dt),
+        4,
+        reference=_gradient_step,
+    ),
+]
+INVALID += [
+    Invalid(UnconstrainedResidual, {"features": 0, "hidden": 3}, "features", ValueError),
+    Invalid(UnconstrainedResidual, {"features": 3, "hidden": 2.0}, "hidden", TypeError),
+    Invalid(UnconstrainedResidual, {"features": 3, "hidden": -1}, "hidden", ValueError),
+    Invalid(PowerClampedResidual, {"features": 3, "hidden": 0}, "hidden", ValueError),
+    Invalid(PowerClampedResidual, {"features": 3, "hidden": 3, "step": 2.5}, "step", ValueError),
+    Invalid(PowerClampedResidual, {"features": 3, "hidden": 3, "bound": "svd"}, "bound", ValueError),
 ]

@@ -36,7 +36,10 @@ import torch
 from torch import nn
 
 from .._validation import MAX_LAYERS, check_choice, check_fits_in_memory, check_int, itemsize_of
-from ..nn import DLoRLinear, RankOneLinear, activation as make_activation
+
+# The layers live in structnets.nn; re-exported here, where they were defined before.
+from ..nn import DLoRBranches, DLoRLinear, DLoRParallel, RankOneLinear, TakeFirst, ZeroPad
+from ..nn import activation as make_activation
 
 MODES: tuple[str, ...] = ("deep", "parallel", "summed", "wide")
 """Accepted ``mode`` values; ``"wide"`` is the deprecated alias of ``"summed"``."""
@@ -61,172 +64,6 @@ def resolve_mode(mode: str) -> str:
         )
         return "summed"
     return mode
-
-
-class ZeroPad(nn.Module):
-    """Embed ``x`` ∈ ℝⁿ as ``[x, 0, …, 0]`` ∈ ℝᴺ (no parameters).
-
-    Shape: ``(*, in_features)`` → ``(*, width)``.
-    """
-
-    def __init__(self, in_features: int, width: int) -> None:
-        super().__init__()
-        self.in_features = check_int("in_features", in_features, low=1)
-        self.width = check_int("width", width, low=self.in_features)
-
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        return nn.functional.pad(input, (0, self.width - self.in_features))
-
-    def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, width={self.width}"
-
-
-class TakeFirst(nn.Module):
-    """Read the output from the first ``out_features`` coordinates (no parameters).
-
-    Shape: ``(*, width)`` → ``(*, out_features)``.
-    """
-
-    def __init__(self, width: int, out_features: int) -> None:
-        super().__init__()
-        self.width = check_int("width", width, low=1)
-        self.out_features = check_int("out_features", out_features, low=1, high=self.width)
-
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        return input[..., : self.out_features]
-
-    def extra_repr(self) -> str:
-        return f"width={self.width}, out_features={self.out_features}"
-
-
-class DLoRBranches(nn.Module):
-    """Parallel DLoR branches summed before the activation: ``y = Σ_k (α_k I + U_k V_kᵀ) x + b``.
-
-    The additive layer of a wide DLoR network. Each branch is a bias-free :class:`DLoRLinear`;
-    the bias is shared (one per layer, as in a dense layer).
-
-    Args:
-        features: N ≥ 2.
-        rank: r of every branch, in [1, N − 1].
-        branches: B ≥ 1.
-        bias: whether to add a learnable bias (features,).
-        alpha: initial α of each branch; the layer starts at (B·alpha)·I + low rank, so the
-            default divides 1 by B to start near the identity like a deep layer.
-        device, dtype: where to allocate parameters.
-    """
-
-    def __init__(
-        self,
-        features: int,
-        rank: int,
-        branches: int,
-        bias: bool = True,
-        alpha: float | None = None,
-        *,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
-        super().__init__()
-        self.branches_count = check_int("branches", branches, low=1)
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
-        alpha = 1.0 / self.branches_count if alpha is None else alpha
-        factory = {"device": device, "dtype": dtype}
-        self.branches = nn.ModuleList(
-            DLoRLinear(features, rank, bias=False, alpha=alpha, **factory) for _ in range(self.branches_count)
-        )
-        self.features, self.rank = self.branches[0].features, self.branches[0].rank
-        if bias:
-            self.bias = nn.Parameter(torch.empty(self.features, **factory))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        for branch in self.branches:
-            branch.reset_parameters()
-        if self.bias is not None:
-            bound = 1.0 / self.features**0.5
-            nn.init.uniform_(self.bias, -bound, bound)
-
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        out = self.branches[0](input)
-        for branch in self.branches[1:]:
-            out = out + branch(input)
-        return out if self.bias is None else out + self.bias
-
-    def to_dense(self) -> torch.Tensor:
-        """Return Σ_k (α_k I + U_k V_kᵀ), the (features, features) weight."""
-        return sum((branch.to_dense() for branch in self.branches[1:]), self.branches[0].to_dense())
-
-    def extra_repr(self) -> str:
-        return (
-            f"features={self.features}, rank={self.rank}, branches={self.branches_count}, "
-            f"bias={self.bias is not None}"
-        )
-
-
-class DLoRParallel(nn.Module):
-    """Parallel DLoR branches, each through σ, then summed: ``y = Σ_k σ(α_k x + U_k V_kᵀ x + b_k)``.
-
-    The nonlinear layer of the paper's wide network (Chen et al., arXiv 2605.05659, additive
-    decomposition "mapped through the nonlinear activation ... a set of parallel layers"): B·N
-    hidden units, read out by summing the B branches. Each branch is a :class:`DLoRLinear` with
-    its own bias. Unlike :class:`DLoRBranches` (sum before σ) it has no single dense matrix.
-
-    Args:
-        features: N ≥ 2.
-        rank: r of every branch, in [1, N − 1].
-        branches: B ≥ 1.
-        activation: a name from :data:`structnets.nn.ACTIVATIONS` or a module (shared by all branches).
-        bias: whether each branch has a learnable bias (features,).
-        alpha: initial α of each branch; the default 1/B makes Σ_k α_k σ'(0)x the starting
-            linear part, like a deep layer's σ'(0)x.
-        device, dtype: where to allocate parameters.
-
-    Shape: ``(*, features)`` → ``(*, features)``.
-    """
-
-    def __init__(
-        self,
-        features: int,
-        rank: int,
-        branches: int,
-        activation: str | nn.Module = "swish",
-        bias: bool = True,
-        alpha: float | None = None,
-        *,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
-        super().__init__()
-        self.branches_count = check_int("branches", branches, low=1)
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
-        self.activation = make_activation(activation)
-        alpha = 1.0 / self.branches_count if alpha is None else alpha
-        factory = {"device": device, "dtype": dtype}
-        self.branches = nn.ModuleList(
-            DLoRLinear(features, rank, bias=bias, alpha=alpha, **factory) for _ in range(self.branches_count)
-        )
-        self.features, self.rank = self.branches[0].features, self.branches[0].rank
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        for branch in self.branches:
-            branch.reset_parameters()
-
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        out = self.activation(self.branches[0](input))
-        for branch in self.branches[1:]:
-            out = out + self.activation(branch(input))
-        return out
-
-    def extra_repr(self) -> str:
-        return (
-            f"features={self.features}, rank={self.rank}, branches={self.branches_count}, "
-            f"bias={self.branches[0].bias is not None}"
-        )
 
 
 def dlor_mlp(
@@ -367,3 +204,7 @@ def rank_one_mlp(
         layers += [RankOneLinear(width, width, **factory), make_activation(activation)]
     layers.append(RankOneLinear(width, out_features, **factory))
     return nn.Sequential(*layers)
+
+
+__all__ = ["MODES", "dlor_mlp", "dlor_parameter_count", "rank_one_mlp", "resolve_mode"]
+__all__ += ["DLoRBranches", "DLoRParallel", "TakeFirst", "ZeroPad"]  # re-exported from structnets.nn

@@ -6,62 +6,18 @@ import torch
 from torch import nn
 
 from .._validation import MAX_LAYERS, check_choice, check_fits_in_memory, check_int, check_real, itemsize_of
-from ..nn import GradientStepResidual, MaxMin, NormConstrainedLinear, OrthogonalLinear
-from ..functional import spectral_norm_bound, top_right_singular_vector
+from ..functional import top_right_singular_vector
+from ..nn import (
+    GradientStepResidual,
+    MaxMin,
+    NormConstrainedLinear,
+    OrthogonalLinear,
+    UnconstrainedResidual,  # defined in structnets.nn; re-exported from its old home
+)
 
 VARIANTS: tuple[str, ...] = ("gradient-step", "fixed-width", "unconstrained")
 # Kinds of lift (in → width) and head (width → out) of the constrained variants.
 LIFTS: tuple[str, ...] = ("norm-constrained", "orthogonal")
-
-
-class UnconstrainedResidual(nn.Module):
-    """Plain residual block ``x + U ReLU(W x + b)`` (the unconstrained baseline).
-
-    Args:
-        features: input and output size d.
-        hidden: hidden width h.
-        device, dtype: where to allocate parameters.
-
-    Shape: ``(*, features)`` → ``(*, features)``.
-    """
-
-    def __init__(
-        self,
-        features: int,
-        hidden: int,
-        *,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
-        super().__init__()
-        self.features = check_int("features", features, low=1)
-        self.hidden = check_int("hidden", hidden, low=1)
-        check_fits_in_memory(
-            f"`features`={self.features}, `hidden`={self.hidden}",
-            2 * self.hidden * self.features + self.hidden + self.features,
-            itemsize=itemsize_of(dtype),
-            what="parameters",
-        )
-        factory = {"device": device, "dtype": dtype}
-        self.inner = nn.Linear(self.features, self.hidden, **factory)
-        self.outer = nn.Linear(self.hidden, self.features, bias=False, **factory)
-
-    def reset_parameters(self) -> None:
-        self.inner.reset_parameters()
-        self.outer.reset_parameters()
-
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
-        return input + self.outer(torch.relu(self.inner(input)))
-
-    @torch.no_grad()
-    def lipschitz_bound(self) -> float:
-        """Certified bound 1 + ‖U‖₂‖W‖₂ (triangle inequality, ReLU 1-Lipschitz)."""
-        return 1.0 + float(
-            spectral_norm_bound(self.outer.weight.detach()) * spectral_norm_bound(self.inner.weight.detach())
-        )
-
-    def extra_repr(self) -> str:
-        return f"features={self.features}, hidden={self.hidden}"
 
 
 def lipschitz_resnet(
@@ -131,7 +87,9 @@ def lipschitz_resnet(
         raise TypeError(f"`maxmin` must be a bool, got {maxmin!r}")
     if width is None:
         if variant != "fixed-width":
-            raise ValueError(f"`width` may be None only with variant='fixed-width' (width d + 3), got variant={variant!r}")
+            raise ValueError(
+                f"`width` may be None only with variant='fixed-width' (width d + 3), got variant={variant!r}"
+            )
         width = in_features + 3
     width = check_int("width", width, low=1)
     depth = check_int("depth", depth, low=1, high=MAX_LAYERS)
@@ -152,6 +110,7 @@ def lipschitz_resnet(
         layers += [UnconstrainedResidual(width, hidden, **factory) for _ in range(depth)]
         layers.append(nn.Linear(width, out_features, **factory))
         return nn.Sequential(*layers)
+
     def outer(n_in: int, n_out: int) -> nn.Module:
         if lift == "orthogonal":
             return OrthogonalLinear(n_in, n_out, **factory)
@@ -159,7 +118,9 @@ def lipschitz_resnet(
 
     layers = [outer(in_features, width)]
     for _ in range(depth):
-        layers.append(GradientStepResidual(width, hidden, step=step, learnable_step=learnable_step, bound=bound, **factory))
+        layers.append(
+            GradientStepResidual(width, hidden, step=step, learnable_step=learnable_step, bound=bound, **factory)
+        )
         if maxmin:
             layers.append(MaxMin(width, **factory))
         if variant == "fixed-width":

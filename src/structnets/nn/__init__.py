@@ -1,14 +1,22 @@
 """Layers: one private file per concept, re-exported here."""
 
 from .activation import ACTIVATIONS, activation
+from .dlor_branches import DLoRBranches
 from .dlor_linear import DLoRLinear, RankOneLinear
-from .low_rank_linear import LowRankLinear
+from .dlor_parallel import DLoRParallel
 from .gradient_step_residual import GradientStepResidual, ResidualExport
+from .low_rank_linear import LowRankLinear
 from .maxmin import MaxMin
 from .norm_constrained_linear import NormConstrainedLinear
 from .orthogonal_linear import OrthogonalLinear
+from .power_clamped_residual import PowerClampedResidual
 from .swish import Swish
+from .take_first import TakeFirst
+from .unconstrained_residual import UnconstrainedResidual
+from .zero_pad import ZeroPad
 
 __all__ = ["GradientStepResidual", "MaxMin", "NormConstrainedLinear", "OrthogonalLinear", "ResidualExport"]
 __all__ += ["ACTIVATIONS", "LowRankLinear", "Swish", "activation"]
 __all__ += ["DLoRLinear", "RankOneLinear"]
+__all__ += ["DLoRBranches", "DLoRParallel", "TakeFirst", "ZeroPad"]
+__all__ += ["PowerClampedResidual", "UnconstrainedResidual"]
