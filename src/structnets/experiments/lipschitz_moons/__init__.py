@@ -26,10 +26,9 @@ import pandas as pd
 
 from ...analysis.certify import certify
 from ...runner.experiment import FunctionExperiment, run_experiment
+from . import figures, report, units
 from .config import PAPER_LIPSCHITZ_AUTHORS_CODE, LipschitzMoonsConfig
-from .figures import figures
-from .report import report
-from .units import authors_style, run_unit, train_classifier, units
+from .units import authors_style, train_classifier
 
 EXPERIMENT = FunctionExperiment(
     name="lipschitz-moons",
@@ -38,10 +37,10 @@ EXPERIMENT = FunctionExperiment(
         "certified and measured Lipschitz constants (Murari, Furuya, Schönlieb, NeurIPS 2025)"
     ),
     config_class=LipschitzMoonsConfig,
-    units_fn=units,
-    run_unit_fn=run_unit,
-    report_fn=report,
-    figures_fn=figures,
+    units_fn=units.units,
+    run_unit_fn=units.run_unit,
+    report_fn=report.report,
+    figures_fn=figures.figures,
 )
 
 
