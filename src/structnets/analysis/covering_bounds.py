@@ -6,6 +6,7 @@ allocated over layers (:mod:`structnets.analysis.allocation`); docs/bounds.md, S
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -198,7 +199,7 @@ def _covering_bounds(
         rademacher, alpha, integral = _dudley_min(grid, tails, setting.n)
         at = min(int(np.searchsorted(grid, alpha)), grid.size - 1)
         complexity = 2.0 * rademacher
-        needed = _smallest_n(lambda n, tails=tails: 2.0 * _dudley_min(grid, tails, n)[0], sample_target)
+        needed = _smallest_n(functools.partial(_complexity_at, grid, tails), sample_target)
         results.append(
             CoveringBound(
                 name="parameter-count" if p is None else "rank-sparse",
@@ -236,6 +237,11 @@ def _covering_bounds(
             )
         )
     return results
+
+
+def _complexity_at(grid: np.ndarray, tails: np.ndarray, n: float) -> float:
+    """The complexity term ``2 · R̂_n`` of a covering bound at sample size n (same norms and margin)."""
+    return 2.0 * _dudley_min(grid, tails, n)[0]
 
 
 def _factor_ranks(
