@@ -1,0 +1,144 @@
+"""What a claim is, what evidence for it looks like, and the statistics the verdicts use.
+
+A claim of one of the five papers is checked against the results table of one experiment run.
+Each claim has an ``evaluate(results, config)`` function that reads that table alone (never a
+typed-in number of ours) and returns :class:`Evidence`: our value as mean ± spread, the test it
+applied and a verdict from :data:`VERDICTS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+REPRODUCED = "reproduced"
+REFUTED = "refuted"
+NOT_REPRODUCED = "not reproduced"
+OPTIMISATION_LIMITED = "not reproduced, optimisation-limited"
+NOT_TESTED = "not tested"
+VERDICTS: tuple[str, ...] = (REPRODUCED, REFUTED, NOT_REPRODUCED, OPTIMISATION_LIMITED, NOT_TESTED)
+"""The verdicts, strongest first.
+
+* reproduced: our measurement supports the claim, by the test named beside it.
+* refuted: our measurement contradicts the claim, by that test (e.g. a significant effect in the
+  opposite direction, or a certified bound that fails).
+* not reproduced: the test is inconclusive or misses the claim without contradicting it.
+* not reproduced, optimisation-limited: as above, and our training did not settle, so the miss may
+  be the optimiser's rather than the claim's.
+* not tested: no run of the experiment was given, or the run has no unit that bears on the claim.
+"""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a results table says about one claim.
+
+    Attributes:
+        ours: our value, e.g. ``"94.9 ± 1.2 (10 pairs)"``.
+        verdict: one of :data:`VERDICTS`.
+        test: the test or criterion applied, e.g. ``"paired t = 0.41, p = 0.69"``.
+        units: how many result rows (units) the evidence uses.
+    """
+
+    ours: str
+    verdict: str
+    test: str
+    units: int
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"`verdict` must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
+        if self.units < 0:
+            raise ValueError(f"`units` must be ≥ 0, got {self.units}")
+
+
+Evaluate = Callable[[pd.DataFrame, Mapping[str, Any]], Evidence]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim of a paper, and how a results table decides it.
+
+    Attributes:
+        id: stable identifier, ``"<paper number>-<slug>"``, e.g. ``"000-uci-iris"``.
+        paper: the paper's short name, e.g. ``"low-rank Swish (000)"``.
+        statement: the claim in one sentence, as the paper makes it.
+        paper_value: the paper's number or statement of result.
+        experiment: the registered experiment whose results decide it.
+        evaluate: ``(results, config) -> Evidence``; ``config`` is the run's stored config.
+    """
+
+    id: str
+    paper: str
+    statement: str
+    paper_value: str
+    experiment: str
+    evaluate: Evaluate
+
+
+def not_tested(why: str) -> Evidence:
+    """Evidence for a claim the run has no unit for; ``why`` says what is missing."""
+    return Evidence(ours="—", verdict=NOT_TESTED, test=why, units=0)
+
+
+def mean_spread(values: np.ndarray | pd.Series, *, scale: float = 1.0, digits: int = 3) -> str:
+    """``"mean ± sd (n)"`` of finite values (sample sd, ddof = 1), or ``"—"`` when there are none."""
+    array = np.asarray(values, dtype=float) * scale
+    array = array[np.isfinite(array)]
+    if array.size == 0:
+        return "—"
+    sd = float(array.std(ddof=1)) if array.size > 1 else 0.0
+    return f"{array.mean():.{digits}f} ± {sd:.{digits}f} (n = {array.size})"
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A two-sided paired t-test of a − b: statistic, p-value, number of pairs and mean difference."""
+
+    t: float
+    p: float
+    pairs: int
+    mean_difference: float
+
+    def significant(self, alpha: float = 0.05) -> bool:
+        return self.pairs >= 2 and math.isfinite(self.p) and self.p < alpha
+
+    def describe(self) -> str:
+        if self.pairs < 2:
+            return f"paired t-test needs ≥ 2 pairs, have {self.pairs}"
+        return f"paired t = {self.t:.2f}, p = {self.p:.3g}, {self.pairs} pairs"
+
+
+def paired_t_test(a: np.ndarray, b: np.ndarray) -> PairedTest:
+    """Two-sided paired t-test of ``a − b`` (scipy's ``ttest_rel``); identical samples give t = 0, p = 1."""
+    from scipy import stats
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"`a` and `b` must have one shape, got {a.shape} and {b.shape}")
+    n = int(a.size)
+    if n < 2:
+        return PairedTest(math.nan, math.nan, n, math.nan if n == 0 else float(a[0] - b[0]))
+    difference = a - b
+    if np.all(difference == difference[0]):
+        # A constant difference has zero variance: t is ±∞ unless the difference is 0.
+        if difference[0] == 0:
+            return PairedTest(0.0, 1.0, n, 0.0)
+        return PairedTest(math.copysign(math.inf, float(difference[0])), 0.0, n, float(difference[0]))
+    result = stats.ttest_rel(a, b)
+    return PairedTest(float(result.statistic), float(result.pvalue), n, float(difference.mean()))
+
+
+def rows(results: pd.DataFrame, **equal: Any) -> pd.DataFrame:
+    """The rows of ``results`` whose columns equal the given values (a missing column: no rows)."""
+    mask = pd.Series(True, index=results.index)
+    for column, value in equal.items():
+        if column not in results.columns:
+            return results.iloc[0:0]
+        mask &= results[column] == value
+    return results[mask]

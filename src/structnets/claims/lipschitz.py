@@ -1,0 +1,174 @@
+"""Claims of the 1-Lipschitz ResNets paper (seed 004), decided by ``lipschitz-moons``,
+``lipschitz-mnist`` and ``lipschitz-density``.
+
+Murari, Furuya, Schönlieb, *Approximation theory for 1-Lipschitz ResNets* (NeurIPS 2025, arXiv
+2505.12003): gradient-step blocks x − τWᵀσ(Wx + b) with τ‖W‖₂² ≤ 2 are 1-Lipschitz; the networks
+classify two moons perfectly and do well on MNIST; every scalar piecewise-affine 1-Lipschitz
+function has an exact max-min representation; width-(d + 3) networks are dense as depth grows
+(Theorem 4.1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED, Claim, Evidence, mean_spread, not_tested
+
+PAPER = "1-Lipschitz ResNets (004)"
+EXACT = 1e-9  # an "exact" representation: sup error at float64 rounding level
+
+
+def _certified(column: str, models: tuple[str, ...]):
+    def evaluate(results: pd.DataFrame, config: Any) -> Evidence:
+        if results.empty or column not in results.columns:
+            return not_tested(f"no results with a `{column}` column")
+        chosen = results[results[column].isin(models)]
+        if "stage" in chosen.columns:
+            chosen = chosen[chosen["stage"].fillna("train") == "train"]
+        if chosen.empty:
+            return not_tested(f"no trained {', '.join(models)} model")
+        upper, lower = chosen["lipschitz_upper"].to_numpy(float), chosen["lipschitz_lower"].to_numpy(float)
+        certified = int(np.sum(upper <= 1.0))
+        consistent = int(np.sum(lower <= upper))
+        verdict = REPRODUCED if certified == len(chosen) and consistent == len(chosen) else REFUTED
+        return Evidence(
+            f"certified ≤ 1 in {certified} of {len(chosen)} models (max {upper.max():.7g}); measured lower bound "
+            f"≤ certificate in {consistent} (max lower {lower.max():.4f})",
+            verdict,
+            "certified upper bound (product of rounded-up layer certificates) ≤ 1, and the measured lower bound "
+            "(Jacobian norms, ascent on secants) never above it",
+            len(chosen),
+        )
+
+    return evaluate
+
+
+def _moons_accuracy(results: pd.DataFrame, config: Any) -> Evidence:
+    if results.empty or "variant" not in results.columns:
+        return not_tested("no lipschitz-moons units")
+    ours = results[results["variant"] != "authors-style"]
+    if ours.empty:
+        return not_tested("no constrained model")
+    groups = ours.groupby(["sweep", "train_fraction", "depth", "width"])["accuracy"]
+    best_key = groups.mean().idxmax()
+    best = groups.get_group(best_key).to_numpy(float)
+    verdict = REPRODUCED if best.mean() >= 0.995 else NOT_REPRODUCED
+    sweep, fraction, depth, width = best_key
+    return Evidence(
+        f"best configuration (train {fraction:g}, depth {depth}, width {width}): {mean_spread(best, scale=100, digits=2)} %",
+        verdict,
+        "mean test accuracy over seeds of the best certified configuration ≥ 99.5 %",
+        len(ours),
+    )
+
+
+def _mnist_accuracy(results: pd.DataFrame, config: Any) -> Evidence:
+    if results.empty or "model" not in results.columns:
+        return not_tested("no lipschitz-mnist units")
+    ours = results[(results["model"] == "gradient-step") & (results["lipschitz_upper"] <= 1.0)]
+    if ours.empty:
+        return not_tested("no certified gradient-step model")
+    best = ours.loc[ours["accuracy"].idxmax()]
+    radius = "certified_1.58" if "certified_1.58" in ours.columns else None
+    text = f"best clean accuracy {100 * float(best['accuracy']):.2f} % (loss {best.get('loss', '—')}, lift {best.get('lift', '—')})"
+    if radius is not None:
+        text += f"; certified at ε = 1.58: {100 * float(ours[radius].max()):.2f} % (best published 1-Lipschitz: 62.8 %, GloRo)"
+    verdict = REPRODUCED if float(best["accuracy"]) >= 0.97 else NOT_REPRODUCED
+    return Evidence(
+        text, verdict, "a certified (L ≤ 1) gradient-step network reaches ≥ 97 % clean test accuracy", len(ours)
+    )
+
+
+def _exact(results: pd.DataFrame, config: Any) -> Evidence:
+    exact = results[results["model"] == "exact"] if "model" in results.columns else results.iloc[0:0]
+    if exact.empty:
+        return not_tested("no exact max-min units")
+    worst = float(exact["sup_error"].max())
+    upper = exact["lipschitz_upper"].to_numpy(float)
+    verdict = REPRODUCED if worst <= EXACT else REFUTED
+    return Evidence(
+        f"max sup error {worst:.2g} over {len(exact)} targets; layer-wise certificate of the built network "
+        f"{upper.min():.3g}–{upper.max():.3g} (measured secant ratio ≤ {float(exact['lipschitz_measured'].max()):.4f})",
+        verdict,
+        f"sup error of the max-min network against the target on the evaluation grid ≤ {EXACT:g}",
+        len(exact),
+    )
+
+
+def _density(results: pd.DataFrame, config: Any) -> Evidence:
+    trained = results[results["model"] != "exact"] if "model" in results.columns else results.iloc[0:0]
+    if trained.empty or trained["depth"].nunique() < 2:
+        return not_tested("needs trained fixed-width models at two or more depths")
+    falling, parts = 0, []
+    targets = sorted(trained["target"].unique())
+    for target in targets:
+        group = trained[trained["target"] == target].sort_values("depth")
+        first, last = float(group["sup_error_median"].iloc[0]), float(group["sup_error_median"].iloc[-1])
+        falling += int(last < first)
+        parts.append(f"{target}: {first:.3g} → {last:.3g}")
+    certified = bool((trained["lipschitz_upper"].to_numpy(float) <= 1.0).all())
+    widths = sorted({int(w) for w in trained["width"]})
+    verdict = REFUTED if not certified else REPRODUCED if falling == len(targets) else NOT_REPRODUCED
+    return Evidence(
+        f"width {widths}, depths {sorted(int(d) for d in trained['depth'].unique())}; median sup error, shallowest → "
+        f"deepest: " + "; ".join(parts) + f"; every model certified ≤ 1: {'yes' if certified else 'no'}",
+        verdict,
+        "the median sup error over seeds falls from the shallowest to the deepest network for every target, "
+        "every trained model certified ≤ 1",
+        len(trained),
+    )
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        "004-one-lipschitz-moons",
+        PAPER,
+        "Gradient-step residual networks with τ‖W‖₂² ≤ 2 and norm-constrained lift and head are 1-Lipschitz",
+        "L ≤ 1 by construction",
+        "lipschitz-moons",
+        _certified("variant", ("gradient-step", "fixed-width")),
+    ),
+    Claim(
+        "004-moons-accuracy",
+        PAPER,
+        "The networks classify two moons perfectly",
+        "perfect classification",
+        "lipschitz-moons",
+        _moons_accuracy,
+    ),
+    Claim(
+        "004-one-lipschitz-mnist",
+        PAPER,
+        "The MNIST networks of the gradient-step architecture are 1-Lipschitz",
+        "L ≤ 1 by construction",
+        "lipschitz-mnist",
+        _certified("model", ("gradient-step",)),
+    ),
+    Claim(
+        "004-mnist-accuracy",
+        PAPER,
+        "The Theorem 4.1 architecture does well on MNIST while 1-Lipschitz",
+        "good accuracy (no number in the summary)",
+        "lipschitz-mnist",
+        _mnist_accuracy,
+    ),
+    Claim(
+        "004-maxmin-exact",
+        PAPER,
+        "Every scalar piecewise-affine 1-Lipschitz function is computed exactly by a max-min network",
+        "exact representation",
+        "lipschitz-density",
+        _exact,
+    ),
+    Claim(
+        "004-fixed-width-density",
+        PAPER,
+        "Width-(d + 3) 1-Lipschitz ResNets are dense in the scalar 1-Lipschitz functions as depth grows (Theorem 4.1)",
+        "error → 0 as depth grows",
+        "lipschitz-density",
+        _density,
+    ),
+)

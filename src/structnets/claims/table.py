@@ -1,0 +1,193 @@
+"""The table of every headline claim, built from run folders' results databases alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import bounds, dlor, lipschitz, lowrank, smoothness
+from .evidence import NOT_TESTED, VERDICTS, Claim, Evidence
+
+CLAIMS: tuple[Claim, ...] = (*lowrank.CLAIMS, *dlor.CLAIMS, *smoothness.CLAIMS, *bounds.CLAIMS, *lipschitz.CLAIMS)
+"""Every headline claim, in paper order (000–004)."""
+
+COLUMNS: tuple[str, ...] = (
+    "id",
+    "paper",
+    "claim",
+    "paper value",
+    "ours",
+    "verdict",
+    "test",
+    "run",
+    "experiment",
+    "preset",
+    "units",
+)
+
+
+class ClaimsError(ValueError):
+    """A run folder cannot serve as evidence: missing, unfinished, unreadable, or given twice."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished run folder: its experiment, typed config, results table and preset name."""
+
+    path: Path
+    experiment: str
+    config: Any
+    results: pd.DataFrame
+    preset: str
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> Run:
+    """Read a finished run folder for the claims table.
+
+    Raises:
+        ClaimsError: the folder does not exist, has no ``run_info.json`` or ``results.db``, or its run
+            is not finished (the message says how many units are missing and how to finish it).
+    """
+    from .. import experiments  # noqa: F401  (importing it registers the experiments with the runner)
+    from ..runner import RunnerError, load_results
+
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ClaimsError(f"run folder {str(path)!r} does not exist")
+    info_path = path / "run_info.json"
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ClaimsError(f"{path} has no run_info.json: not a run folder (or a run that never started)") from None
+    except (OSError, ValueError) as e:
+        raise ClaimsError(f"{info_path} is unreadable: {e}") from None
+    if not isinstance(info, dict):
+        raise ClaimsError(f"{info_path} is not a JSON object")
+    status = info.get("status")
+    raw_units = info.get("units")
+    units: dict[str, Any] = raw_units if isinstance(raw_units, dict) else {}
+    if status != "finished":
+        raise ClaimsError(
+            f"{path} is an incomplete run (status {status!r}, {units.get('finished', '?')} of {units.get('total', '?')} "
+            f"units known so far finished); finish it with `structnets run {info.get('experiment', 'NAME')} --out {path}` "
+            "or leave it out"
+        )
+    try:
+        experiment, config, results = load_results(path)
+    except RunnerError as e:
+        raise ClaimsError(f"{path}: {e}") from None
+    return Run(path, experiment.name, config, results, _preset(experiment.config_class, config))
+
+
+def _preset(config_class: Any, config: Any) -> str:
+    """``"full"`` or ``"quick"`` when ``config`` equals that preset, else ``"custom"``."""
+    as_dict = dataclasses.asdict(config)
+    if as_dict == dataclasses.asdict(config_class()):
+        return "full"
+    if hasattr(config_class, "quick") and as_dict == dataclasses.asdict(config_class.quick()):
+        return "quick"
+    return "custom"
+
+
+def claims_table(run_dirs: Sequence[str | os.PathLike[str]], claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
+    """One row per claim: the paper's value beside ours, the test and the verdict, from ``run_dirs``.
+
+    Each claim is decided by the run of its experiment among ``run_dirs``; a claim whose
+    experiment has no run is ``not tested``. Nothing is typed in: every "ours" value and verdict
+    is computed from the runs' results databases.
+
+    Args:
+        run_dirs: finished run folders, at most one per experiment.
+        claims: the claims to decide (default: all of :data:`CLAIMS`).
+
+    Returns:
+        A DataFrame with columns :data:`COLUMNS`, one row per claim, in the order of ``claims``.
+
+    Raises:
+        ClaimsError: no run folder given, a folder is missing or unfinished, two folders hold one
+            experiment, or a folder holds an experiment no claim uses.
+    """
+    if not run_dirs:
+        raise ClaimsError("give at least one run folder (`structnets claims RUN_DIR ...`)")
+    runs: dict[str, Run] = {}
+    used = {claim.experiment for claim in claims}
+    for run_dir in run_dirs:
+        loaded = load_run(run_dir)
+        if loaded.experiment in runs:
+            raise ClaimsError(
+                f"two runs of {loaded.experiment!r} given ({runs[loaded.experiment].path} and {loaded.path}); "
+                "pass one per experiment"
+            )
+        if loaded.experiment not in used:
+            raise ClaimsError(
+                f"{loaded.path} holds {loaded.experiment!r}, which no claim uses; claims use: {', '.join(sorted(used))}"
+            )
+        runs[loaded.experiment] = loaded
+    records = []
+    for claim in claims:
+        run = runs.get(claim.experiment)
+        if run is None:
+            evidence = Evidence("—", NOT_TESTED, f"no run of {claim.experiment} given", 0)
+        else:
+            evidence = claim.evaluate(run.results, run.config)
+        records.append(
+            {
+                "id": claim.id,
+                "paper": claim.paper,
+                "claim": claim.statement,
+                "paper value": claim.paper_value,
+                "ours": evidence.ours,
+                "verdict": evidence.verdict,
+                "test": evidence.test,
+                "run": "—" if run is None else str(run.path),
+                "experiment": claim.experiment,
+                "preset": "—" if run is None else run.preset,
+                "units": evidence.units,
+            }
+        )
+    return pd.DataFrame.from_records(records, columns=list(COLUMNS))
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def claims_markdown(table: pd.DataFrame) -> str:
+    """The Markdown page of a :func:`claims_table`: a verdict count, then one table per paper."""
+    counts = table["verdict"].value_counts()
+    lines = [
+        "# Every headline claim, paper beside ours",
+        "",
+        "Generated by `structnets claims` from run folders' results databases; no value below is typed by hand. "
+        "*preset* says which configuration the evidence comes from (`quick` runs are small and their verdicts "
+        "weaker than a `full` run's).",
+        "",
+        "Verdicts: " + "; ".join(f"{verdict}: {int(counts.get(verdict, 0))}" for verdict in VERDICTS) + ".",
+        "",
+    ]
+    for paper, group in table.groupby("paper", sort=False):
+        lines += [
+            f"## {paper}",
+            "",
+            "| claim | paper | ours | verdict | test | evidence |",
+            "|---|---|---|---|---|---|",
+        ]
+        for _, row in group.iterrows():
+            evidence = (
+                "—"
+                if row["run"] == "—"
+                else f"`{row['run']}` ({row['experiment']}, {row['preset']}, {row['units']} units)"
+            )
+            lines.append(
+                f"| **{row['id']}**: {_cell(row['claim'])} | {_cell(row['paper value'])} | {_cell(row['ours'])} | "
+                f"**{row['verdict']}** | {_cell(row['test'])} | {_cell(evidence)} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
