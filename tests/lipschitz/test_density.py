@@ -26,14 +26,14 @@ from structnets.constructive import (
     random_maxmin_target,
 )
 from structnets.experiments import get, names
-from structnets.nn import NormConstrainedLinear
-from structnets.experiments.lipschitz_density import (
-    LipschitzDensityConfig,
+from structnets.experiments.lipschitz_density import LipschitzDensityConfig
+from structnets.experiments.lipschitz_density.fixed_width import (
     _batched_forward,
     _stack,
     fit_errors,
     fit_fixed_width,
 )
+from structnets.nn import NormConstrainedLinear
 
 
 def _assert_exact(target, points: np.ndarray) -> None:

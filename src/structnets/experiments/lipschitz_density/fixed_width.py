@@ -1,0 +1,201 @@
+"""Training of the width-(d + 3) networks of ``lipschitz-density``, all seeds at once, and their errors."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def fit_fixed_width(
+    target: Callable[[np.ndarray], np.ndarray],
+    dim: int,
+    depth: int,
+    *,
+    width: int | None = None,
+    seeds: Sequence[int] = (0,),
+    steps: int = 1000,
+    lr: float = 1e-2,
+    train_per_axis: int = 65,
+    step: float = 1.0,
+    low: float = -1.0,
+    high: float = 1.0,
+) -> list[Any]:
+    """Train ``lipschitz_resnet(dim, 1, width, depth, variant="fixed-width")`` on ``target``, one per seed.
+
+    Full-batch Adam (cosine schedule to 0) on the mean squared error at the tensor grid of
+    ``train_per_axis``ᵈ points of [low, high]ᵈ, all seeds at once: the seeds' parameters are
+    stacked and trained as one batched network with the library's parametrisation
+    (lift/head/between maps A = V / max(1, ‖V‖₂); blocks x − τWᵀReLU(Wx + b), τ = 2·sigmoid(θ)/‖W‖₂²),
+    float64. The trained parameters are loaded into library models (which compute τ and A from a
+    certified B ≥ ‖·‖₂ in eval mode), so what is returned is certified 1-Lipschitz.
+
+    Args:
+        target: callable (n, dim) float64 array → (n,) array, finite on [low, high]ᵈ.
+        dim: input dimension d ≥ 1.
+        depth: residual blocks L ≥ 1.
+        width: residual width ≥ 1; None is the theorem's d + 3 (Murari, Furuya, Schönlieb, Thm. 4.1).
+        seeds: initialisation seeds (non-empty); model i is built under ``seeded(seeds[i])``.
+        steps, lr: Adam steps (≥ 1) and initial learning rate (> 0).
+        train_per_axis: grid points per axis (≥ 2).
+        step: initial s ∈ (0, 2) of every block's learnable τ = s/‖W‖₂² (s = 2 is the reflection
+            the paper's max/min units use; s = 1 projects the slope out along W where ReLU is on).
+        low, high: the domain.
+
+    Returns:
+        one float64 ``nn.Sequential`` per seed, in eval mode.
+
+    Raises:
+        ValueError: naming the argument (``target`` not callable or not finite on the domain,
+            ``depth``/``width``/``steps`` < 1, empty ``seeds``, ...).
+    """
+    import torch
+
+    from ..._validation import check_int, check_real
+    from ...constructive.lipschitz_targets import _check_domain, check_target, grid_points
+    from ...models import lipschitz_resnet
+    from ...training.fit import seeded
+
+    dim = _check_positive_int("dim", dim)
+    depth = _check_positive_int("depth", depth)
+    if width is not None:
+        width = _check_positive_int("width", width)
+    low, high = _check_domain(low, high)
+    check_target(target, dim, low, high)
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) == 0:
+        raise ValueError(f"`seeds` must be a non-empty sequence of ints ≥ 0, got {seeds!r}")
+    seeds = [check_int("seeds", s, low=0) for s in seeds]
+    steps = _check_positive_int("steps", steps)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
+    train_per_axis = check_int("train_per_axis", train_per_axis, low=2)
+    step = check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
+
+    x_np = grid_points(dim, train_per_axis, low, high)
+    y_np = np.asarray(target(x_np), dtype=np.float64).reshape(-1)
+    if y_np.size != len(x_np) or not np.isfinite(y_np).all():
+        raise ValueError(
+            f"`target` must give one finite value per training point ({len(x_np)} points of "
+            f"[{low}, {high}]^{dim}), got shape {y_np.shape} with non-finite: {not np.isfinite(y_np).all()}"
+        )
+    models = []
+    for seed in seeds:
+        with seeded(seed):
+            models.append(lipschitz_resnet(dim, 1, width, depth, variant="fixed-width", step=step, dtype=torch.float64))
+    params = _stack(models, depth)
+    x = torch.tensor(x_np).expand(len(seeds), -1, -1)
+    y = torch.tensor(y_np).expand(len(seeds), -1)
+    tensors = list(params.values())
+    first = [torch.zeros_like(p) for p in tensors]
+    second = [torch.zeros_like(p) for p in tensors]
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    for t in range(steps):
+        # Sum of per-model means: each model's gradient is its own MSE gradient, and Adam is
+        # elementwise, so every seed trains exactly as it would alone.
+        loss = ((_batched_forward(params, x) - y) ** 2).mean(dim=1).sum()
+        grads = torch.autograd.grad(loss, tensors)
+        # Adam (Kingma & Ba, 2015) with cosine annealing lr·(1 + cos(πt/T))/2, written out: same
+        # update as torch.optim.Adam + CosineAnnealingLR, without torch.optim's import of
+        # torch._dynamo (seconds per process).
+        rate = lr * (1.0 + math.cos(math.pi * t / steps)) / 2.0
+        correction1, correction2 = 1.0 - beta1 ** (t + 1), 1.0 - beta2 ** (t + 1)
+        with torch.no_grad():
+            for p, g, m, v in zip(tensors, grads, first, second):
+                m.mul_(beta1).add_(g, alpha=1.0 - beta1)
+                v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
+                p.addcdiv_(m, v.sqrt().div_(math.sqrt(correction2)).add_(eps), value=-rate / correction1)
+    _unstack(params, models, depth)
+    for model in models:
+        model.eval()
+    return models
+
+
+def _check_positive_int(name: str, value: Any) -> int:
+    """check_int with low=1, but a wrong type is a ValueError too (the argument is named either way)."""
+    from ..._validation import check_int
+
+    try:
+        return check_int(name, value, low=1)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+
+
+def _stack(models: list[Any], depth: int) -> dict[str, Any]:
+    """Stack the seeds' parameters: lift (B, w, d), blocks (B, L, ·), between maps (B, L, w, w), head."""
+    import torch
+
+    states = [m.state_dict() for m in models]
+
+    def stack(keys: list[str]) -> torch.Tensor:
+        return torch.stack([torch.stack([s[k] for k in keys]) for s in states]).clone().requires_grad_(True)
+
+    blocks = [2 * i + 1 for i in range(depth)]
+    between = [2 * i + 2 for i in range(depth)]
+    head = 2 * depth + 1
+    return {
+        "lift_V": stack(["0.raw_weight"])[:, 0].detach().requires_grad_(True),
+        "lift_b": stack(["0.bias"])[:, 0].detach().requires_grad_(True),
+        "W": stack([f"{i}.weight" for i in blocks]),
+        "b": stack([f"{i}.bias" for i in blocks]),
+        "theta": stack([f"{i}.step_logit" for i in blocks]),
+        "A_V": stack([f"{i}.raw_weight" for i in between]),
+        "A_b": stack([f"{i}.bias" for i in between]),
+        "head_V": stack([f"{head}.raw_weight"])[:, 0].detach().requires_grad_(True),
+        "head_b": stack([f"{head}.bias"])[:, 0].detach().requires_grad_(True),
+    }
+
+
+def _unstack(params: dict[str, Any], models: list[Any], depth: int) -> None:
+    import torch
+
+    with torch.no_grad():
+        for n, model in enumerate(models):
+            state = model.state_dict()
+            state["0.raw_weight"] = params["lift_V"][n]
+            state["0.bias"] = params["lift_b"][n]
+            for i in range(depth):
+                state[f"{2 * i + 1}.weight"] = params["W"][n, i]
+                state[f"{2 * i + 1}.bias"] = params["b"][n, i]
+                state[f"{2 * i + 1}.step_logit"] = params["theta"][n, i]
+                state[f"{2 * i + 2}.raw_weight"] = params["A_V"][n, i]
+                state[f"{2 * i + 2}.bias"] = params["A_b"][n, i]
+            state[f"{2 * depth + 1}.raw_weight"] = params["head_V"][n]
+            state[f"{2 * depth + 1}.bias"] = params["head_b"][n]
+            model.load_state_dict({k: v.detach().clone() for k, v in state.items()})
+
+
+def _batched_forward(params: dict[str, Any], x: Any) -> Any:
+    """(B, n, d) → (B, n): the fixed-width network of each of B parameter sets (see :func:`fit_fixed_width`)."""
+    import torch
+
+    def constrained(V: torch.Tensor) -> torch.Tensor:
+        # svdvals' gradient is stable even at repeated singular values (identity-initialised maps).
+        return V / torch.linalg.svdvals(V)[..., :1, None].clamp_min(1.0)
+
+    lift = constrained(params["lift_V"])
+    between = constrained(params["A_V"])
+    head = constrained(params["head_V"])
+    W = params["W"]
+    tau = 2.0 * torch.sigmoid(params["theta"]) / torch.linalg.svdvals(W)[..., 0] ** 2  # (B, L)
+    outer = W.transpose(-1, -2) * -tau[..., None, None]  # (B, L, w, h)
+    # Points along the last axis, (B, w, n): the tiny (w × w) matmuls run faster this way round.
+    h = lift @ x.transpose(-1, -2) + params["lift_b"][..., None]
+    for i in range(W.shape[1]):
+        z = torch.relu(W[:, i] @ h + params["b"][:, i, :, None])
+        h = h + outer[:, i] @ z
+        h = between[:, i] @ h + params["A_b"][:, i, :, None]
+    return (head @ h + params["head_b"][..., None])[:, 0, :]
+
+
+def fit_errors(model: Any, target: Any, points: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Sup error, RMSE and outputs of ``model`` against ``target`` at (n, d) ``points`` (float64)."""
+    import torch
+
+    with torch.no_grad():
+        out = model(torch.tensor(points, dtype=torch.float64))[..., 0].numpy()
+    err = out - np.asarray(target(points), dtype=np.float64)
+    return float(np.abs(err).max()), float(np.sqrt(np.mean(err**2))), out
+
+
+__all__ = ["fit_errors", "fit_fixed_width"]
