@@ -14,8 +14,9 @@ from structnets.models import mlp
 from structnets.training import FitResult, evaluate, fit, seeded
 from structnets.training.fit import _FusedAdam
 
-# The module itself: `structnets.training.fit` the attribute is the function of that name.
+# The modules themselves: `structnets.training.fit` the attribute is the function of that name.
 fit_module = sys.modules["structnets.training.fit"]
+adam_module = sys.modules["structnets.training._adam"]
 
 
 def _regression(n: int = 256, d: int = 3, seed: int = 0, noise: float = 0.0):
@@ -123,8 +124,14 @@ def test_early_stopping_restores_best_weights():
     X_val, y_val = _regression(n=200, noise=0.5, seed=2)
     model = _model(width=128)
     result = fit(
-        model, X, y, epochs=500, batch_size=None, lr=1e-2,
-        validation_data=(X_val, y_val), patience=15,
+        model,
+        X,
+        y,
+        epochs=500,
+        batch_size=None,
+        lr=1e-2,
+        validation_data=(X_val, y_val),
+        patience=15,
     )
     assert result.monitor == "val_loss" and result.restored_best
     assert result.stopped_early and result.epochs_run < 500
@@ -185,9 +192,7 @@ def test_fused_adam_matches_torch_adam_bitwise(decoupled):
             optimizer.zero_grad()
             nn.functional.mse_loss(model(X_t[rows]), y_t[rows]).backward()
             optimizer.step()
-    assert all(
-        torch.equal(a, b) for a, b in zip(_weights(ours), _weights(reference), strict=True)
-    )
+    assert all(torch.equal(a, b) for a, b in zip(_weights(ours), _weights(reference), strict=True))
 
 
 def test_callable_loss_and_optimizer_factory():
@@ -209,9 +214,7 @@ def test_callable_loss_and_optimizer_factory():
 def test_callback_gets_every_epoch_and_nothing_is_printed(capsys):
     X, y = _regression(n=32)
     seen = []
-    fit(_model(), X, y, epochs=4, validation_fraction=0.25, callback=lambda e, logs: seen.append(
-        (e, sorted(logs))
-    ))
+    fit(_model(), X, y, epochs=4, validation_fraction=0.25, callback=lambda e, logs: seen.append((e, sorted(logs))))
     assert seen == [(e, ["train_loss", "val_loss"]) for e in range(4)]
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
@@ -282,8 +285,8 @@ def test_fit_fast_path_is_bit_identical_to_public_fused_adam(optimizer, monkeypa
     params = [p for p in fast.parameters()]
     assert fit_module._FusedAdam.applies(params, optimizer == "adamw")
     fit(fast, X, y, epochs=5, batch_size=32, lr=1e-2, weight_decay=0.05, optimizer=optimizer)
-    monkeypatch.setattr(fit_module, "USE_FAST_ADAM", False)
-    opt = fit_module._make_optimizer(optimizer, public, 1e-2, 0.05)
+    monkeypatch.setattr(adam_module, "USE_FAST_ADAM", False)
+    opt = adam_module.make_optimizer(optimizer, public, 1e-2, 0.05)
     assert isinstance(opt, torch.optim.Adam) and opt.defaults["fused"] is True
     fit(public, X, y, epochs=5, batch_size=32, lr=1e-2, weight_decay=0.05, optimizer=optimizer)
     assert all(torch.equal(a, b) for a, b in zip(_weights(fast), _weights(public), strict=True))
@@ -301,10 +304,10 @@ def test_fast_adam_self_check_rejects_a_changed_private_kernel(monkeypatch):
 
     for kernel in (drifted, removed):
         fit_module._fast_adam_verified.cache_clear()
-        monkeypatch.setattr(fit_module, "_private_kernel", lambda decoupled, k=kernel: k)
+        monkeypatch.setattr(adam_module, "private_kernel", lambda decoupled, k=kernel: k)
         try:
             assert fit_module._fast_adam_verified(torch.float32, False) is False
-            opt = fit_module._make_optimizer("adam", _model(), 1e-3, 0.0)
+            opt = adam_module.make_optimizer("adam", _model(), 1e-3, 0.0)
             assert isinstance(opt, torch.optim.Adam) and opt.defaults["fused"] is True
         finally:
             monkeypatch.undo()

@@ -2,12 +2,15 @@
 
 from .fit import OPTIMIZERS, FitResult, evaluate, fit, seeded
 from .losses import LOSSES, cross_entropy, get_loss, mse
+from .schedules import SCHEDULES, cosine_lr, warmup_cosine_lr
 from .threads import set_threads, torch_threads
 
 __all__ = [
     "LOSSES",
     "OPTIMIZERS",
+    "SCHEDULES",
     "FitResult",
+    "cosine_lr",
     "cross_entropy",
     "evaluate",
     "fit",
@@ -16,4 +19,5 @@ __all__ = [
     "seeded",
     "set_threads",
     "torch_threads",
+    "warmup_cosine_lr",
 ]

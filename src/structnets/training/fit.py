@@ -9,10 +9,9 @@ the loop never touches global RNG or thread settings.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -22,12 +21,36 @@ import torch
 from torch import nn
 
 from .._validation import MAX_STEPS, check_choice, check_int, check_real
+from ._adam import (  # re-exported: benchmarks and tests reach them here
+    OPTIMIZERS,
+    OptimizerFactory,
+    make_optimizer,
+)
+from ._adam import (
+    FusedAdam as _FusedAdam,
+)
+from ._adam import (
+    fast_adam_verified as _fast_adam_verified,
+)
+from ._adam import (
+    private_kernel as _private_kernel,
+)
+from ._adam import (
+    public_adam as _public_adam,
+)
+from ._data import (
+    as_target,
+    as_tensor,
+    check_rows,
+    check_target_against_model,
+    device_and_dtype,
+    epoch_mean,
+    evaluate_loss,
+)
 from .losses import _UNCHECKED, TARGET_KIND, LossFn, get_loss
+from .schedules import SchedulerFactory, StepRates, check_schedule, make_scheduler
 
-OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
 Callback = Callable[[int, Mapping[str, float]], Any]
-
-OPTIMIZERS: tuple[str, ...] = ("adam", "adamw", "sgd")
 
 
 @dataclass(frozen=True)
@@ -107,6 +130,10 @@ def fit(
     min_delta: float = 0.0,
     seed: int = 0,
     callback: Callback | None = None,
+    schedule: str | SchedulerFactory = "constant",
+    warmup_epochs: int | None = None,
+    warmup_steps: int | None = None,
+    min_lr: float = 0.0,
 ) -> FitResult:
     """Train ``model`` in place by minibatch gradient descent on ``loss``; return the history.
 
@@ -120,22 +147,30 @@ def fit(
     improved by more than ``min_delta`` for ``patience`` epochs. Given the same initial model and
     ``seed``, two calls on CPU produce bit-identical weights.
 
+    The learning rate of optimiser step t (0-based, T = ``epochs`` × steps per epoch planned)
+    follows ``schedule`` (closed forms in :mod:`structnets.training.schedules`):
+    ``"constant"`` η; ``"cosine"`` η_min + (η − η_min)(1 + cos(πt/T))/2 (SGDR, Loshchilov &
+    Hutter 2017); ``"warmup_cosine"`` η(t + 1)/W for the first W steps, then the cosine over the
+    remaining T − W. Early stopping cuts the schedule short; it does not rescale it.
+
     Args:
         model: the module to train; data are moved to the device and floating dtype of its first
             parameter.
         X: (n, *) inputs, a numpy array or tensor; finite (NaN/inf are refused, as by the
             estimators).
-        y: (n,) or (n, k) finite targets whose per-sample shape matches the model's output. For ``loss="cross_entropy"``: (n,) class indices; for
-            ``"mse"``: real values, a 1-D ``y`` is trained against output (n, 1). For a callable
-            loss: integer ``y`` becomes int64, other ``y`` the model's dtype, shape unchanged.
-        loss: ``"mse"``, ``"cross_entropy"`` or a callable ``(output, target) -> scalar`` that
-            averages over the batch.
+        y: (n,) or (n, k) finite targets whose per-sample shape matches the model's output. For
+            ``loss="cross_entropy"``: (n,) class indices; for ``"mse"``: real values, a 1-D ``y``
+            is trained against output (n, 1). For a callable loss: integer ``y`` becomes int64,
+            other ``y`` the model's dtype, shape unchanged.
+        loss: ``"mse"``, ``"cross_entropy"`` or any callable ``(output, target) -> scalar`` that
+            averages over the batch (a 0-d tensor; anything else is refused at the first step).
         epochs: maximum number of passes over the training rows, in [1, 10⁸].
         batch_size: rows per step (>= 1), or None for full batch.
-        lr: learning rate (> 0).
+        lr: learning rate η (> 0); with a schedule, its peak.
         weight_decay: L2 penalty coefficient (>= 0); decoupled for ``"adamw"``.
         optimizer: ``"adam"``, ``"adamw"``, ``"sgd"`` (momentum 0.9), or a factory
-            ``params -> torch.optim.Optimizer`` (then ``lr``/``weight_decay`` are not used).
+            ``params -> torch.optim.Optimizer`` (then ``lr``/``weight_decay`` are not used, and a
+            named schedule starts from each parameter group's own rate).
             Adam/AdamW are ``torch.optim.Adam``/``AdamW(fused=True)`` (``foreach`` where fused
             cannot run); on CPU the same fused kernel is called without ``torch.optim``'s per-step
             overhead once a self-check finds it bit-identical (see ``_FusedAdam``).
@@ -148,6 +183,13 @@ def fit(
             separately, e.g. with :func:`seeded`.
         callback: called as ``callback(epoch, logs)`` after each epoch, with the 0-based epoch and
             ``{"train_loss": ..., "val_loss": ...}`` (``val_loss`` only with a validation set).
+        schedule: ``"constant"`` (default), ``"cosine"``, ``"warmup_cosine"``, or a factory
+            ``optimizer -> torch.optim.lr_scheduler.LRScheduler`` whose ``step()`` is called after
+            every optimiser step (give it T_max etc. in steps; the optimiser is then always a
+            ``torch.optim`` one, with the same updates).
+        warmup_epochs: W = ``warmup_epochs`` × steps per epoch, for ``"warmup_cosine"`` (>= 1).
+        warmup_steps: W in optimiser steps instead (>= 1); exactly one of the two, W <= T.
+        min_lr: η_min, the floor of the cosine schedules, in [0, η].
 
     Returns:
         a :class:`FitResult`; the trained weights are in ``model`` (its train/eval mode is left
@@ -165,9 +207,7 @@ def fit(
     weight_decay = check_real("weight_decay", weight_decay, low=0.0)
     if not callable(optimizer):
         check_choice("optimizer", optimizer, OPTIMIZERS)
-    validation_fraction = check_real(
-        "validation_fraction", validation_fraction, low=0.0, high=1.0, high_open=True
-    )
+    validation_fraction = check_real("validation_fraction", validation_fraction, low=0.0, high=1.0, high_open=True)
     if patience is not None:
         patience = check_int("patience", patience, low=1)
     min_delta = check_real("min_delta", min_delta, low=0.0)
@@ -179,20 +219,25 @@ def fit(
             "pass either `validation_fraction` > 0 or `validation_data`, not both "
             f"(got validation_fraction={validation_fraction})"
         )
+    schedule, min_lr = check_schedule(schedule, warmup_epochs, warmup_steps, min_lr)
+    if not callable(optimizer) and min_lr > lr:
+        raise ValueError(f"`min_lr` must be <= `lr`={lr}, got {min_lr}")
 
-    device, dtype = _device_and_dtype(model)
-    X_t = _as_tensor(X, "X", dtype, device, "real")
-    y_t = _as_target(y, "y", dtype, device, target_kind)
-    n = _check_rows(X_t, y_t, "X", "y")
+    device, dtype = device_and_dtype(model)
+    X_t = as_tensor(X, "X", dtype, device, "real")
+    y_t = as_target(y, "y", dtype, device, target_kind)
+    n = check_rows(X_t, y_t, "X", "y")
 
     generator = torch.Generator(device="cpu")
     generator.manual_seed(seed)
+    X_val: torch.Tensor | None
+    y_val: torch.Tensor | None
     if validation_data is not None:
         if not (isinstance(validation_data, tuple | list) and len(validation_data) == 2):
             raise TypeError("`validation_data` must be a pair (X_val, y_val)")
-        X_val = _as_tensor(validation_data[0], "validation_data[0]", dtype, device, "real")
-        y_val = _as_target(validation_data[1], "validation_data[1]", dtype, device, target_kind)
-        _check_rows(X_val, y_val, "validation_data[0]", "validation_data[1]")
+        X_val = as_tensor(validation_data[0], "validation_data[0]", dtype, device, "real")
+        y_val = as_target(validation_data[1], "validation_data[1]", dtype, device, target_kind)
+        check_rows(X_val, y_val, "validation_data[0]", "validation_data[1]")
         if tuple(X_val.shape[1:]) != tuple(X_t.shape[1:]) or tuple(y_val.shape[1:]) != tuple(y_t.shape[1:]):
             raise ValueError(
                 "`validation_data` must have the per-sample shapes of `X` and `y` "
@@ -202,9 +247,7 @@ def fit(
     elif validation_fraction > 0:
         n_val = max(1, round(validation_fraction * n))
         if n - n_val < 1:
-            raise ValueError(
-                f"`validation_fraction`={validation_fraction} leaves no training rows out of n={n}"
-            )
+            raise ValueError(f"`validation_fraction`={validation_fraction} leaves no training rows out of n={n}")
         order = torch.randperm(n, generator=generator).to(device)
         X_val, y_val = X_t[order[:n_val]], y_t[order[:n_val]]
         X_t, y_t = X_t[order[n_val:]], y_t[order[n_val:]]
@@ -212,16 +255,15 @@ def fit(
     else:
         X_val = y_val = None
 
-    if target_kind == "real":
-        _check_output_shape(model, X_t, y_t)
-    elif target_kind == "index":
-        _check_class_indices(model, X_t, y_t)
-        if y_val is not None:
-            _check_class_indices(model, X_t, y_val)
-    else:
-        _first_output(model, X_t)
-    opt = _make_optimizer(optimizer, model, lr, weight_decay)
+    check_target_against_model(model, X_t, y_t, target_kind)
+    if y_val is not None and target_kind == "index":
+        check_target_against_model(model, X_t, y_val, target_kind)
     step = batch_size if batch_size is not None and batch_size < n else n
+    steps_per_epoch = -(-n // step)
+    opt = make_optimizer(optimizer, model, lr, weight_decay, public=callable(schedule))
+    scheduler, rates = _schedule_for(
+        schedule, opt, epochs * steps_per_epoch, warmup_epochs, warmup_steps, steps_per_epoch, min_lr
+    )
 
     monitor = "val_loss" if X_val is not None else "train_loss"
     live = list(model.state_dict().values())  # detached views sharing the parameters' storage
@@ -230,6 +272,8 @@ def fit(
     train_hist: list[float] = []
     val_hist: list[float] = []
     stopped_early = diverged = False
+    check_scalar = target_kind is None  # a callable loss: check its first value is a scalar
+    global_step = 0
 
     was_training = model.training
     model.train()
@@ -242,16 +286,24 @@ def fit(
         batch_losses = []
         for i in range(0, n, step):
             xb, yb = X_ep[i : i + step], y_ep[i : i + step]
+            if rates is not None:
+                _set_rates(opt, rates.rates(global_step))
             opt.zero_grad(set_to_none=True)
             batch_loss = loss_fn(model(xb), yb)
+            if check_scalar:
+                _check_scalar_loss(batch_loss)
+                check_scalar = False
             batch_loss.backward()
             opt.step()
+            if scheduler is not None:
+                scheduler.step()
+            global_step += 1
             batch_losses.append(batch_loss.detach())
-        train_loss = _epoch_mean(batch_losses, n, step)
+        train_loss = epoch_mean(batch_losses, n, step)
         train_hist.append(train_loss)
         logs = {"train_loss": train_loss}
-        if X_val is not None:
-            val_loss = _evaluate(model, loss_fn, X_val, y_val)
+        if X_val is not None and y_val is not None:
+            val_loss = evaluate_loss(model, loss_fn, X_val, y_val)
             val_hist.append(val_loss)
             logs["val_loss"] = val_loss
         current = logs[monitor]
@@ -318,302 +370,55 @@ def evaluate(
         raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
     loss_fn = _UNCHECKED.get(loss, get_loss(loss)) if isinstance(loss, str) else get_loss(loss)
     target_kind = TARGET_KIND.get(loss) if isinstance(loss, str) else None
-    device, dtype = _device_and_dtype(model)
-    X_t = _as_tensor(X, "X", dtype, device, "real")
-    y_t = _as_target(y, "y", dtype, device, target_kind)
-    _check_rows(X_t, y_t, "X", "y")
-    if target_kind == "real":
-        _check_output_shape(model, X_t, y_t)
-    elif target_kind == "index":
-        _check_class_indices(model, X_t, y_t)
-    else:
-        _first_output(model, X_t)
-    return _evaluate(model, loss_fn, X_t, y_t)
+    device, dtype = device_and_dtype(model)
+    X_t = as_tensor(X, "X", dtype, device, "real")
+    y_t = as_target(y, "y", dtype, device, target_kind)
+    check_rows(X_t, y_t, "X", "y")
+    check_target_against_model(model, X_t, y_t, target_kind)
+    return evaluate_loss(model, loss_fn, X_t, y_t)
 
 
-def _epoch_mean(batch_losses: list[torch.Tensor], n: int, step: int) -> float:
-    # Sample-weighted mean: every slice has `step` rows except possibly the last.
-    if len(batch_losses) == 1:
-        return float(batch_losses[0])
-    values = torch.stack(batch_losses).double()
-    last = n - step * (len(batch_losses) - 1)
-    return (float(values[:-1].sum()) * step + float(values[-1]) * last) / n
-
-
-def _evaluate(model: nn.Module, loss_fn: LossFn, X: torch.Tensor, y: torch.Tensor) -> float:
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        value = float(loss_fn(model(X), y))
-    model.train(was_training)
-    return value
-
-
-def _device_and_dtype(model: nn.Module) -> tuple[torch.device, torch.dtype]:
-    for tensor in model.parameters():
-        if tensor.is_floating_point():
-            return tensor.device, tensor.dtype
-    raise ValueError("`model` has no floating-point parameters to train")
-
-
-def _as_tensor(
-    value: Any, name: str, dtype: torch.dtype, device: torch.device, kind: str | None
-) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        tensor = value.detach()
-    else:
-        array = np.asarray(value)
-        if array.dtype == object or not (
-            np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_
-        ):
-            raise TypeError(f"`{name}` must be numeric, got an array of dtype {array.dtype}")
-        if not array.flags.writeable:  # torch warns on read-only memory; a copy is cheap here
-            array = array.copy()
-        tensor = torch.from_numpy(np.ascontiguousarray(array))
-    if tensor.ndim == 0:
-        raise ValueError(f"`{name}` must have a leading sample dimension, got a scalar")
-    if tensor.is_complex():
-        raise TypeError(f"`{name}` must be real, got complex dtype {tensor.dtype}")
-    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-        bad = int((~torch.isfinite(tensor)).sum())
-        raise ValueError(f"`{name}` must be finite, got {bad} NaN or infinite entries")
-    integral = not (tensor.is_floating_point() or tensor.is_complex())
-    if kind == "index" or (kind is None and integral):
-        if not integral:
-            if not bool(torch.all(tensor == torch.round(tensor))):
-                raise ValueError(f"`{name}` must hold integer class indices for this loss")
-        if kind == "index" and tensor.ndim != 1:
-            raise ValueError(f"`{name}` must be 1-D class indices, got shape {tuple(tensor.shape)}")
-        return tensor.to(device=device, dtype=torch.int64)
-    return tensor.to(device=device, dtype=dtype)
-
-
-def _as_target(
-    value: Any, name: str, dtype: torch.dtype, device: torch.device, kind: str | None
-) -> torch.Tensor:
-    tensor = _as_tensor(value, name, dtype, device, kind)
-    if kind == "real" and tensor.ndim == 1:  # 1-D real targets train against (n, 1) outputs
-        tensor = tensor[:, None]
-    return tensor
-
-
-def _check_rows(X: torch.Tensor, y: torch.Tensor, x_name: str, y_name: str) -> int:
-    n = X.shape[0]
-    if n < 1:
-        raise ValueError(f"`{x_name}` must have at least one row, got shape {tuple(X.shape)}")
-    if y.shape[0] != n:
+def _schedule_for(
+    schedule: str | SchedulerFactory,
+    opt: torch.optim.Optimizer | _FusedAdam,
+    total_steps: int,
+    warmup_epochs: int | None,
+    warmup_steps: int | None,
+    steps_per_epoch: int,
+    min_lr: float,
+) -> tuple[torch.optim.lr_scheduler.LRScheduler | None, StepRates | None]:
+    """The scheduler to step (a factory's) or the closed-form rates to set (a named schedule), or neither."""
+    if callable(schedule):
+        assert isinstance(opt, torch.optim.Optimizer)  # make_optimizer(public=True) guarantees it
+        return make_scheduler(schedule, opt), None
+    if schedule == "constant":
+        return None, None
+    warmup = warmup_steps if warmup_epochs is None else warmup_epochs * steps_per_epoch
+    base = [opt.lr] if isinstance(opt, _FusedAdam) else [float(group["lr"]) for group in opt.param_groups]
+    if warmup is not None and warmup > total_steps:
+        name = "warmup_steps" if warmup_epochs is None else "warmup_epochs"
         raise ValueError(
-            f"`{x_name}` and `{y_name}` must have the same number of rows, got {n} and {y.shape[0]}"
+            f"`{name}` must give a warm-up of at most the {total_steps} planned optimiser steps "
+            f"(epochs × {steps_per_epoch} steps per epoch), got {warmup} steps"
         )
-    return n
+    return None, StepRates(schedule, base, total_steps, warmup, min_lr)
 
 
-def _check_output_shape(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
-    # A (n, 1) output against a (n,) target would broadcast to (n, n) and train on nonsense.
-    out = _first_output(model, X)
-    if tuple(out.shape[1:]) != tuple(y.shape[1:]):
-        raise ValueError(
-            f"`y` has per-sample shape {tuple(y.shape[1:])} but the model outputs "
-            f"{tuple(out.shape[1:])}"
-        )
+def _set_rates(opt: torch.optim.Optimizer | _FusedAdam, rates: list[float]) -> None:
+    if isinstance(opt, _FusedAdam):
+        opt.lr = rates[0]
+        return
+    for group, rate in zip(opt.param_groups, rates, strict=True):
+        group["lr"] = rate
 
 
-def _first_output(model: nn.Module, X: torch.Tensor) -> torch.Tensor:
-    """The model's output on the first row, or a ValueError naming `X` when it cannot take X."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            return model(X[:1])
-    except RuntimeError as error:  # e.g. (n, d) with d not the model's input size
-        raise ValueError(
-            f"`X` of shape {tuple(X.shape)} cannot be fed to `model`: {str(error).splitlines()[0]}"
-        ) from error
-    finally:
-        model.train(was_training)
+def _check_scalar_loss(value: Any) -> None:
+    if not isinstance(value, torch.Tensor) or value.dim() != 0:
+        got = f"shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
+        raise ValueError(f"`loss` must return a scalar (0-d) tensor averaged over the batch, got {got}")
+    if not value.requires_grad:
+        raise ValueError("`loss` must return a tensor that depends on the model's output (it has no gradient)")
 
 
-def _check_class_indices(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
-    # An out-of-range label makes torch raise an IndexError (or a device assert) mid-evaluation.
-    out = _first_output(model, X)
-    classes = out.shape[1] if out.ndim >= 2 else 1
-    if bool(((y < 0) | (y >= classes)).any()):
-        raise ValueError(
-            f"`y` must hold class indices in [0, {classes}) for a model with {classes} outputs, "
-            f"got values in [{int(y.min())}, {int(y.max())}]"
-        )
-
-
-def _make_optimizer(
-    optimizer: str | OptimizerFactory, model: nn.Module, lr: float, weight_decay: float
-) -> torch.optim.Optimizer | _FusedAdam:
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params:
-        raise ValueError("`model` has no trainable parameters")
-    if callable(optimizer):
-        opt = optimizer(params)
-        if not isinstance(opt, torch.optim.Optimizer):
-            raise TypeError(
-                f"`optimizer` factory must return a torch.optim.Optimizer, got {type(opt).__name__}"
-            )
-        return opt
-    if optimizer in ("adam", "adamw"):
-        decoupled = optimizer == "adamw"
-        if _FusedAdam.applies(params, decoupled):
-            return _FusedAdam(params, lr=lr, weight_decay=weight_decay, decoupled=decoupled)
-        return _public_adam(params, lr=lr, weight_decay=weight_decay, decoupled=decoupled)
-    return torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=weight_decay, foreach=True)
-
-
-def _public_adam(
-    params: list[nn.Parameter], *, lr: float, weight_decay: float, decoupled: bool
-) -> torch.optim.Optimizer:
-    """``torch.optim.Adam``/``AdamW`` with ``fused=True``, or ``foreach=True`` where fused cannot run.
-
-    The fused implementation runs on CPU (from torch 2.4) and CUDA for real floating dtypes (mixed
-    dtypes are grouped); torch checks this only at the first ``step``, so it is checked here, and
-    anything else (complex parameters, another device) gets the multi-tensor ``foreach``
-    implementation of the same update.
-    """
-    cls = torch.optim.AdamW if decoupled else torch.optim.Adam
-    if all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params):
-        return cls(params, lr=lr, weight_decay=weight_decay, fused=True)
-    return cls(params, lr=lr, weight_decay=weight_decay, foreach=True)
-
-
-#: Use the verified private-kernel fast path (:class:`_FusedAdam`) where it applies. Tests set it
-#: to False to compare against the public optimiser.
-USE_FAST_ADAM = True
-
-
-class _FusedAdam:
-    """Adam / AdamW on CPU as one call of torch's fused kernel per step, without ``Optimizer`` overhead.
-
-    Same update as ``torch.optim.Adam(params, lr, weight_decay=..., fused=True)`` (``AdamW`` when
-    ``decoupled``), bit for bit, with betas (0.9, 0.999) and eps 1e-8: m ← β₁m + (1−β₁)g,
-    v ← β₂v + (1−β₂)g², θ ← θ − lr·m̂/(√v̂ + ε) (Kingma & Ba 2015). For the small models trained
-    here ``torch.optim``'s per-step Python bookkeeping costs more than the arithmetic; calling
-    the kernel directly makes a whole training step of a width-64 MLP about a fifth faster on one
-    CPU thread (``benchmarks/adam_step.py``; the gain shrinks to a few percent at width 256).
-
-    The kernel, ``torch._fused_adam_``, is private and may change between torch releases, so the
-    fast path is taken only where :meth:`applies`: on CPU, when the kernel exists and a one-time
-    self-check in this process (a few steps of both optimisers on small tensors, compared with
-    ``torch.equal``) finds it bit-identical to the public fused optimiser; everywhere else
-    :func:`fit` uses ``torch.optim.Adam(fused=True)`` itself.
-    """
-
-    betas = (0.9, 0.999)
-    eps = 1e-8
-
-    def __init__(
-        self, params: list[nn.Parameter], *, lr: float, weight_decay: float, decoupled: bool
-    ) -> None:
-        self.params = params
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self._kernel = _private_kernel(decoupled)
-        self.exp_avg = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
-        self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
-        # One step counter shared by every parameter: incrementing a list of scalar tensors
-        # falls back to one op per tensor on CPU, which costs as much as the update itself.
-        self.step_count = torch.zeros((), dtype=torch.float32, device=params[0].device)
-
-    @staticmethod
-    def supports(params: list[nn.Parameter]) -> bool:
-        """Whether the kernel can run: the private kernels exist, one CPU device, one floating dtype."""
-        if not (hasattr(torch, "_fused_adam_") and hasattr(torch, "_fused_adamw_")):
-            return False
-        first = params[0]
-        return (
-            first.device.type == "cpu"
-            and first.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-            and all(p.device == first.device and p.dtype == first.dtype for p in params)
-            and not any(p.is_sparse or p.is_complex() for p in params)
-        )
-
-    @classmethod
-    def applies(cls, params: list[nn.Parameter], decoupled: bool) -> bool:
-        """Whether :func:`fit` takes the fast path: :meth:`supports` and the self-check passed."""
-        return USE_FAST_ADAM and cls.supports(params) and _fast_adam_verified(params[0].dtype, decoupled)
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.params:
-            p.grad = None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        if all(p.grad is not None for p in self.params):
-            index = range(len(self.params))
-        else:  # parameters without a gradient are skipped (their state stays), as in torch.optim
-            index = [i for i, p in enumerate(self.params) if p.grad is not None]
-            if not index:
-                return
-        params = [self.params[i] for i in index]
-        self.step_count += 1
-        self._kernel(
-            params,
-            [p.grad for p in params],
-            [self.exp_avg[i] for i in index],
-            [self.exp_avg_sq[i] for i in index],
-            [],
-            [self.step_count] * len(params),
-            amsgrad=False,
-            lr=self.lr,
-            beta1=self.betas[0],
-            beta2=self.betas[1],
-            weight_decay=self.weight_decay,
-            eps=self.eps,
-            maximize=False,
-            grad_scale=None,
-            found_inf=None,
-        )
-
-
-def _private_kernel(decoupled: bool) -> Callable[..., Any]:
-    """torch's private fused Adam (``decoupled=False``) or AdamW kernel."""
-    return torch._fused_adamw_ if decoupled else torch._fused_adam_
-
-
-@functools.cache
-def _fast_adam_verified(dtype: torch.dtype, decoupled: bool) -> bool:
-    """One-time check that :class:`_FusedAdam` equals public fused Adam bit for bit.
-
-    Runs five steps of each on two small CPU tensors (with weight decay, so the decoupled and
-    coupled paths differ) from the same seeded values and gradients. The reference is
-    ``torch.optim.adam.adam(..., fused=True)``, the public functional form that
-    ``torch.optim.Adam(fused=True).step`` calls; the optimiser class itself would import
-    ``torch._dynamo`` on its first ``step`` (seconds), which this path exists to avoid. Any
-    exception (a changed private or public signature) or any differing bit (changed arithmetic)
-    disables the fast path. ``tests/training/test_fit.py`` compares whole ``fit`` runs against the
-    ``torch.optim.Adam`` class as well.
-    """
-    try:
-        from torch.optim.adam import adam as adam_step
-
-        generator = torch.Generator().manual_seed(0)
-        shapes = ((7, 5), (5,))
-        start = [torch.randn(s, generator=generator, dtype=torch.float64).to(dtype) for s in shapes]
-        grads = [
-            [torch.randn(s, generator=generator, dtype=torch.float64).to(dtype) for s in shapes]
-            for _ in range(5)
-        ]
-        ours = [nn.Parameter(t.clone()) for t in start]
-        fast = _FusedAdam(ours, lr=1e-2, weight_decay=0.1, decoupled=decoupled)
-        theirs = [t.clone() for t in start]
-        exp_avgs = [torch.zeros_like(t) for t in theirs]
-        exp_avg_sqs = [torch.zeros_like(t) for t in theirs]
-        steps = [torch.zeros((), dtype=torch.float32) for _ in theirs]
-        for step_grads in grads:
-            for p, g in zip(ours, step_grads, strict=True):
-                p.grad = g.clone()
-            fast.step()
-            adam_step(
-                theirs, [g.clone() for g in step_grads], exp_avgs, exp_avg_sqs, [], steps,
-                fused=True, decoupled_weight_decay=decoupled, amsgrad=False,
-                beta1=_FusedAdam.betas[0], beta2=_FusedAdam.betas[1], lr=1e-2, weight_decay=0.1,
-                eps=_FusedAdam.eps, maximize=False,
-            )  # fmt: skip
-        return all(torch.equal(a.detach(), b) for a, b in zip(ours, theirs, strict=True))
-    except Exception:  # noqa: BLE001  (any failure of a private API means: do not use it)
-        return False
+__all__ = ["OPTIMIZERS", "FitResult", "evaluate", "fit", "seeded"]
+__all__ += ["_FusedAdam", "_fast_adam_verified", "_private_kernel", "_public_adam"]  # for benchmarks and tests
