@@ -44,8 +44,10 @@ def test_analyze_reads_a_dlor_state_dict(tmp_path, capsys):
     assert main(["analyze", str(path)]) == 0
     rows = _rows(capsys.readouterr().out)
     assert [(r[1].strip(), r[2].strip(), r[3].strip()) for r in rows] == [
-        ("1.branches.0", "DLoRLinear", "6×6"), ("1.branches.1", "DLoRLinear", "6×6"),
-        ("2.branches.0", "DLoRLinear", "6×6"), ("2.branches.1", "DLoRLinear", "6×6"),
+        ("1.branches.0", "DLoRLinear", "6×6"),
+        ("1.branches.1", "DLoRLinear", "6×6"),
+        ("2.branches.0", "DLoRLinear", "6×6"),
+        ("2.branches.1", "DLoRLinear", "6×6"),
         ("3", "DLoRBranches (2 summed)", "6×6"),
     ]
     dense = model[1].branches[1].to_dense().detach().double()
@@ -62,8 +64,10 @@ def test_analyze_includes_norm_constrained_lift_and_head_and_csv(tmp_path, capsy
     assert lines[0].startswith("name,kind,rows,cols,spectral_norm")
     kinds = [line.split(",")[:4] for line in lines[1:]]
     assert kinds == [
-        ["0", "NormConstrainedLinear", "5", "4"], ["1", "GradientStepResidual W", "5", "5"],
-        ["2", "GradientStepResidual W", "5", "5"], ["3", "NormConstrainedLinear", "2", "5"],
+        ["0", "NormConstrainedLinear", "5", "4"],
+        ["1", "GradientStepResidual W", "5", "5"],
+        ["2", "GradientStepResidual W", "5", "5"],
+        ["3", "NormConstrainedLinear", "2", "5"],
     ]
 
 

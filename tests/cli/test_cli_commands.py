@@ -15,13 +15,13 @@ import pytest
 from structnets import __version__, data, experiments
 from structnets.cli import main
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 
 
 @pytest.fixture
 def toy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """Register the toy experiment under the name 'toy', plus a broken entry."""
-    monkeypatch.setitem(experiments._MODULES, "toy", "structnets.runner._toy")
+    monkeypatch.setitem(experiments._MODULES, "toy", "toy_experiment")
     monkeypatch.setitem(experiments._MODULES, "zz-broken", "structnets.no_such_module")
 
 
@@ -83,7 +83,10 @@ def test_run_by_registered_name_and_default_out(
     [
         (["run", "nope"], "error: unknown experiment 'nope'; valid names: "),
         (["run", "structnets.nothing_here:X"], "error: cannot import module 'structnets.nothing_here'"),
-        (["run", TOY, "--set", "bogus=1"], "error: --set: unknown config key 'bogus' for ToyConfig; valid keys: arms, seeds"),
+        (
+            ["run", TOY, "--set", "bogus=1"],
+            "error: --set: unknown config key 'bogus' for ToyConfig; valid keys: arms, seeds",
+        ),
         (["run", TOY, "--set", "arms=two"], "error: --set: `arms` must be an int, got 'two'"),
         (["run", TOY, "--set", "arms"], "error: --set expects key=value, got 'arms'"),
         (["run", TOY, "--set", "arms=0"], "error: --set: `arms` must be a positive int, got 0"),
@@ -135,7 +138,10 @@ def test_report_regenerates_and_prints(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_failed_unit_exits_1_and_resumes(
-    tmp_path: Path, calls: Callable[[], Counter[str]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    calls: Callable[[], Counter[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = str(tmp_path / "run")
     monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=0/seed=1")
@@ -158,8 +164,13 @@ def test_argparse_errors_return_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def _status(name: str, ok: bool, message: str = "") -> types.SimpleNamespace:
     return types.SimpleNamespace(
-        dataset=name, filename=f"{name}.csv", path=Path(f"/d/{name}.csv"), ok=ok,
-        expected_sha256="a" * 64, actual_sha256=("a" if ok else "b") * 64, message=message,
+        dataset=name,
+        filename=f"{name}.csv",
+        path=Path(f"/d/{name}.csv"),
+        ok=ok,
+        expected_sha256="a" * 64,
+        actual_sha256=("a" if ok else "b") * 64,
+        message=message,
     )
 
 

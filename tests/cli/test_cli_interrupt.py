@@ -17,7 +17,7 @@ import pytest
 
 from structnets.cli import main
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 ARGS = ["--quick", "--no-progress", "--set", "sleep=0.2"]  # 6 units of 0.2 s each
 N_UNITS = 6
 
@@ -67,7 +67,7 @@ def test_kill_9_mid_run_then_resume(tmp_path: Path, reference: str, calls: Calla
     proc = _start(out, "--jobs", "1")
     _wait_for_rows(out, 2, proc)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)  # also closes its pipes (an unclosed pipe is a ResourceWarning)
     before = _committed(out)
     assert 2 <= len(before) < N_UNITS
     calls_before = calls()

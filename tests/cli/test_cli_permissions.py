@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 NOBODY = 65534
 
 if os.name != "posix":  # pragma: no cover
@@ -48,7 +48,11 @@ def _cli(place: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": str(place / "mpl"), "HOME": str(place)}
     return subprocess.run(
         [*prefix, sys.executable, "-m", "structnets.cli", *args],
-        cwd=place, env=env, capture_output=True, text=True, timeout=300,
+        cwd=place,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

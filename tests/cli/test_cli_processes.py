@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from toy_experiment import ToyConfig, ToyExperiment
 
 from structnets.cli import main
 from structnets.runner import RunLockedError, run
 from structnets.runner import backends as backends_module
-from structnets.runner._toy import ToyConfig, ToyExperiment
 from structnets.runner.lock import LOCK_FILE, run_lock
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 
 
 def _one_error_line(err: str) -> str:
@@ -45,6 +45,17 @@ def _wait_for_line(proc: subprocess.Popen[str], expected: str, timeout: float = 
     pytest.fail(f"the helper process did not print {expected!r}: {proc.stderr.read() if proc.stderr else ''}")
 
 
+def _release(*procs: subprocess.Popen[str]) -> None:
+    """Kill what is still alive, reap it and close its pipes (an unclosed pipe is a ResourceWarning)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
 # -- 4. one run per folder ---------------------------------------------------------------------
 
 
@@ -55,11 +66,14 @@ def test_a_second_run_on_a_held_folder_is_refused_and_a_dead_holder_is_taken_ove
     out.mkdir()
     holder = subprocess.Popen(
         [
-            sys.executable, "-c",
+            sys.executable,
+            "-c",
             "import sys, time; from pathlib import Path; from structnets.runner.lock import run_lock\n"
             f"with run_lock(Path({str(out)!r})):\n    print('locked', flush=True)\n    time.sleep(600)\n",
         ],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         _wait_for_line(holder, "locked")
@@ -77,9 +91,7 @@ def test_a_second_run_on_a_held_folder_is_refused_and_a_dead_holder_is_taken_ove
         assert main(args) == 0  # the stale lock is taken over
         assert not (out / LOCK_FILE).exists()  # and released when the run ends
     finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
+        _release(holder)
 
 
 def test_the_lock_is_released_after_a_failure_and_reentrant_use_is_refused(tmp_path: Path) -> None:
@@ -120,9 +132,24 @@ def _group_members(pgid: int) -> dict[int, str]:
 def test_kill_9_of_the_run_leaves_no_worker_fork_server_or_resource_tracker(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "structnets.cli", "run", TOY, "--quick", "--no-progress", "--jobs", "2",
-         "--set", "sleep=1", "--out", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "structnets.cli",
+            "run",
+            TOY,
+            "--quick",
+            "--no-progress",
+            "--jobs",
+            "2",
+            "--set",
+            "sleep=1",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,  # its own process group: every helper it starts joins it
     )
     try:
@@ -155,6 +182,7 @@ def test_kill_9_of_the_run_leaves_no_worker_fork_server_or_resource_tracker(tmp_
             os.killpg(proc.pid, signal.SIGKILL)  # never leave a failing test's processes behind
         except ProcessLookupError:
             pass
+        _release(proc)
 
 
 def test_a_worker_exits_when_the_watched_process_dies(tmp_path: Path) -> None:
@@ -172,10 +200,7 @@ def test_a_worker_exits_when_the_watched_process_dies(tmp_path: Path) -> None:
         watched.wait(timeout=30)
         assert worker.wait(timeout=60) == 1
     finally:
-        for p in (watched, worker):
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        _release(watched, worker)
 
 
 # -- 6. torch threads: cpus / jobs, through one helper ----------------------------------------------
@@ -211,7 +236,9 @@ def test_an_in_process_run_sets_and_restores_torch_threads(tmp_path: Path, monke
     assert torch.get_num_threads() == before
 
 
-def test_the_cli_default_is_a_pool_of_single_threaded_workers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_default_is_a_pool_of_single_threaded_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "run"
     assert main(["run", TOY, "--quick", "--out", str(out), "--no-progress"]) == 0
     info = json.loads((out / "run_info.json").read_text())

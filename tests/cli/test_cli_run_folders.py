@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from toy_experiment import ToyConfig
 
 from structnets.cli import main
 from structnets.runner import InvalidConfigError, run
-from structnets.runner._toy import ToyConfig
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 
 
 def _one_error_line(err: str) -> str:
@@ -103,11 +103,15 @@ def test_report_never_imports_a_module_the_folder_names(
 
 @pytest.mark.parametrize(
     ("experiment", "ref"),
-    [("evil_mod", ""), ("toy", "evil_mod:EXPERIMENT"), ("evil", "evil_mod"), ("evil", "structnets.runner._toy:ToyExperiment")],
+    [("evil_mod", ""), ("toy", "evil_mod:EXPERIMENT"), ("evil", "evil_mod"), ("evil", "toy_experiment:ToyExperiment")],
 )
 def test_report_in_process_refuses_every_unregistered_name(
-    toy_folder: Path, tmp_path: Path, experiment: str, ref: str,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    toy_folder: Path,
+    tmp_path: Path,
+    experiment: str,
+    ref: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     work, out, marker = _received_folder(toy_folder, tmp_path, experiment, ref)
     monkeypatch.syspath_prepend(str(work))  # importable, were it ever imported
@@ -153,7 +157,9 @@ def test_report_of_a_run_without_units_says_what_is_missing(
     assert main(["report", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    assert f"Unfinished run of {name}**: 0 of {n_first} units known so far are finished; {n_first} missing" in captured.out
+    assert (
+        f"Unfinished run of {name}**: 0 of {n_first} units known so far are finished; {n_first} missing" in captured.out
+    )
     assert f"--out {tmp_path}" in captured.out
     assert (tmp_path / "table.md").read_text() == captured.out
     assert (tmp_path / "results.csv").read_text().strip() == "key"
@@ -261,14 +267,20 @@ def test_a_stored_row_missing_a_column_is_named(tmp_path: Path, capsys: pytest.C
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda c: c.update(arms="two"), "its stored config is not a valid ToyConfig: saved config key 'arms' must be int"),
+        (
+            lambda c: c.update(arms="two"),
+            "its stored config is not a valid ToyConfig: saved config key 'arms' must be int",
+        ),
         (lambda c: c.update(seeds=[0, "x"]), "saved config key 'seeds' must be tuple[int, ...]"),
         (lambda c: c.update(bogus=1), "saved config has keys ['bogus'] that ToyConfig does not define"),
         (lambda c: c.update(arms=0), "its stored config is not a valid ToyConfig: `arms` must be a positive int"),
     ],
 )
 def test_a_stored_config_of_the_wrong_type_or_with_extra_keys_is_refused(
-    edit, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
+    edit,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],  # type: ignore[no-untyped-def]
 ) -> None:
     out = tmp_path / "run"
     _toy_run(out)

@@ -15,7 +15,7 @@ import torch
 
 from structnets.cli import main
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 PROGRESS = re.compile(r"^toy: \[\s*(\d+)/(\d+)\] (\S+) finished in \d+\.\d s \(elapsed \d+:\d\d:\d\d")
 
 
@@ -53,7 +53,9 @@ def test_quiet_prints_results_only(tmp_path: Path, capsys: pytest.CaptureFixture
     assert _progress_lines(err) == [] and "6 units in" in err
 
 
-def test_verbose_logs_the_runner(tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verbose_logs_the_runner(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "run"
     assert main(["run", TOY, "--quick", "--out", str(out), "-q"]) == 0
     caplog.clear()

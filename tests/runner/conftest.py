@@ -1,12 +1,29 @@
-"""Fixtures for runner tests: the staged toy experiment and a per-call log of its units."""
+"""Fixtures for runner tests: the staged toy experiment (``toy_experiment``) and a per-call log of its units.
+
+The toy lives beside this file, outside the package: this folder goes on ``sys.path`` (for this process
+and the worker processes it starts) and on ``PYTHONPATH`` (for ``python -m structnets.cli`` subprocesses).
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+TOY_FOLDER = str(Path(__file__).resolve().parent)
+if TOY_FOLDER not in sys.path:
+    sys.path.insert(0, TOY_FOLDER)
+
+
+@pytest.fixture(autouse=True)
+def _toy_on_pythonpath(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Subprocesses find ``toy_experiment`` too."""
+    rest = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", TOY_FOLDER + (os.pathsep + rest if rest else ""))
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from toy_experiment import ToyConfig
 
 from structnets.runner import apply_overrides, config_from_json, config_to_json, parse_overrides
-from structnets.runner._toy import ToyConfig
 from structnets.runner.config import config_differences, parse_value
 
 
@@ -31,12 +31,32 @@ class _Cfg:
 def test_parse_overrides_by_field_type() -> None:
     got = parse_overrides(
         _Cfg,
-        ["n=3", "lr=1e-3", "flag=yes", "name= spaced ", "widths=4, 5,6", "names=a,b", "ratios=0.25,1",
-         "pair=7,z", "limit=none", "mode=slow", "root=/tmp/x"],
+        [
+            "n=3",
+            "lr=1e-3",
+            "flag=yes",
+            "name= spaced ",
+            "widths=4, 5,6",
+            "names=a,b",
+            "ratios=0.25,1",
+            "pair=7,z",
+            "limit=none",
+            "mode=slow",
+            "root=/tmp/x",
+        ],
     )
     assert got == {
-        "n": 3, "lr": 1e-3, "flag": True, "name": " spaced ", "widths": (4, 5, 6), "names": ("a", "b"),
-        "ratios": [0.25, 1.0], "pair": (7, "z"), "limit": None, "mode": "slow", "root": Path("/tmp/x"),
+        "n": 3,
+        "lr": 1e-3,
+        "flag": True,
+        "name": " spaced ",
+        "widths": (4, 5, 6),
+        "names": ("a", "b"),
+        "ratios": [0.25, 1.0],
+        "pair": (7, "z"),
+        "limit": None,
+        "mode": "slow",
+        "root": Path("/tmp/x"),
     }
     assert isinstance(got["ratios"][1], float)
     assert parse_overrides(_Cfg, ["limit=12", "widths=", "flag=0"]) == {"limit": 12, "widths": (), "flag": False}
@@ -87,4 +107,4 @@ def test_config_json_round_trip_restores_tuples() -> None:
 
 def test_config_differences_lists_each_field() -> None:
     diffs = config_differences({"a": 1, "b": [1]}, {"a": 2, "b": [1], "c": "x"})
-    assert diffs == ['a: stored 1, requested 2', 'c: stored "<missing>", requested "x"']
+    assert diffs == ["a: stored 1, requested 2", 'c: stored "<missing>", requested "x"']

@@ -15,15 +15,15 @@ from typing import Any
 import pandas as pd
 import pytest
 import torch
+from toy_experiment import ToyConfig
 
 from structnets.analysis import timing
 from structnets.runner import BackendUnavailableError, InvalidConfigError, run
-from structnets.runner._toy import ToyConfig
 from structnets.runner.backends import make_backend
 from structnets.runner.device import apply_device, resolve_device
 from structnets.runner.errors import DeviceUnavailableError
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 QUICK = ToyConfig.quick()
 
 
@@ -214,4 +214,3 @@ def test_timing_synchronises_cuda_before_and_after(monkeypatch: pytest.MonkeyPat
     events.clear()
     timing.interleaved_ratio(lambda: events.append("a"), lambda: events.append("b"), pairs=1, warmup=0)
     assert events == ["sync", "a", "sync", "sync", "b", "sync"]
-

@@ -12,19 +12,24 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from toy_experiment import EXPERIMENT as TOY_EXPERIMENT
+from toy_experiment import REGISTRY as TOY_REGISTRY
+from toy_experiment import ToyConfig, ToyExperiment
 
 from structnets.runner import ExperimentError, RunnerError, StoreError, Unit, UnitFailedError, load_results, report, run
-from structnets.runner._toy import EXPERIMENT as TOY_EXPERIMENT
-from structnets.runner._toy import ToyConfig, ToyExperiment
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 QUICK = ToyConfig.quick()  # 2 arms x 2 seeds, then 2 repeats of the best arm: 6 units
 N_QUICK = 6
 N_FULL = 4 * 3 + 3
 
 
 def _outputs(out: Path) -> tuple[str, str, bytes]:
-    return (out / "results.csv").read_text(), (out / "table.md").read_text(), (out / "figures" / "values.png").read_bytes()
+    return (
+        (out / "results.csv").read_text(),
+        (out / "table.md").read_text(),
+        (out / "figures" / "values.png").read_bytes(),
+    )
 
 
 def _db_rows(out: Path) -> int:
@@ -127,10 +132,10 @@ def test_report_regenerates_outputs_from_the_db_alone(tmp_path: Path) -> None:
     before = _outputs(tmp_path)
     for name in ("results.csv", "table.md", "figures/values.png"):
         (tmp_path / name).unlink()
-    table = report(tmp_path)
+    table = report(tmp_path, registry=TOY_REGISTRY)
     assert table == before[1]
     assert _outputs(tmp_path) == before
-    exp, config, df = load_results(tmp_path)
+    exp, config, df = load_results(tmp_path, registry=TOY_REGISTRY)
     assert exp is TOY_EXPERIMENT and config == QUICK and len(df) == N_QUICK
 
 
@@ -138,7 +143,7 @@ def test_report_of_an_unfinished_run_uses_finished_units(tmp_path: Path, monkeyp
     monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=1/seed=0")
     with pytest.raises(UnitFailedError):
         run(TOY, QUICK, tmp_path)
-    table = report(tmp_path)
+    table = report(tmp_path, registry=TOY_REGISTRY)
     assert "| 1 | 0 | 2 |" in table and "| 1 | 1 |" not in table
     assert len(pd.read_csv(tmp_path / "results.csv")) == 2
 

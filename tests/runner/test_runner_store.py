@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from toy_experiment import ToyConfig
 
 from structnets.runner import ConfigMismatchError, CorruptStoreError, StoreError, run
-from structnets.runner._toy import ToyConfig
 from structnets.runner.store import ResultStore, UnitRecord
 
-TOY = "structnets.runner._toy:EXPERIMENT"
+TOY = "toy_experiment:EXPERIMENT"
 
 
 def _record(key: str, value: float = 1.0) -> UnitRecord:

@@ -1,16 +1,24 @@
-"""Paper experiments, by name. Each module defines one object implementing
-:class:`structnets.runner.experiment.Experiment`; register it in ``_MODULES``."""
+"""Paper experiments, by name. Each module defines one object ``EXPERIMENT`` implementing
+:class:`structnets.protocol.Experiment`; register it in ``_MODULES``.
+
+:data:`REGISTRY` is the registry the runner is handed (names to ``"module.path:EXPERIMENT"`` specs): the
+command line passes it to every runner call, and importing this package makes it the runner's default
+(:func:`structnets.runner.resolve.set_default_registry`), so the runner itself imports nothing from here.
+"""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, Mapping
 
-from ..runner.experiment import Experiment
+from ..protocol import Experiment
+from ..runner.resolve import set_default_registry
 
 # name -> module path; modules are imported on demand so `structnets list` stays fast.
 _MODULES: dict[str, str] = {
     "lowrank-uci": "structnets.experiments.lowrank_uci",
-    "dlor-blindspot": "structnets.experiments.dlor_blindspot", "dlor-sawtooth": "structnets.experiments.dlor_sawtooth",
+    "dlor-blindspot": "structnets.experiments.dlor_blindspot",
+    "dlor-sawtooth": "structnets.experiments.dlor_sawtooth",
     "swish-construction": "structnets.experiments.swish_construction",
     "smoothness-rates": "structnets.experiments.smoothness_rates",
     "lipschitz-moons": "structnets.experiments.lipschitz_moons",
@@ -31,3 +39,25 @@ def get(name: str) -> Experiment:
     if name not in _MODULES:
         raise ValueError(f"unknown experiment {name!r}; valid names: {', '.join(names())}")
     return importlib.import_module(_MODULES[name]).EXPERIMENT
+
+
+class _Registry(Mapping[str, str]):
+    """A live read-only view of ``_MODULES`` as names to ``"module.path:EXPERIMENT"`` specs."""
+
+    def __getitem__(self, name: str) -> str:
+        return f"{_MODULES[name]}:EXPERIMENT"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+    def __repr__(self) -> str:
+        return f"structnets.experiments.REGISTRY({dict(self)!r})"
+
+
+REGISTRY: Mapping[str, str] = _Registry()
+"""Every registered experiment: its name to the ``"module.path:EXPERIMENT"`` spec of its object."""
+
+set_default_registry(REGISTRY)

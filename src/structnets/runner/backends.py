@@ -35,7 +35,8 @@ logger = logging.getLogger(__name__)
 BACKENDS = ("local", "ray")
 
 ExperimentRef = Any
-"""A string for :func:`~structnets.runner.resolve.resolve_experiment`, or a picklable experiment."""
+"""A ``"module.path:OBJECT"`` spec (or a name of the default registry) for
+:func:`~structnets.runner.resolve.resolve_experiment`, or a picklable experiment."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ class Backend(abc.ABC):
         """Stop now (Ctrl-C): drop queued units and stop units in flight."""
         self.cancel_pending()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: backends without workers have nothing to release
         """Release workers (idempotent)."""
 
 
@@ -447,8 +448,12 @@ class RayBackend(Backend):
 
 
 def make_backend(
-    backend: str, experiment: Experiment, ref: ExperimentRef | None, jobs: int | None,
-    *, gpus_per_unit: float | None = None,
+    backend: str,
+    experiment: Experiment,
+    ref: ExperimentRef | None,
+    jobs: int | None,
+    *,
+    gpus_per_unit: float | None = None,
 ) -> Backend:
     """Build the backend called ``backend`` (``"local"`` or ``"ray"``).
 
@@ -465,8 +470,10 @@ def make_backend(
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise ValueError(f"`jobs` must be a positive int or None, got {jobs!r}")
     if gpus_per_unit is not None:
-        if isinstance(gpus_per_unit, bool) or not isinstance(gpus_per_unit, (int, float)) or not (
-            0 < gpus_per_unit < float("inf")
+        if (
+            isinstance(gpus_per_unit, bool)
+            or not isinstance(gpus_per_unit, (int, float))
+            or not (0 < gpus_per_unit < float("inf"))
         ):
             raise ValueError(f"`gpus_per_unit` must be a finite number > 0 or None, got {gpus_per_unit!r}")
         if backend != "ray":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,11 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def compare_runs(
-    run_a: str | os.PathLike[str], run_b: str | os.PathLike[str], *, experiment: Any = None
+    run_a: str | os.PathLike[str],
+    run_b: str | os.PathLike[str],
+    *,
+    experiment: Any = None,
+    registry: Mapping[str, str] | None = None,
 ) -> RunComparison:
     """Compare the results of two run folders of the same experiment, unit by unit.
 
@@ -80,6 +85,8 @@ def compare_runs(
         run_a, run_b: folders written by :func:`structnets.runner.run` (finished or not).
         experiment: the experiment, for runs of one outside the registry (as in
             :func:`~structnets.runner.load_results`).
+        registry: the registered experiments, names to ``"module.path:OBJECT"`` specs (None: the
+            default registry, :func:`~structnets.runner.resolve.set_default_registry`).
 
     Returns:
         a :class:`RunComparison` (differences are B − A).
@@ -98,8 +105,8 @@ def compare_runs(
             f"cannot compare runs of two different experiments: {run_a} holds {name_a!r} and {run_b} holds "
             f"{name_b!r}; compare two runs of the same experiment"
         )
-    exp, config_a, frame_a = load_results(run_a, experiment=experiment)
-    _, config_b, frame_b = load_results(run_b, experiment=experiment)
+    exp, config_a, frame_a = load_results(run_a, experiment=experiment, registry=registry)
+    _, config_b, frame_b = load_results(run_b, experiment=experiment, registry=registry)
     json_a, json_b = config_to_json(config_a), config_to_json(config_b)
     config_diffs = [
         f"{key}: A {json.dumps(json_a.get(key))}, B {json.dumps(json_b.get(key))}"
@@ -146,7 +153,9 @@ def compare_runs(
         run_a=run_a,
         run_b=run_b,
         config_differences=config_diffs,
-        metrics=pd.DataFrame(metric_rows, columns=["metric", "units", "mean_a", "mean_b", "mean_diff", "max_abs_diff", "differing"]),
+        metrics=pd.DataFrame(
+            metric_rows, columns=["metric", "units", "mean_a", "mean_b", "mean_diff", "max_abs_diff", "differing"]
+        ),
         by_unit=pd.DataFrame(unit_rows, columns=["key", "metric", "a", "b", "diff"]),
         equal=equal,
         text_differences=text,

@@ -134,9 +134,7 @@ def parse_overrides(config_class: type, assignments: Iterable[str]) -> dict[str,
         if not sep or not key:
             raise ValueError(f"--set expects key=value, got {assignment!r}")
         if key not in fields:
-            raise ValueError(
-                f"unknown config key {key!r} for {config_class.__name__}; valid keys: {', '.join(fields)}"
-            )
+            raise ValueError(f"unknown config key {key!r} for {config_class.__name__}; valid keys: {', '.join(fields)}")
         out[key] = parse_value(text, fields[key], name=key)
     return out
 
@@ -326,7 +324,9 @@ def validate_config(config: Any) -> None:
                 constraint = f"an int >= {int(low)}"
             else:
                 ok = (
-                    isinstance(item, (int, float)) and not isinstance(item, bool) and math.isfinite(item)
+                    isinstance(item, (int, float))
+                    and not isinstance(item, bool)
+                    and math.isfinite(item)
                     and (item > low if open_ else item >= low)
                 )
                 constraint = f"a finite float {'>' if open_ else '>='} {low:g}"

@@ -26,9 +26,7 @@ def cuda_available() -> bool:
 
 
 def _check_name(device: Any, what: str) -> str:
-    if not isinstance(device, str) or not (
-        device in DEVICES or (device.startswith("cuda:") and device[5:].isdigit())
-    ):
+    if not isinstance(device, str) or not (device in DEVICES or (device.startswith("cuda:") and device[5:].isdigit())):
         raise InvalidConfigError(f"{what} must be one of {', '.join(DEVICES)} (or cuda:N), got {device!r}")
     return device
 
@@ -127,9 +125,9 @@ def apply_device(
                 "units run on the CPU only; use --device cpu or auto (auto then means cpu)"
             )
         return config  # cpu, or auto (which can only mean cpu here)
-    requested = getattr(config, "device") if device is None else device
+    requested = config.device if device is None else device
     resolved = resolve_device(requested, backend=backend, gpus_per_unit=gpus_per_unit)
-    if resolved == getattr(config, "device"):
+    if resolved == config.device:
         return config
     return dataclasses.replace(config, device=resolved)
 

@@ -1,111 +1,31 @@
-"""What an experiment is, to the runner.
-
-An experiment is a module-level object implementing :class:`Experiment`. The runner never knows
-what a unit computes: it asks the experiment for units, runs the unfinished ones (locally or on Ray),
-commits each result row to ``results.db`` the moment it finishes, and asks again, so staged
-experiments (e.g. grid search, then cross-validation at the chosen architecture) resume too.
-
-Protocol (docs/design.md, "Runner" and convention 7):
-
-* ``config_class``: a frozen dataclass; ``config_class.quick()`` returns the ``--quick`` preset and
-  ``config_class()`` the full one. ``--set key=value`` overrides fields (parsed by field type).
-* ``units(config, finished)``: every unit that can be run *now*, given the result rows already
-  finished (a DataFrame with one row per finished unit, possibly empty, with a ``key`` column
-  followed by the columns ``run_unit`` returned). Keys are stable strings, unique within one call,
-  so a unit returned again after it finished is skipped; a later stage's units are returned once
-  the stage before it is finished. The runner stops when every unit returned is finished.
-  It must be a deterministic function of ``(config, finished)``: the runner calls it exactly as an
-  uninterrupted run would (first with no rows; then, once all units returned so far are finished,
-  with their rows in the order they were first returned), replaying those calls on resume, so a
-  resumed run's results, table and figures equal an uninterrupted run's.
-* ``run_unit(params)``: a pure, seeded function of the unit's JSON-serialisable ``params`` that
-  returns one result row (a flat dict of JSON scalars; NumPy scalars are unwrapped; the column
-  name ``key`` is reserved). ``params`` arrive after a JSON round trip (tuples become lists), on
-  every backend alike. It must not print. It runs in worker processes, so the experiment must be
-  reachable there: a registered name, or a module-level object (``"module.path:OBJECT"``).
-* ``report(results, config)``: the Markdown text of ``table.md`` (ours beside the paper's).
-* ``figures(results, config, out_dir)``: writes ``out_dir/*.png`` and returns their paths.
-"""
+"""What an experiment is, to the runner: the protocol (re-exported from :mod:`structnets.protocol`, where it
+lives, so that old imports keep working) and :func:`run_experiment`, the one-call ``run(config) -> DataFrame``."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import pandas as pd
 
-JSONScalar = str | int | float | bool | None
+from ..protocol import (
+    Experiment,
+    FunctionExperiment,
+    JSONScalar,
+    ProgressCallback,
+    Unit,
+    config_to_dict,
+)
 
-
-@dataclass(frozen=True)
-class Unit:
-    """One independent, seeded piece of work.
-
-    Attributes:
-        key: stable unique id within the run, e.g. ``"cv/iris/lowrank/fold=3/seed=0"``.
-        params: JSON-serialisable keyword arguments for the experiment's ``run_unit``.
-    """
-
-    key: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-
-@runtime_checkable
-class Experiment(Protocol):
-    """The interface every experiment in :mod:`structnets.experiments` implements."""
-
-    name: str
-    description: str
-    config_class: type
-
-    def units(self, config: Any, finished: pd.DataFrame) -> list[Unit]: ...
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]: ...
-
-    def report(self, results: pd.DataFrame, config: Any) -> str: ...
-
-    def figures(self, results: pd.DataFrame, config: Any, out_dir: Path) -> list[Path]: ...
-
-
-def config_to_dict(config: Any) -> dict[str, Any]:
-    """Return a frozen-dataclass config as a JSON-ready dict (for ``run_info.json``)."""
-    return dataclasses.asdict(config)
-
-
-@dataclass(frozen=True)
-class FunctionExperiment:
-    """An :class:`Experiment` assembled from four module-level functions (what every paper
-    experiment in :mod:`structnets.experiments` is). Functions pickle by reference, so worker
-    processes and Ray tasks can run it.
-
-    Attributes:
-        name, description: as shown by ``structnets list``.
-        config_class: the frozen config dataclass (with a ``quick()`` preset).
-        units_fn, run_unit_fn, report_fn, figures_fn: the protocol's four methods, as functions.
-    """
-
-    name: str
-    description: str
-    config_class: type
-    units_fn: Callable[[Any, pd.DataFrame], list[Unit]]
-    run_unit_fn: Callable[[Mapping[str, Any]], dict[str, JSONScalar]]
-    report_fn: Callable[[pd.DataFrame, Any], str]
-    figures_fn: Callable[[pd.DataFrame, Any, Path], list[Path]]
-
-    def units(self, config: Any, finished: pd.DataFrame) -> list[Unit]:
-        return self.units_fn(config, finished)
-
-    def run_unit(self, params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-        return self.run_unit_fn(params)
-
-    def report(self, results: pd.DataFrame, config: Any) -> str:
-        return self.report_fn(results, config)
-
-    def figures(self, results: pd.DataFrame, config: Any, out_dir: Path) -> list[Path]:
-        return self.figures_fn(results, config, out_dir)
+__all__ = [
+    "Experiment",
+    "FunctionExperiment",
+    "JSONScalar",
+    "ProgressCallback",
+    "Unit",
+    "config_to_dict",
+    "run_experiment",
+]
 
 
 def run_experiment(
@@ -128,9 +48,3 @@ def run_experiment(
         with tempfile.TemporaryDirectory() as tmp:
             return run(experiment, config, Path(tmp), **runner_options)
     return run(experiment, config, Path(out_dir), **runner_options)
-
-
-ProgressCallback = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` before each round of units and after every finished unit;
-``total`` counts the units known so far (it grows as a staged experiment reveals later stages) and
-``done`` includes units finished in earlier sessions of a resumed run. The CLI draws the bar."""

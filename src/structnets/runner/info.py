@@ -40,9 +40,7 @@ def git_info(path: Path | None = None) -> dict[str, Any] | None:
 
     def git(*args: str) -> str | None:
         try:
-            proc = subprocess.run(
-                ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=10, env=env
-            )
+            proc = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=10, env=env)
         except (OSError, subprocess.SubprocessError):
             return None
         return proc.stdout.strip() if proc.returncode == 0 else None

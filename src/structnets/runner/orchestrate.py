@@ -20,14 +20,13 @@ backend and whatever order units finished in.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import socket
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,13 @@ from .backends import Backend, make_backend
 from .config import config_from_json, config_to_json, validate_config
 from .device import apply_device
 from .errors import CorruptStoreError, ExperimentError, RunnerError, StoreError, UnitFailedError
-from .experiment import Experiment, ProgressCallback, Unit
+from .experiment import Experiment, ProgressCallback
 from .figures import FIGURE_FORMATS, figure_format_context
 from .info import git_info, machine_info, package_versions
 from .lock import run_lock
-from .resolve import experiment_ref, resolve_experiment, resolve_stored_experiment
-from .store import ResultStore, UnitRecord, dumps, utc_now
+from .resolve import Registry, experiment_ref, get_registry, resolve_experiment, resolve_stored_experiment, worker_spec
+from .schedule import Schedule, results_frame
+from .store import ResultStore, UnitRecord, utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -52,82 +52,6 @@ RESULTS_CSV = "results.csv"
 TABLE_MD = "table.md"
 RUN_INFO = "run_info.json"
 FIGURES = "figures"
-
-
-def results_frame(records: list[UnitRecord]) -> pd.DataFrame:
-    """One row per record: ``key`` then the result columns (in first-seen order)."""
-    if not records:
-        return pd.DataFrame({"key": pd.Series([], dtype=object)})
-    return pd.DataFrame([{"key": r.key, **r.result} for r in records])
-
-
-class _Schedule:
-    """Replays ``experiment.units`` the way an uninterrupted run calls it (see module docstring)."""
-
-    def __init__(self, experiment: Experiment, config: Any) -> None:
-        self.experiment = experiment
-        self.config = config
-        self.order: list[str] = []  # every key returned so far, in first-returned order
-        self.params: dict[str, dict[str, Any]] = {}
-
-    def _units(self, records: Mapping[str, UnitRecord]) -> list[Unit]:
-        finished = results_frame([records[k] for k in self.order])
-        units = self.experiment.units(self.config, finished)
-        seen: set[str] = set()
-        for unit in units:
-            if not isinstance(unit, Unit):
-                raise ExperimentError(
-                    f"{self.experiment.name}.units() must return Unit objects, got {type(unit).__name__}"
-                )
-            if not isinstance(unit.key, str) or not unit.key:
-                raise ExperimentError(f"{self.experiment.name}.units() returned a unit with key {unit.key!r}")
-            if unit.key in seen:
-                raise ExperimentError(f"{self.experiment.name}.units() returned the key {unit.key!r} twice")
-            seen.add(unit.key)
-        return list(units)
-
-    def _canonical(self, unit: Unit) -> dict[str, Any]:
-        try:
-            return json.loads(dumps(dict(unit.params)))
-        except (TypeError, ValueError) as e:
-            raise ExperimentError(f"params of unit {unit.key!r} are not JSON-serialisable: {e}") from e
-
-    def advance(self, records: Mapping[str, UnitRecord]) -> list[tuple[str, dict[str, Any]]]:
-        """Return the next units to run (those of the current round not in ``records``), or ``[]``.
-
-        Must be called again only after every unit it returned has finished.
-        """
-        known = set(self.order)
-        while True:
-            units = self._units(records)
-            new = [u for u in units if u.key not in known]
-            for unit in new:
-                self.order.append(unit.key)
-                known.add(unit.key)
-                self.params[unit.key] = self._canonical(unit)
-                stored = records.get(unit.key)
-                if stored is not None and dict(stored.params) != self.params[unit.key]:
-                    warnings.warn(
-                        f"unit {unit.key!r} is stored with params {dumps(dict(stored.params))} but the "
-                        f"experiment now gives {dumps(self.params[unit.key])}; keeping the stored result",
-                        RuntimeWarning,
-                        stacklevel=3,
-                    )
-            pending = [(u.key, self.params.setdefault(u.key, self._canonical(u))) for u in units if u.key not in records]
-            if pending or not new:
-                return pending
-
-    def frame(self, records: Mapping[str, UnitRecord]) -> pd.DataFrame:
-        """The results frame in canonical order; warns about stored rows no unit claims."""
-        stray = [k for k in records if k not in self.params]
-        if stray:
-            warnings.warn(
-                f"{len(stray)} row(s) in results.db belong to no unit of this experiment and are left "
-                f"out of the results (e.g. {stray[:3]})",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        return results_frame([records[k] for k in self.order if k in records])
 
 
 def _check_config(experiment: Experiment, config: Any) -> Any:
@@ -252,7 +176,11 @@ class _Session:
 
 
 def _run_info(
-    experiment: Experiment, ref: str | None, config_json: dict[str, Any], session: _Session, store: ResultStore,
+    experiment: Experiment,
+    ref: str | None,
+    config_json: dict[str, Any],
+    session: _Session,
+    store: ResultStore,
     finished: str | None,
 ) -> dict[str, Any]:
     sessions = store.sessions()
@@ -293,6 +221,7 @@ def run(
     gpus_per_unit: float | None = None,
     on_unit: Callable[[UnitRecord], None] | None = None,
     figure_format: str = "png",
+    registry: Registry | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) an experiment into the folder ``out_dir`` and return its results.
 
@@ -302,7 +231,7 @@ def run(
     most the units in flight.
 
     Args:
-        experiment: an experiment object, a registered name, or a ``"module.path:OBJECT"`` spec.
+        experiment: an experiment object, a name in ``registry``, or a ``"module.path:OBJECT"`` spec.
         config: an instance of ``experiment.config_class`` (``None``: the full default config).
         out_dir: the run folder; created if missing.
         backend: ``"local"`` (this machine) or ``"ray"`` (``ray.init()``: local, or the cluster at
@@ -324,6 +253,9 @@ def run(
         on_unit: called with each unit's :class:`~.store.UnitRecord` right after it is committed
             (before ``progress``), e.g. to log one line per finished unit.
         figure_format: ``"png"`` (default), ``"pdf"`` or ``"svg"``: the format of ``figures/``.
+        registry: experiment names to ``"module.path:OBJECT"`` specs (the command line passes
+            ``structnets.experiments.REGISTRY``); None: the default registry
+            (:func:`~.resolve.set_default_registry`).
 
     Returns:
         One row per unit: a ``key`` column, then the result columns ``run_unit`` returned.
@@ -349,15 +281,18 @@ def run(
         :mod:`multiprocessing` program. Workers see the environment as it is when ``run`` starts
         the pool.
     """
-    exp = resolve_experiment(experiment)
-    ref = experiment if isinstance(experiment, str) else experiment_ref(exp)
+    table = get_registry(registry)
+    exp = resolve_experiment(experiment, table)
+    ref = experiment if isinstance(experiment, str) else experiment_ref(exp, table)
     config = _check_config(exp, config)
     _check_figure_format(figure_format)
     # The whole config (device included) is checked before the run folder is created or touched.
     config = apply_device(config, device, experiment=exp.name, backend=backend, gpus_per_unit=gpus_per_unit)
     validate_config(config)
     config_json = config_to_json(config)
-    backend_obj: Backend = make_backend(backend, exp, ref, jobs, gpus_per_unit=gpus_per_unit)
+    # Workers get a spec, never a bare name: they resolve it without a registry.
+    worker_ref = None if ref is None else worker_spec(ref, table)
+    backend_obj: Backend = make_backend(backend, exp, worker_ref, jobs, gpus_per_unit=gpus_per_unit)
     out = Path(out_dir)
     _make_folder(out)
     with run_lock(out), figure_format_context(figure_format):
@@ -383,14 +318,24 @@ def _make_folder(out: Path) -> None:
 
 
 def _run_locked(
-    exp: Experiment, ref: str | None, config: Any, config_json: dict[str, Any], backend_obj: Backend,
-    backend: str, out: Path, progress: ProgressCallback | None, on_unit: Callable[[UnitRecord], None] | None = None,
+    exp: Experiment,
+    ref: str | None,
+    config: Any,
+    config_json: dict[str, Any],
+    backend_obj: Backend,
+    backend: str,
+    out: Path,
+    progress: ProgressCallback | None,
+    on_unit: Callable[[UnitRecord], None] | None = None,
 ) -> pd.DataFrame:
     store = ResultStore.create_or_resume(
         out / RESULTS_DB, experiment=exp.name, experiment_ref=ref, config=config_json, defaults=_default_json(exp)
     )
     session = _Session(
-        started=utc_now(), t0=time.perf_counter(), backend=backend, jobs=backend_obj.jobs,
+        started=utc_now(),
+        t0=time.perf_counter(),
+        backend=backend,
+        jobs=backend_obj.jobs,
         gpus_per_unit=getattr(backend_obj, "gpus_per_unit", None),
     )
     try:
@@ -401,7 +346,7 @@ def _run_locked(
         if records:
             logger.info("resuming %s in %s: %d units already finished", exp.name, out, len(records))
         atomic_io.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, None))
-        schedule = _Schedule(exp, config)
+        schedule = Schedule(exp, config)
 
         def report_progress() -> None:
             if progress is not None:
@@ -486,7 +431,7 @@ class _Loaded:
     missing: list[str]  # units known but not finished; empty for a finished run
 
 
-def _load(run_dir: Path, experiment: str | Experiment | None) -> _Loaded:
+def _load(run_dir: Path, experiment: str | Experiment | None, registry: Registry | None) -> _Loaded:
     if not run_dir.is_dir():
         raise StoreError(f"`run_dir` {run_dir} is not a directory")
     db = run_dir / RESULTS_DB
@@ -496,9 +441,9 @@ def _load(run_dir: Path, experiment: str | Experiment | None) -> _Loaded:
         records = store.records()
     if experiment is None:
         # Names in a run folder are data: only registered experiments, checked before any import.
-        exp = resolve_stored_experiment(meta["experiment"], meta.get("experiment_ref"), run_dir)
+        exp = resolve_stored_experiment(meta["experiment"], meta.get("experiment_ref"), run_dir, registry)
     else:
-        exp = resolve_experiment(experiment)
+        exp = resolve_experiment(experiment, registry)
     if exp.name != meta["experiment"]:
         raise RunnerError(f"{run_dir} holds experiment {meta['experiment']!r}, not {exp.name!r}")
     if not isinstance(stored_config, dict):
@@ -508,21 +453,24 @@ def _load(run_dir: Path, experiment: str | Experiment | None) -> _Loaded:
     except (TypeError, ValueError) as e:
         raise CorruptStoreError(db, f"its stored config is not a valid {exp.config_class.__name__}: {e}") from e
     # Replay until the first round with missing units (an unfinished run) or the end.
-    schedule = _Schedule(exp, config)
+    schedule = Schedule(exp, config)
     missing = [key for key, _ in schedule.advance(records)]
     return _Loaded(exp, config, schedule.frame(records), missing)
 
 
-def load_results(run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None) -> tuple[Experiment, Any, pd.DataFrame]:
+def load_results(
+    run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None, registry: Registry | None = None
+) -> tuple[Experiment, Any, pd.DataFrame]:
     """Read a run folder's experiment, config and results frame from ``results.db`` alone.
 
-    The run folder may only name a registered experiment (or structnets' toy): a name stored in a
+    The run folder may only name an experiment of ``registry`` (by name or spec): a name stored in a
     run folder is never imported. For an experiment outside the registry, pass it as
     ``experiment`` (you vouch for that code).
 
     Args:
         run_dir: a folder written by :func:`run` (finished or not).
         experiment: the experiment, when the run folder cannot name a registered one.
+        registry: the registered experiments (names to specs); None: the default registry.
 
     Returns:
         ``(experiment, config, results)``; for an unfinished run, the units finished so far.
@@ -532,12 +480,16 @@ def load_results(run_dir: str | os.PathLike[str], *, experiment: str | Experimen
             config does not fit the experiment, or a row is malformed (the row is named).
         UntrustedExperimentError: the folder names an experiment that is not registered.
     """
-    loaded = _load(Path(run_dir), experiment)
+    loaded = _load(Path(run_dir), experiment, registry)
     return loaded.experiment, loaded.config, loaded.frame
 
 
 def report(
-    run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None, figure_format: str = "png"
+    run_dir: str | os.PathLike[str],
+    *,
+    experiment: str | Experiment | None = None,
+    figure_format: str = "png",
+    registry: Registry | None = None,
 ) -> str:
     """Regenerate ``results.csv``, ``table.md`` and ``figures/`` of a run from ``results.db`` alone.
 
@@ -549,6 +501,7 @@ def report(
         experiment: the experiment, when the run folder cannot name a registered one (see
             :func:`load_results`).
         figure_format: ``"png"`` (default), ``"pdf"`` or ``"svg"``.
+        registry: the registered experiments (names to specs); None: the default registry.
 
     Returns:
         The Markdown text written to ``table.md``.
@@ -563,11 +516,9 @@ def report(
     run_dir = Path(run_dir)
     if run_dir.is_dir():
         _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
-    loaded = _load(run_dir, experiment)
+    loaded = _load(run_dir, experiment, registry)
     with figure_format_context(figure_format):
-        table, _ = _write_outputs(
-            loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None
-        )
+        table, _ = _write_outputs(loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None)
     return table
 
 
@@ -578,7 +529,9 @@ def _check_figure_format(figure_format: str) -> None:
 
 def _check_writable(folder: Path, why: str) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise StoreError(f"{folder} is not writable ({why}); copy the run folder somewhere writable, or fix its permissions")
+        raise StoreError(
+            f"{folder} is not writable ({why}); copy the run folder somewhere writable, or fix its permissions"
+        )
 
 
 __all__ = ["ProgressCallback", "load_results", "report", "results_frame", "run"]

@@ -183,7 +183,12 @@ class ResultStore:
 
     @classmethod
     def create_or_resume(
-        cls, path: Path, *, experiment: str, experiment_ref: str | None, config: Mapping[str, Any],
+        cls,
+        path: Path,
+        *,
+        experiment: str,
+        experiment_ref: str | None,
+        config: Mapping[str, Any],
         defaults: Mapping[str, Any] | None = None,
     ) -> ResultStore:
         """Open ``path`` for a run of ``experiment`` with JSON ``config``, creating it if needed.
@@ -219,7 +224,8 @@ class ResultStore:
                 if meta["experiment"] != experiment:
                     diffs.append(f"experiment: stored {meta['experiment']!r}, requested {experiment!r}")
                 diffs += config_differences(
-                    json.loads(meta["config"]), json.loads(dumps(dict(config))),
+                    json.loads(meta["config"]),
+                    json.loads(dumps(dict(config))),
                     None if defaults is None else json.loads(dumps(dict(defaults))),
                 )
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -288,8 +294,7 @@ class ResultStore:
         """
         try:
             rows = self._conn.execute(
-                "SELECT key, params, result, started, finished, worker, host, wall_s "
-                "FROM results ORDER BY rowid"
+                "SELECT key, params, result, started, finished, worker, host, wall_s FROM results ORDER BY rowid"
             ).fetchall()
         except sqlite3.DatabaseError as e:
             raise CorruptStoreError(self.path, f"cannot read results: {e}") from e
@@ -369,7 +374,9 @@ def _store_error(path: Path, e: sqlite3.Error) -> StoreError:
             "or use another output folder (--out)"
         )
     if isinstance(e, sqlite3.OperationalError) and "locked" in str(e).lower():
-        return StoreError(f"{path} is locked by another process ({e}); wait for it, or use another output folder (--out)")
+        return StoreError(
+            f"{path} is locked by another process ({e}); wait for it, or use another output folder (--out)"
+        )
     return CorruptStoreError(path, f"SQLite error: {e}")
 
 
@@ -441,7 +448,8 @@ def check_records(path: Path, records: Mapping[str, UnitRecord]) -> None:
             for column, count in counts.items():
                 if count == len(group) - 1 and column not in record.result:
                     raise _bad_row(
-                        path, record.key,
+                        path,
+                        record.key,
                         f"lacks the column {_shown(column)} that the other {count} rows of its kind "
                         f"({_shown(kind_key)}) have",
                     )
@@ -453,7 +461,8 @@ def check_records(path: Path, records: Mapping[str, UnitRecord]) -> None:
             odd_kind, odd_keys = ranked[-1]
             value = records[odd_keys[0]].result[column]
             raise _bad_row(
-                path, odd_keys[0],
+                path,
+                odd_keys[0],
                 f"holds {_shown(value)} ({odd_kind}) in column {_shown(column)}, where the other rows of "
                 f"its kind ({_shown(kind_key)}) hold {usual} values",
             )

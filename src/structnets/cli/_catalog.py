@@ -1,0 +1,89 @@
+"""``structnets list`` and ``structnets show``: the registered experiments, and one experiment's config."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._common import EXIT_OK, Handler, _registry, _UsageError, _verbosity_options
+
+
+def add_commands(sub: Any) -> dict[str, Handler]:
+    """Add the ``list`` and ``show`` commands to the subparsers ``sub``; return their handlers."""
+    listing = sub.add_parser("list", help="list the experiments", description="List the registered experiments.")
+    show = sub.add_parser(
+        "show",
+        help="show an experiment's config fields, defaults and quick preset",
+        description="Print an experiment's config fields with their types, defaults and --quick values.",
+    )
+    show.add_argument("name", metavar="NAME", help="experiment name (see `structnets list`) or module.path:OBJECT")
+    for parser in (listing, show):
+        _verbosity_options(parser, top=False)
+    return {"list": _cmd_list, "show": _cmd_show}
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from .. import runner
+
+    registry = _registry()
+    rows = []
+    for name in sorted(registry):
+        try:
+            description = runner.resolve_experiment(name, registry).description.strip().splitlines()[0]
+        except Exception as e:  # noqa: BLE001 - one broken module must not hide the others
+            description = f"(cannot be loaded: {type(e).__name__}: {e})"
+        rows.append((name, description))
+    width = max((len(n) for n, _ in rows), default=0)
+    for name, description in rows:
+        print(f"{name:<{width}}  {description}")
+    return EXIT_OK
+
+
+# -- show -----------------------------------------------------------------------------------------
+
+
+def _plain_doc(text: str) -> str:
+    """Docstring markup (``code``, :role:`target`) as plain text."""
+    import re
+
+    text = re.sub(r":[a-z]+:`~?([^`]*)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from .. import runner
+    from ..runner.config import describe_config
+
+    try:
+        experiment = runner.resolve_experiment(args.name, _registry())
+    except (ValueError, TypeError) as e:
+        raise _UsageError(str(e)) from e
+    config_class = experiment.config_class
+    rows = describe_config(config_class)
+    has_quick = callable(getattr(config_class, "quick", None))
+    print(f"{experiment.name}: {' '.join(experiment.description.split())}")
+    print(
+        f"config {config_class.__module__}.{config_class.__qualname__}: set a field with --set FIELD=VALUE "
+        "(sequences comma-separated, none for None)"
+    )
+    if any(row["field"] == "device" for row in rows):
+        print("trains on a chosen device: --device cpu|cuda|auto")
+    print()
+    header = ["field", "type", "default"] + (["--quick"] if has_quick else [])
+    lines = [header, ["---"] * len(header)]
+    for row in rows:
+        cells = [row["field"], row["type"], row["default"]]
+        if has_quick:
+            cells.append("=" if row["quick"] == row["default"] else row["quick"])
+        lines.append(cells)
+    for cells in lines:
+        print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    if has_quick:
+        print("\n--quick: = means the same as the default.")
+    documented = [row for row in rows if row["doc"]]
+    if documented:
+        print()
+        width = max(len(row["field"]) for row in documented)
+        for row in documented:
+            print(f"{row['field']:<{width}}  {_plain_doc(row['doc'])}")
+    return EXIT_OK
