@@ -58,7 +58,9 @@ import torch
 from torch import nn
 
 from .._validation import check_choice, check_int, check_real
-from .dlor import DLoRFactor, _load_factor, _value_and_slope
+from ..nn import DLoRLinear
+from .dlor_factor import DLoRFactor, _load_factor
+from .dlor_network import _value_and_slope
 
 F64 = torch.float64
 
@@ -130,7 +132,10 @@ class ShallowNetwork:
         """The dense network ``Linear(n, J), σ, Linear(J, m)`` (float64) computing g."""
         from ..nn import activation
 
-        first, last = nn.Linear(self.in_features, self.neurons, dtype=F64), nn.Linear(self.neurons, self.out_features, dtype=F64)
+        first, last = (
+            nn.Linear(self.in_features, self.neurons, dtype=F64),
+            nn.Linear(self.neurons, self.out_features, dtype=F64),
+        )
         with torch.no_grad():
             first.weight.copy_(self.weight)
             first.bias.copy_(self.bias)
@@ -241,7 +246,15 @@ def fit_shallow(
     anchors = np.random.default_rng([seed, 1]).uniform(low, high, (neurons, in_features))
     weight = torch.as_tensor(directions * (scale / (high - low)), dtype=F64)
     bias = -(weight * torch.as_tensor(anchors, dtype=F64)).sum(dim=1)
-    partial = ShallowNetwork(weight, bias, torch.zeros(Y.shape[1], neurons, dtype=F64), torch.zeros(Y.shape[1], dtype=F64), activation, low, high)
+    partial = ShallowNetwork(
+        weight,
+        bias,
+        torch.zeros(Y.shape[1], neurons, dtype=F64),
+        torch.zeros(Y.shape[1], dtype=F64),
+        activation,
+        low,
+        high,
+    )
     features = torch.cat([torch.ones(len(X), 1, dtype=F64), partial.hidden(X)], dim=1)
     penalty = math.sqrt(ridge * len(X))
     regulariser = torch.cat([torch.zeros(neurons, 1, dtype=F64), penalty * torch.eye(neurons, dtype=F64)], dim=1)
@@ -306,7 +319,8 @@ def register_depth(neurons: int, out_features: int, rank: int) -> int:
     """Nonlinear layers of the register network: J + 1 + m (rank 2) or 2J + m (rank 1)."""
     neurons = check_int("neurons", neurons, low=1)
     out_features = check_int("out_features", out_features, low=1)
-    check_choice("rank", rank, RANKS)
+    if rank not in RANKS:
+        raise ValueError(f"`rank` must be one of {sorted(RANKS)}, got {rank!r}")
     return neurons + 1 + out_features if rank == 2 else 2 * neurons + out_features
 
 
@@ -440,12 +454,10 @@ def dlor_from_shallow(
 
     depth = len(factors) - 1
     network = dlor_mlp(n, m, N, depth, rank, "deep", _fresh(shallow.activation), dtype=F64)
-    for module, factor, b in zip((mod for mod in network if hasattr(mod, "alpha")), factors, biases, strict=True):
+    for module, factor, b in zip((mod for mod in network if isinstance(mod, DLoRLinear)), factors, biases, strict=True):
         _load_factor(module, factor, b)
     narrow = _narrow(factors, biases, n, m, shallow.activation)
-    return RegisterNetwork(
-        shallow, network, narrow, tuple(factors), tuple(biases), N, depth, rank, h, c, h_x, h_y
-    )
+    return RegisterNetwork(shallow, network, narrow, tuple(factors), tuple(biases), N, depth, rank, h, c, h_x, h_y)
 
 
 def _grid_size_for(in_features: int) -> int:
@@ -506,7 +518,7 @@ def wide_dlor_from_shallow(shallow: ShallowNetwork) -> nn.Sequential:
     width = max(J, n + 1, m + 1, 2)
     r = max(n, m)
     network = dlor_mlp(n, m, width, 1, r, "deep", _fresh(shallow.activation), dtype=F64)
-    first, last = (mod for mod in network if hasattr(mod, "alpha"))
+    first, last = (mod for mod in network if isinstance(mod, DLoRLinear))
     U = torch.zeros(width, r, dtype=F64)
     U[:J, :n] = shallow.weight
     U[:n, :n] -= torch.eye(n, dtype=F64)

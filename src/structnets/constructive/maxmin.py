@@ -33,8 +33,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..nn import MaxMin, NormConstrainedLinear
 from ..functional import spectral_norm_bound
+from ..nn import MaxMin, NormConstrainedLinear
 
 Piece = tuple[Sequence[float], float]
 
