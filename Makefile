@@ -45,6 +45,7 @@ bench: setup
 	$(PY) benchmarks/adam_step.py
 	$(PY) benchmarks/certificate_cache.py
 	$(PY) benchmarks/forward_rounding.py
+	$(PY) benchmarks/ensemble_trainer.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

@@ -34,6 +34,18 @@ def make_optimizer(
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("`model` has no trainable parameters")
+    return optimizer_for(optimizer, params, lr, weight_decay, public=public)
+
+
+def optimizer_for(
+    optimizer: str | OptimizerFactory,
+    params: list[Any],
+    lr: float,
+    weight_decay: float,
+    *,
+    public: bool = False,
+) -> torch.optim.Optimizer | FusedAdam:
+    """:func:`make_optimizer` for a list of leaf tensors (e.g. the stacked parameters of an ensemble)."""
     if callable(optimizer):
         opt = optimizer(params)
         if not isinstance(opt, torch.optim.Optimizer):

@@ -48,7 +48,7 @@ from ._data import (
     evaluate_loss,
 )
 from .losses import _UNCHECKED, TARGET_KIND, LossFn, get_loss
-from .schedules import SchedulerFactory, StepRates, check_schedule, make_scheduler
+from .schedules import SchedulerFactory, apply_rates, check_schedule, scheduler_for
 
 Callback = Callable[[int, Mapping[str, float]], Any]
 
@@ -261,7 +261,7 @@ def fit(
     step = batch_size if batch_size is not None and batch_size < n else n
     steps_per_epoch = -(-n // step)
     opt = make_optimizer(optimizer, model, lr, weight_decay, public=callable(schedule))
-    scheduler, rates = _schedule_for(
+    scheduler, rates = scheduler_for(
         schedule, opt, epochs * steps_per_epoch, warmup_epochs, warmup_steps, steps_per_epoch, min_lr
     )
 
@@ -287,7 +287,7 @@ def fit(
         for i in range(0, n, step):
             xb, yb = X_ep[i : i + step], y_ep[i : i + step]
             if rates is not None:
-                _set_rates(opt, rates.rates(global_step))
+                apply_rates(opt, rates.rates(global_step))
             opt.zero_grad(set_to_none=True)
             batch_loss = loss_fn(model(xb), yb)
             if check_scalar:
@@ -376,40 +376,6 @@ def evaluate(
     check_rows(X_t, y_t, "X", "y")
     check_target_against_model(model, X_t, y_t, target_kind)
     return evaluate_loss(model, loss_fn, X_t, y_t)
-
-
-def _schedule_for(
-    schedule: str | SchedulerFactory,
-    opt: torch.optim.Optimizer | _FusedAdam,
-    total_steps: int,
-    warmup_epochs: int | None,
-    warmup_steps: int | None,
-    steps_per_epoch: int,
-    min_lr: float,
-) -> tuple[torch.optim.lr_scheduler.LRScheduler | None, StepRates | None]:
-    """The scheduler to step (a factory's) or the closed-form rates to set (a named schedule), or neither."""
-    if callable(schedule):
-        assert isinstance(opt, torch.optim.Optimizer)  # make_optimizer(public=True) guarantees it
-        return make_scheduler(schedule, opt), None
-    if schedule == "constant":
-        return None, None
-    warmup = warmup_steps if warmup_epochs is None else warmup_epochs * steps_per_epoch
-    base = [opt.lr] if isinstance(opt, _FusedAdam) else [float(group["lr"]) for group in opt.param_groups]
-    if warmup is not None and warmup > total_steps:
-        name = "warmup_steps" if warmup_epochs is None else "warmup_epochs"
-        raise ValueError(
-            f"`{name}` must give a warm-up of at most the {total_steps} planned optimiser steps "
-            f"(epochs × {steps_per_epoch} steps per epoch), got {warmup} steps"
-        )
-    return None, StepRates(schedule, base, total_steps, warmup, min_lr)
-
-
-def _set_rates(opt: torch.optim.Optimizer | _FusedAdam, rates: list[float]) -> None:
-    if isinstance(opt, _FusedAdam):
-        opt.lr = rates[0]
-        return
-    for group, rate in zip(opt.param_groups, rates, strict=True):
-        group["lr"] = rate
 
 
 def _check_scalar_loss(value: Any) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import torch
 
 from .._validation import check_choice, check_int, check_real
+from ._adam import FusedAdam
 
 SCHEDULES: tuple[str, ...] = ("constant", "cosine", "warmup_cosine")
 """The named learning-rate schedules."""
@@ -165,4 +166,54 @@ def make_scheduler(factory: SchedulerFactory, optimizer: torch.optim.Optimizer) 
     return scheduler
 
 
-__all__ = ["SCHEDULES", "SchedulerFactory", "StepRates", "check_schedule", "cosine_lr", "warmup_cosine_lr"]
+def scheduler_for(
+    schedule: str | SchedulerFactory,
+    opt: torch.optim.Optimizer | FusedAdam,
+    total_steps: int,
+    warmup_epochs: int | None,
+    warmup_steps: int | None,
+    steps_per_epoch: int,
+    min_lr: float,
+) -> tuple[torch.optim.lr_scheduler.LRScheduler | None, StepRates | None]:
+    """What a training loop steps: a factory's scheduler, or the closed-form rates of a named schedule, or neither.
+
+    Args:
+        schedule: validated by :func:`check_schedule`.
+        opt: the optimiser (a ``torch.optim.Optimizer`` when ``schedule`` is a factory).
+        total_steps: T = epochs × steps per epoch.
+        warmup_epochs, warmup_steps: the warm-up, at most T steps in all.
+        steps_per_epoch: optimiser steps per epoch.
+        min_lr: η_min.
+
+    Returns:
+        ``(scheduler, None)`` for a factory, ``(None, rates)`` for ``"cosine"``/``"warmup_cosine"``,
+        ``(None, None)`` for ``"constant"``.
+    """
+    if callable(schedule):
+        if not isinstance(opt, torch.optim.Optimizer):
+            raise TypeError(f"a `schedule` factory needs a torch.optim optimizer, got {type(opt).__name__}")
+        return make_scheduler(schedule, opt), None
+    if schedule == "constant":
+        return None, None
+    warmup = warmup_steps if warmup_epochs is None else warmup_epochs * steps_per_epoch
+    if warmup is not None and warmup > total_steps:
+        name = "warmup_steps" if warmup_epochs is None else "warmup_epochs"
+        raise ValueError(
+            f"`{name}` must give a warm-up of at most the {total_steps} planned optimiser steps "
+            f"(epochs × {steps_per_epoch} steps per epoch), got {warmup} steps"
+        )
+    base = [opt.lr] if isinstance(opt, FusedAdam) else [float(group["lr"]) for group in opt.param_groups]
+    return None, StepRates(schedule, base, total_steps, warmup, min_lr)
+
+
+def apply_rates(opt: torch.optim.Optimizer | FusedAdam, rates: list[float]) -> None:
+    """Set the learning rate of every parameter group of ``opt`` (``rates`` from :meth:`StepRates.rates`)."""
+    if isinstance(opt, FusedAdam):
+        opt.lr = rates[0]
+        return
+    for group, rate in zip(opt.param_groups, rates, strict=True):
+        group["lr"] = rate
+
+
+__all__ = ["SCHEDULES", "SchedulerFactory", "StepRates", "apply_rates", "check_schedule", "cosine_lr"]
+__all__ += ["make_scheduler", "scheduler_for", "warmup_cosine_lr"]
