@@ -224,13 +224,17 @@ def train_ensemble(
     )
     base = copy.deepcopy(members[0]).to("meta")
 
-    def one_member(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        return functional_call(base, (p, b), (x,))
+    names = list(params) + list(buffers)
+    stacked_state = tuple(params.values()) + tuple(buffers.values())
+
+    def one_member(state: tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
+        # A flat tuple, not dicts: vmap's per-call pytree handling is a large part of a small step.
+        return functional_call(base, dict(zip(names, state, strict=True)), (x,))
 
     forward = vmap(one_member)
-    member_loss = vmap(loss_fn)
+    member_loss = _member_loss(loss, loss_fn)
 
-    live = list(params.values()) + list(buffers.values())
+    live = list(stacked_state)
     monitor = "val_loss" if X_val is not None else "train_loss"
     state = _MemberState(count, X_val is not None)
     final: list[list[torch.Tensor] | None] = [None] * count
@@ -248,7 +252,7 @@ def train_ensemble(
             if rates is not None:
                 apply_rates(opt, rates.rates(global_step))
             opt.zero_grad(set_to_none=True)
-            losses = _first_losses(member_loss, forward(params, buffers, X_ep[:, i : i + step]), y_ep[:, i : i + step])
+            losses = _first_losses(member_loss, forward(stacked_state, X_ep[:, i : i + step]), y_ep[:, i : i + step])
             losses.sum().backward()
             opt.step()
             if scheduler is not None:
@@ -260,7 +264,7 @@ def train_ensemble(
         if X_val is not None and y_val is not None:
             base.eval()
             with torch.no_grad():
-                val = member_loss(forward(params, buffers, X_val), y_val).tolist()
+                val = member_loss(forward(stacked_state, X_val), y_val).tolist()
         for e in state.active():
             current = state.record(e, epoch, train[e], None if val is None else val[e])
             improved = state.update(e, epoch, current, min_delta)
@@ -272,7 +276,6 @@ def train_ensemble(
         if not state.active():
             break
 
-    names = list(params) + list(buffers)
     restored = [False] * count
     for e, member in enumerate(members):
         values = final[e] if final[e] is not None else [t[e].detach() for t in live]
@@ -421,6 +424,25 @@ def _member_data(
 def _take(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Rows ``index[e]`` of member e: (E, n, *) and (E, m) → (E, m, *)."""
     return tensor[torch.arange(tensor.shape[0], device=tensor.device)[:, None], index]
+
+
+def _member_loss(loss: str | LossFn, loss_fn: LossFn) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Per-member batch means (E,) of a loss on (E, b, …) outputs and targets.
+
+    The named losses are written out over the member axis (no ``vmap`` call per step): MSE is the
+    mean of the squared differences over each member's entries, cross-entropy the mean of the
+    per-row losses; a callable loss is mapped with ``vmap``.
+    """
+    if loss == "mse":
+        return lambda output, target: (output - target).square().flatten(1).mean(1)
+    if loss == "cross_entropy":
+
+        def cross_entropy(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            rows = nn.functional.cross_entropy(output.flatten(0, 1), target.flatten(), reduction="none")
+            return rows.view(target.shape[:2]).mean(1)
+
+        return cross_entropy
+    return vmap(loss_fn)
 
 
 def _first_losses(member_loss: Callable[..., torch.Tensor], output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
