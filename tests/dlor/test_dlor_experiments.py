@@ -1,5 +1,6 @@
-"""dlor-sawtooth and dlor-blindspot: batched seeds equal separate trainings; the blind-spot floor;
-tiny end-to-end runs through the runner."""
+"""The DLoR experiments' library parts: the seed-batched DLoR model equals its seeds' networks, one
+batched training equals separate trainings, the per-cell tests, the blind-spot floor. (End-to-end
+runs: tests/experiments/test_dlor_*.py.)"""
 
 from __future__ import annotations
 
@@ -8,22 +9,16 @@ import json
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
-from structnets.experiments import get, names
 from structnets.experiments import dlor_blindspot as blindspot
 from structnets.experiments import dlor_sawtooth as sawtooth_exp
 from structnets.models import dlor_mlp, dlor_parameter_count, rank_one_mlp
+from structnets.models.batched_dlor import BatchedDLoRNet, build_batched
+from structnets.training.seed_batched import full_batch_adam, train_batched, train_vmapped
 
 F64 = torch.float64
-
-
-def test_registered_under_their_names() -> None:
-    assert {"dlor-sawtooth", "dlor-blindspot"} <= set(names())
-    assert get("dlor-sawtooth") is sawtooth_exp.EXPERIMENT
-    assert get("dlor-blindspot") is blindspot.EXPERIMENT
 
 
 @pytest.mark.parametrize(("mode", "depth", "branches"), [("deep", 3, 1), ("summed", 2, 3), ("parallel", 2, 3)])
@@ -32,7 +27,7 @@ def test_batched_net_equals_each_seed_model(mode: str, depth: int, branches: int
     for seed in range(3):
         torch.manual_seed(seed)
         models.append(dlor_mlp(2, 1, 6, depth, 2, mode, "tanh", branches, dtype=F64))
-    net = sawtooth_exp.BatchedDLoRNet(models)
+    net = BatchedDLoRNet(models)
     x = torch.rand(11, 2, dtype=F64)
     out = net(x)
     assert out.shape == (3, 11, 1)
@@ -69,8 +64,8 @@ def test_batched_training_equals_separate_trainings(mode: str) -> None:
         torch.manual_seed(seed)
         models.append(dlor_mlp(1, 1, 4, 2, 1, mode, "tanh", 1 if mode == "deep" else 2, dtype=F64))
     separate = [copy.deepcopy(m) for m in models]
-    net = sawtooth_exp.BatchedDLoRNet(models)
-    history = sawtooth_exp.train_batched(net, X, y, X, y, epochs=7, lr=1e-2, eval_every=3)
+    net = BatchedDLoRNet(models)
+    history = train_batched(net, X, y, X, y, epochs=7, lr=1e-2, eval_every=3)
     assert history.eval_epochs == [0, 3, 6, 7]
     for s, model in enumerate(separate):
         _train_separately(model, X, y, epochs=7, lr=1e-2)
@@ -86,7 +81,7 @@ def test_vmapped_training_equals_separate_trainings() -> None:
         torch.manual_seed(seed)
         models.append(rank_one_mlp(2, 1, 5, 2, "tanh", dtype=F64))
     separate = [copy.deepcopy(m) for m in models]
-    test, train, trained = blindspot.train_vmapped(models, X, y, X, y, epochs=6, lr=1e-2)
+    test, train, trained = train_vmapped(models, X, y, X, y, epochs=6, lr=1e-2)
     for s, model in enumerate(separate):
         _train_separately(model, X, y, epochs=6, lr=1e-2)
         torch.testing.assert_close(trained[s](X), model(X), rtol=1e-10, atol=1e-10)
@@ -95,19 +90,21 @@ def test_vmapped_training_equals_separate_trainings() -> None:
 
 def test_epochs_to_threshold_is_the_first_evaluation_below_it() -> None:
     torch.manual_seed(0)
-    net = sawtooth_exp.BatchedDLoRNet([dlor_mlp(1, 1, 4, 1, 1, "deep", "tanh", dtype=F64)])
+    net = BatchedDLoRNet([dlor_mlp(1, 1, 4, 1, 1, "deep", "tanh", dtype=F64)])
     X = torch.rand(20, 1, dtype=F64)
     with torch.no_grad():
         y = net(X)[0, :, 0] + 0.01  # MSE exactly 1e-4 at epoch 0
-    history = sawtooth_exp.train_batched(net, X, y, X, y, epochs=2, lr=1e-3, eval_every=1, threshold=2e-4)
+    history = train_batched(net, X, y, X, y, epochs=2, lr=1e-3, eval_every=1, threshold=2e-4)
     assert history.epochs_to_threshold == [0]
-    history = sawtooth_exp.train_batched(net, X, y, X, y, epochs=2, lr=1e-3, eval_every=1, threshold=1e-12)
+    history = train_batched(net, X, y, X, y, epochs=2, lr=1e-3, eval_every=1, threshold=1e-12)
     assert history.epochs_to_threshold == [None]
 
 
 @pytest.mark.parametrize("mode", ["summed", "parallel"])
 @pytest.mark.parametrize(("width", "rank", "wide_depth", "branches"), [(8, 1, 3, 4), (16, 2, 1, 4), (10, 3, 2, 2)])
-def test_matched_depth_matches_parameter_counts(width: int, rank: int, wide_depth: int, branches: int, mode: str) -> None:
+def test_matched_depth_matches_parameter_counts(
+    width: int, rank: int, wide_depth: int, branches: int, mode: str
+) -> None:
     depth = sawtooth_exp.matched_deep_depth(width, rank, wide_depth, branches, mode)
     wide = dlor_parameter_count(width, wide_depth, rank, mode, branches)
     per_layer = 2 * width * rank + 1 + width
@@ -213,7 +210,7 @@ def test_trained_rank_one_networks_stay_above_the_floor_and_dlor_goes_below() ->
     X, y = (torch.as_tensor(a, dtype=torch.float32) for a in blindspot.saddle_data(512, seed=0))
     X_test, y_test = (torch.as_tensor(a, dtype=torch.float32) for a in blindspot.saddle_grid(40))
     rank_one = [rank_one_mlp(2, 1, 16, 2, "tanh") for _ in range(2)]
-    test, _, trained = blindspot.train_vmapped(rank_one, X, y, X_test, y_test, epochs=300, lr=1e-2)
+    test, _, trained = train_vmapped(rank_one, X, y, X_test, y_test, epochs=300, lr=1e-2)
     assert min(test) >= 0.9 * 4 / 135
     for net in trained:  # training cannot remove the blind spot
         net = net.double()
@@ -223,75 +220,53 @@ def test_trained_rank_one_networks_stay_above_the_floor_and_dlor_goes_below() ->
         torch.testing.assert_close(net(x + 0.2 * w), net(x), rtol=0, atol=1e-12)
     torch.manual_seed(0)
     dlor = [dlor_mlp(2, 1, 16, 2, 1, "deep", "tanh") for _ in range(2)]
-    test, _, _ = blindspot.train_vmapped(dlor, X, y, X_test, y_test, epochs=300, lr=1e-2)
+    test, _, _ = train_vmapped(dlor, X, y, X_test, y_test, epochs=300, lr=1e-2)
     assert max(test) < 0.5 * 4 / 135
 
 
-def test_sawtooth_experiment_end_to_end(tmp_path) -> None:
-    config = sawtooth_exp.DLoRSawtoothConfig(
-        targets=("d1t2", "d2t1"), seeds=(0, 1, 2), budgets=(5, 10), width=4, wide_depth=1, branches=2,
-        summed_branches=2, n_train=16, test_points=32, eval_every=5, dense_width=4, dense_epochs=20,
-        hs=(1e-1, 1e-3), correspondence_seeds=(0,),
-    )
-    depths = sawtooth_exp.deep_depths(config)
-    assert depths == {"parallel": 3, "summed": 2}  # 48 and 44 parameters: two deep networks
-    results = sawtooth_exp.run(config, tmp_path)
-    assert len(results) == 2 * (2 + 2) * 2 + 2
-    train = results[results["stage"] == "train"]
-    assert set(train["mode"]) == {"deep", "parallel", "summed"}
-    for _, row in train.iterrows():
-        assert len(json.loads(row["final_test_mse"])) == 3
-        assert row["parameters"] == dlor_parameter_count(4, int(row["depth"]), 1, row["mode"], int(row["branches"]))
-    corr = results[results["stage"] == "correspondence"]
-    for _, row in corr.iterrows():
-        curves = json.loads(row["curves"])
-        assert max(curves["summed"]["sup_error"]) < 1e-12
-        for mode in ("deep", "parallel"):
-            assert curves[mode]["sup_error"][1] < curves[mode]["sup_error"][0]
-    cells = sawtooth_exp.cell_comparisons(results, config)
-    assert len(cells) == 2 * 2 * 2 and set(cells["wide_mode"]) == {"parallel", "summed"}
-    assert set(cells["deep_depth"]) == {2, 3}
-    table = (tmp_path / "table.md").read_text()
-    assert "## Fixed budgets" in table and "## h → 0" in table and "## Spectra" in table
-    assert "parallel DLoR (sup |DLoR − MLP|)" in table and "reproduced** in a cell only where" in table
-    figures = {p.name for p in (tmp_path / "figures").iterdir()}
-    assert {"training_curves.png", "h_convergence.png", "spectra.png", "fits.png"} <= figures
+def test_build_batched_seeds_each_network() -> None:
+    from structnets.training import seeded
+
+    net = build_batched([3, 5], 2, 6, 2, 1, "summed", "tanh", 2, dtype=F64)
+    x = torch.rand(9, 2, dtype=F64)
+    for s, seed in enumerate((3, 5)):
+        with seeded(seed):
+            model = dlor_mlp(2, 1, 6, 2, 1, "summed", "tanh", 2, dtype=F64)
+        torch.testing.assert_close(net(x)[s], model(x), rtol=1e-12, atol=1e-12)
 
 
-def test_blindspot_experiment_end_to_end(tmp_path) -> None:
-    config = blindspot.DLoRBlindspotConfig(
-        widths=(2, 4), seeds=(0, 1), epochs=10, n_train=64, test_per_axis=10, interpolation_sizes=(3, 20),
-        floor_samples=20_000, floor_directions=8,
-    )
-    results = blindspot.run(config, tmp_path)
-    interp = results[results["stage"] == "interpolate"]
-    assert (interp["max_error_scalar_inputs"] <= 1e-8).all() and (interp["max_error_2d_inputs"] <= 1e-8).all()
-    train = results[results["stage"] == "train"]
-    assert (train[train["model"] == "rank1"]["max_orthogonal_change"] < 1e-5).all()
-    assert (tmp_path / "figures" / "blindspot.png").exists()
-    assert "blind-spot floor" in (tmp_path / "table.md").read_text().lower()
+def test_one_adam_step_moves_each_coordinate_by_lr() -> None:
+    """Adam's first step is θ − lr·g/(|g| + ε) (bias-corrected moments m̂ = g, v̂ = g²)."""
+    theta = torch.tensor([1.0, -2.0, 0.5], dtype=F64, requires_grad=True)
+    start = theta.detach().clone()
+    weights = torch.tensor([3.0, 0.25, -1.0], dtype=F64)
+    full_batch_adam([theta], lambda: (weights * theta**2).sum(), epochs=1, lr=0.1, schedule="constant")
+    g = 2 * weights * start
+    torch.testing.assert_close(theta.detach(), start - 0.1 * g / (g.abs() + 1e-8), rtol=0, atol=1e-15)
 
 
-def test_quick_presets_are_small() -> None:
-    quick = sawtooth_exp.DLoRSawtoothConfig.quick()
-    assert max(quick.budgets) <= 2000 and len(quick.targets) == 1
-    full = sawtooth_exp.DLoRSawtoothConfig()
-    assert set(full.budgets) == {5000, 50000} and len(full.seeds) >= 5
-    units = sawtooth_exp.EXPERIMENT.units(full, pd.DataFrame())
-    assert len({u.key for u in units}) == len(units)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "argument"),
-    [
-        ({"wide_modes": ("tall",)}, "wide_modes"),
-        ({"wide_modes": ()}, "wide_modes"),
-        ({"wide_modes": ("parallel", "parallel")}, "wide_modes"),
-        ({"summed_branches": 0}, "summed_branches"),
-        ({"alpha_level": 0.0}, "alpha_level"),
-        ({"alpha_level": 1.5}, "alpha_level"),
-    ],
-)
-def test_new_sawtooth_options_are_validated(kwargs: dict, argument: str) -> None:
-    with pytest.raises(ValueError, match=f"`{argument}`"):
-        sawtooth_exp.DLoRSawtoothConfig(**kwargs)
+def test_bad_input_is_named() -> None:
+    model = dlor_mlp(1, 1, 4, 1, 1, "deep", "tanh")
+    with pytest.raises(ValueError, match="`models`"):
+        BatchedDLoRNet([])
+    with pytest.raises(TypeError, match="`models`"):
+        BatchedDLoRNet([torch.nn.Sequential(torch.nn.Linear(1, 1))])
+    with pytest.raises(TypeError, match="`models`"):
+        BatchedDLoRNet(model)
+    with pytest.raises(ValueError, match="`models`"):
+        BatchedDLoRNet([model, dlor_mlp(1, 1, 4, 2, 1, "deep", "tanh")])
+    with pytest.raises(ValueError, match="`seeds`"):
+        build_batched([], 1, 4, 1, 1, "deep", "tanh")
+    theta = torch.zeros(2, requires_grad=True)
+    for kwargs, name in (({"epochs": 0}, "epochs"), ({"lr": -1.0}, "lr"), ({"schedule": "step"}, "schedule")):
+        arguments = {"epochs": 1, "lr": 0.1} | kwargs
+        with pytest.raises(ValueError, match=f"`{name}`"):
+            full_batch_adam([theta], lambda: (theta**2).sum(), **arguments)
+    X, y = torch.rand(5, 1), torch.rand(5)
+    net = BatchedDLoRNet([model])
+    with pytest.raises(ValueError, match="`eval_every`"):
+        train_batched(net, X, y, X, y, epochs=1, lr=0.1, eval_every=0)
+    with pytest.raises(ValueError, match="`threshold`"):
+        train_batched(net, X, y, X, y, epochs=1, lr=0.1, eval_every=1, threshold=0.0)
+    with pytest.raises(ValueError, match="`models`"):
+        train_vmapped([], X, y, X, y, epochs=1, lr=0.1)

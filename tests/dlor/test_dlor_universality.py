@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import pandas as pd
 import pytest
 import torch
 
 from structnets.constructive import dlor_from_shallow, dlor_universal_approximator, fit_shallow, wide_dlor_from_shallow
 from structnets.constructive.dlor_universality import ShallowNetwork, grid, register_depth
-from structnets.experiments import dlor_universality as experiment
-from structnets.experiments import get, names
 from structnets.models import dlor_parameter_count
 
 F64 = torch.float64
@@ -121,27 +117,6 @@ def test_error_falls_with_depth_and_beats_the_blind_spot() -> None:
     assert mse[2] < 4 / 135 / 100
 
 
-def test_quick_preset_end_to_end(tmp_path) -> None:
-    assert "dlor-universality" in names() and get("dlor-universality") is experiment.EXPERIMENT
-    config = experiment.DLoRUniversalityConfig.quick()
-    results = experiment.run(config, tmp_path)
-    assert isinstance(results, pd.DataFrame) and len(results) == len(config.targets) * len(config.neurons)
-    assert bool(results["weights_identical"].all())
-    assert float(results["narrow_vs_dlor"].max()) < 1e-10
-    for target in config.targets:
-        rows = results[results["target"] == target].sort_values("neurons")
-        assert np.all(np.diff(rows["deep_r2_sup"].to_numpy()) < 0)
-        assert np.all(rows["deep_r2_vs_g"] < 1e-8)
-        assert np.all(rows["width"] == 2 + rows["out_features"] + 2)
-        # built from the same g: the exact wide network has g's error
-        np.testing.assert_allclose(rows["wide_exact_sup"], rows["shallow_sup"], rtol=1e-9, atol=1e-12)
-        built = rows[rows["wide_generic_params"].notna()]
-        assert len(built) == sum(j <= config.generic_max_neurons for j in config.neurons)
-    table = (tmp_path / "table.md").read_text()
-    assert "## Parameters at equal error" in table and "bit for bit in all" in table
-    assert {p.name for p in (tmp_path / "figures").iterdir()} == {"universality_depth.png", "universality_parameters.png"}
-
-
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
@@ -167,7 +142,7 @@ def test_bad_arguments_are_named(kwargs: dict, name: str) -> None:
         dlor_universal_approximator(**arguments)
 
 
-def test_bad_shallow_center_and_config_are_named() -> None:
+def test_bad_shallow_and_center_are_named() -> None:
     with pytest.raises(ValueError, match="`shallow`"):
         dlor_from_shallow("not a network")
     relu = fit_shallow(saddle, 2, 3, activation="relu", points_per_axis=8)
@@ -178,7 +153,3 @@ def test_bad_shallow_center_and_config_are_named() -> None:
         dlor_from_shallow(nan)
     with pytest.raises(ValueError, match="`shallow`"):
         wide_dlor_from_shallow(None)
-    with pytest.raises(ValueError, match="`targets`"):
-        experiment.DLoRUniversalityConfig(targets=("nope",))
-    with pytest.raises(ValueError, match="`neurons`"):
-        experiment.DLoRUniversalityConfig(neurons=(0,))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
 
-from ..nn import DLoRLinear
-from .dlor_mlp import DLoRBranches, DLoRParallel, dlor_mlp
+from ..nn import DLoRBranches, DLoRLinear, DLoRParallel, TakeFirst, ZeroPad
+from .dlor_mlp import dlor_mlp
 
 
 class BatchedDLoRNet(nn.Module):
@@ -37,25 +37,29 @@ class BatchedDLoRNet(nn.Module):
     writes them back.
 
     Args:
-        models: S ≥ 1 networks from ``dlor_mlp`` with identical arguments.
+        models: S ≥ 1 networks from ``dlor_mlp`` with identical arguments (left unchanged).
 
     Shape: ``(n, d)`` (shared by all seeds) → ``(S, n, out_features)``.
+
+    Raises:
+        TypeError: an entry of ``models`` is not a ``dlor_mlp`` network (ZeroPad … TakeFirst).
+        ValueError: ``models`` is empty, or its networks differ in architecture.
     """
 
     def __init__(self, models: Sequence[nn.Sequential]) -> None:
         super().__init__()
-        if not models:
-            raise ValueError("`models` must hold at least one network, got 0")
+        _check_models(models)
         # A plain list, not a submodule: the template's own parameters must not be trained.
         self._template = [copy.deepcopy(models[0])]
         maps = [_dlor_maps(model) for model in models]
-        self.seeds = len(models)
-        self.in_features = models[0][0].in_features
-        self.width = models[0][0].width
-        self.out_features = models[0][-1].out_features
-        self.parallel = isinstance(models[0][1], DLoRParallel)
-        self.activation = copy.deepcopy(models[0][1].activation if self.parallel else models[0][2])
-        self.rank = maps[0][0][0][0].U.shape[1]
+        first: Any = models[0]  # checked above: ZeroPad, DLoR maps and σ, TakeFirst
+        self.seeds: int = len(models)
+        self.in_features: int = first[0].in_features
+        self.width: int = first[0].width
+        self.out_features: int = first[-1].out_features
+        self.parallel: bool = isinstance(first[1], DLoRParallel)
+        self.activation: nn.Module = copy.deepcopy(first[1].activation if self.parallel else first[2])
+        self.rank: int = maps[0][0][0][0].U.shape[1]
 
         def stack(get: Any, layers: Sequence[int] | None = None) -> nn.Parameter:
             layers = range(len(maps[0])) if layers is None else layers
@@ -66,7 +70,7 @@ class BatchedDLoRNet(nn.Module):
         self.V = stack(lambda layer: torch.cat([b.V for b in layer[0]], 1))
         if self.parallel:
             self.bias = stack(lambda layer: torch.stack([b.bias for b in layer[0]]), range(len(maps[0]) - 1))
-            self.out_bias = nn.Parameter(torch.stack([m[-1][1] for m in maps]).clone())
+            self.out_bias = nn.Parameter(torch.stack([cast(torch.Tensor, m[-1][1]) for m in maps]).clone())
         else:
             self.bias = stack(lambda layer: layer[1])
 
@@ -120,8 +124,9 @@ class BatchedDLoRNet(nn.Module):
         for s in range(self.seeds):
             model = copy.deepcopy(self._template[0])
             maps = _dlor_maps(model, live=True)
-            for layer, (branches, bias) in enumerate(maps):
+            for layer, (branches, maybe_bias) in enumerate(maps):
                 rank = branches[0].rank
+                bias = cast(torch.Tensor, maybe_bias)  # None only for a parallel layer, not written then
                 with torch.no_grad():
                     for k, branch in enumerate(branches):
                         branch.alpha.copy_(self.alpha[layer, s, k])
@@ -135,6 +140,37 @@ class BatchedDLoRNet(nn.Module):
                         bias.copy_(self.out_bias[s])
             models.append(model)
         return models
+
+
+def _architecture(model: nn.Sequential) -> list[Any]:
+    """Module types and parameter names, shapes and dtypes: equal for networks S can batch."""
+    return [type(m).__name__ for m in model] + [(k, tuple(p.shape), p.dtype) for k, p in model.named_parameters()]
+
+
+def _check_models(models: Sequence[nn.Sequential]) -> None:
+    if isinstance(models, nn.Module) or not isinstance(models, Sequence):
+        raise TypeError(f"`models` must be a sequence of dlor_mlp networks, got {type(models).__name__}")
+    if not models:
+        raise ValueError("`models` must hold at least one network, got 0")
+    for index, model in enumerate(models):
+        if not (
+            isinstance(model, nn.Sequential)
+            and len(model) >= 3
+            and isinstance(model[0], ZeroPad)
+            and isinstance(model[-1], TakeFirst)
+            and any(isinstance(m, (DLoRLinear, DLoRBranches, DLoRParallel)) for m in model)
+        ):
+            raise TypeError(
+                f"`models` must hold networks built by dlor_mlp (ZeroPad, DLoR maps, TakeFirst), got "
+                f"{type(model).__name__} at index {index}"
+            )
+    reference = _architecture(models[0])
+    for index, model in enumerate(models[1:], start=1):
+        if _architecture(model) != reference:
+            raise ValueError(
+                f"`models` must share one architecture (dlor_mlp with identical arguments); network {index} "
+                "differs from network 0"
+            )
 
 
 def _dlor_maps(model: nn.Sequential, live: bool = False) -> list[tuple[list[Any], torch.Tensor | None]]:
@@ -154,7 +190,9 @@ def _dlor_maps(model: nn.Sequential, live: bool = False) -> list[tuple[list[Any]
 
 
 class _Detached:
-    def __init__(self, branch: nn.Module) -> None:
+    """Detached α, U, V and bias of one DLoR branch (stacking them must not track gradients)."""
+
+    def __init__(self, branch: Any) -> None:
         self.alpha, self.U, self.V = branch.alpha.detach(), branch.U.detach(), branch.V.detach()
         self.bias = None if branch.bias is None else branch.bias.detach()
 
@@ -170,9 +208,20 @@ def build_batched(
     branches: int = 1,
     dtype: torch.dtype = torch.float32,
 ) -> BatchedDLoRNet:
-    """S seeded ``dlor_mlp`` networks (seed s initialised under ``seeded(s)``), batched."""
+    """S seeded ``dlor_mlp`` networks, batched: network s is initialised under ``seeded(seeds[s])``.
+
+    Args:
+        seeds: S ≥ 1 initialisation seeds (ints ≥ 0).
+        in_features, width, depth, rank, mode, activation, branches, dtype: the arguments of
+            :func:`structnets.models.dlor_mlp` (one output).
+
+    Returns:
+        a :class:`BatchedDLoRNet` of the S networks.
+    """
     from ..training import seeded
 
+    if not seeds:
+        raise ValueError("`seeds` must hold at least one seed, got 0")
     models = []
     for seed in seeds:
         with seeded(int(seed)):

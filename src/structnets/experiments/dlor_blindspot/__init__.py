@@ -62,6 +62,7 @@ __all__ = [
     "MODELS",
     "DLoRBlindspotConfig",
     "ridge_floor",
+    "report_markdown",
     "run",
     "saddle",
     "saddle_data",

@@ -6,7 +6,7 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -100,9 +100,13 @@ def _run_interpolate(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
 def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     model, width, depth = params["model"], int(params["width"]), int(params["depth"])
     seeds = [int(s) for s in params["seeds"]]
-    X, y = saddle_data(int(params["n_train"]), int(params["data_seed"]))
-    X_test, y_test = saddle_grid(int(params["test_per_axis"]))
-    X, y, X_test, y_test = (torch.as_tensor(a, dtype=torch.float32) for a in (X, y, X_test, y_test))
+    X, y, X_test, y_test = (
+        torch.as_tensor(a, dtype=torch.float32)
+        for a in (
+            *saddle_data(int(params["n_train"]), int(params["data_seed"])),
+            *saddle_grid(int(params["test_per_axis"])),
+        )
+    )
     models = [_build(model, width, depth, params["activation"], seed) for seed in seeds]
     start = time.perf_counter()
     test, train, trained = train_vmapped(
@@ -113,7 +117,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     # the first layer's v (exactly 0 for rank-1 networks, whatever training did).
     invariance = []
     for net in trained:
-        first = next(m for m in net if hasattr(m, "v") or hasattr(m, "V"))
+        first: Any = next(m for m in cast(nn.Sequential, net) if hasattr(m, "v") or hasattr(m, "V"))
         if hasattr(first, "v"):
             v = first.v.detach()
             w = torch.stack([-v[1], v[0]]) / torch.linalg.vector_norm(v)

@@ -104,6 +104,7 @@ __all__ = [
     "parse_target",
     "rank_test",
     "ratio_interval",
+    "report_markdown",
     "run",
     "train_batched",
     "train_dense",

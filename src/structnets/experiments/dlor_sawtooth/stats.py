@@ -25,16 +25,16 @@ def rank_test(a: Sequence[float], b: Sequence[float]) -> float:
 
     from scipy import stats
 
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) == 0 or len(b) == 0:
-        raise ValueError(f"`a` and `b` must be non-empty, got {len(a)} and {len(b)} values")
-    pooled = np.concatenate([a, b])
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(xa) == 0 or len(xb) == 0:
+        raise ValueError(f"`a` and `b` must be non-empty, got {len(xa)} and {len(xb)} values")
+    pooled = np.concatenate([xa, xb])
     ranks = stats.rankdata(pooled)
-    centre = len(a) * (len(pooled) + 1) / 2
-    observed = abs(ranks[: len(a)].sum() - centre)
-    if math.comb(len(pooled), len(a)) > 1_000_000:
-        return float(stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic").pvalue)
-    sums = np.array([ranks[list(c)].sum() for c in itertools.combinations(range(len(pooled)), len(a))])
+    centre = len(xa) * (len(pooled) + 1) / 2
+    observed = abs(ranks[: len(xa)].sum() - centre)
+    if math.comb(len(pooled), len(xa)) > 1_000_000:
+        return float(stats.mannwhitneyu(xa, xb, alternative="two-sided", method="asymptotic").pvalue)
+    sums = np.array([ranks[list(c)].sum() for c in itertools.combinations(range(len(pooled)), len(xa))])
     return float(np.mean(np.abs(sums - centre) >= observed - 1e-9))
 
 

@@ -58,4 +58,4 @@ def run(
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
-__all__ = ["BLINDSPOT_FLOOR", "EXPERIMENT", "FAMILIES", "TARGETS", "DLoRUniversalityConfig", "run"]
+__all__ = ["BLINDSPOT_FLOOR", "EXPERIMENT", "FAMILIES", "TARGETS", "DLoRUniversalityConfig", "report_markdown", "run"]

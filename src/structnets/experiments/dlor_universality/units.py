@@ -4,7 +4,7 @@ DLoR network of the comparison, and their errors against the target and against 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -49,10 +49,9 @@ def _count(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _nonlinear_layers(model: nn.Module) -> int:
+def _nonlinear_layers(model: Iterable[nn.Module]) -> int:
     """σ layers of a DLoR network (a DLoRParallel counts once)."""
-    from ...models.dlor_mlp import DLoRParallel
-    from ...nn import ACTIVATIONS, activation
+    from ...nn import ACTIVATIONS, DLoRParallel, activation
 
     kinds = tuple({type(activation(a)) for a in ACTIVATIONS if a != "identity"})
     return sum(1 for m in model if isinstance(m, (DLoRParallel, *kinds)))
@@ -110,7 +109,7 @@ def _run(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         out = built.network(X)
         record(f"deep_r{rank}", built.network, out, built.parameters, built.depth)
         # Theorem 7's transfer, read weight by weight: each dense weight is αI + UVᵀ exactly.
-        layers = [mod for mod in built.network if hasattr(mod, "alpha")]
+        layers: list[Any] = [mod for mod in built.network if hasattr(mod, "alpha")]
         linears = [mod for mod in built.narrow if isinstance(mod, nn.Linear)]
         for dlor, linear in zip(layers, linears, strict=True):
             dense = dlor.to_dense()

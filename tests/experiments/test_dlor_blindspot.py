@@ -1,0 +1,62 @@
+"""dlor-blindspot end to end on a tiny config: exact interpolation, the floor, rank-1 networks blind
+along v⊥, a report that is a function of the saved results table, the figure."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from structnets.experiments import dlor_blindspot as blindspot
+from structnets.experiments import get, names
+from structnets.models import dlor_mlp, rank_one_mlp
+from structnets.training import seed_batched
+
+
+def test_registered_and_old_names_still_import() -> None:
+    assert "dlor-blindspot" in names() and get("dlor-blindspot") is blindspot.EXPERIMENT
+    assert blindspot.train_vmapped is seed_batched.train_vmapped
+
+
+def test_blindspot_experiment_end_to_end(tmp_path) -> None:
+    config = blindspot.DLoRBlindspotConfig(
+        widths=(2, 4), seeds=(0, 1), epochs=10, n_train=64, test_per_axis=10, interpolation_sizes=(3, 20),
+        floor_samples=20_000, floor_directions=8,
+    )  # fmt: skip
+    results = blindspot.run(config, tmp_path)
+    assert len(results) == 1 + 2 + 2 * 2
+    floor = results[results["stage"] == "floor"].iloc[0]
+    # 8 directions include θ = π/4 and 3π/4 exactly, where the floor is 4/135 (binned estimate on 20,000 points)
+    assert (
+        abs(floor["floor_mse"] - 4 / 135) < 0.1 * 4 / 135
+        and min(abs(floor["floor_theta"] - np.pi / 4), abs(floor["floor_theta"] - 3 * np.pi / 4)) < 1e-12
+    )
+    assert abs(floor["variance"] - 1 / 9) < 0.05 / 9
+    interp = results[results["stage"] == "interpolate"]
+    assert sorted(interp["n"]) == [3, 20]
+    assert (interp["max_error_scalar_inputs"] <= 1e-8).all() and (interp["max_error_2d_inputs"] <= 1e-8).all()
+    train = results[results["stage"] == "train"]
+    for _, row in train.iterrows():
+        width = int(row["width"])
+        build = rank_one_mlp(2, 1, width, 2, "tanh") if row["model"] == "rank1" else dlor_mlp(2, 1, width, 2, 1)
+        assert row["parameters"] == sum(p.numel() for p in build.parameters())
+        test = json.loads(row["test_mse"])
+        assert len(test) == 2 and row["median_test_mse"] == float(np.median(test))
+    # rank-1 networks are exactly blind along v⊥ (float32 rounding only); DLoR ones are not
+    assert (train[train["model"] == "rank1"]["max_orthogonal_change"] < 1e-5).all()
+    assert (train[train["model"] == "dlor"]["max_orthogonal_change"] > 1e-4).all()
+    assert (tmp_path / "figures" / "blindspot.png").exists()
+    table = (tmp_path / "table.md").read_text()
+    assert "blind-spot floor" in table.lower() and "| 20 |" in table
+    assert blindspot.report_markdown(pd.read_csv(tmp_path / "results.csv"), config) in table
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [({"widths": (1,)}, "widths"), ({"epochs": 0}, "epochs"), ({"floor_samples": 10}, "floor_samples")],
+)
+def test_bad_config_is_named(kwargs: dict, argument: str) -> None:
+    with pytest.raises(ValueError, match=f"`{argument}`"):
+        blindspot.DLoRBlindspotConfig(**kwargs)
