@@ -7,19 +7,22 @@ import pandas as pd
 import pytest
 import torch
 
-from structnets.experiments._rates_training import EnsembleMLP, adam_phase, batched_lbfgs
 from structnets.experiments.smoothness_rates import (
     _long,
     estimation_width,
     parameter_count,
     train_ensemble,
 )
+from structnets.models.ensemble_mlp import EnsembleMLP
+from structnets.training.lbfgs import adam_phase, batched_lbfgs
 
 
 def _quadratics(E: int, P: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     Q = torch.linalg.qr(torch.randn(E, P, P, generator=g, dtype=torch.float64))[0]
-    eig = torch.logspace(0, 3, P, dtype=torch.float64).expand(E, P) * (1 + torch.arange(E, dtype=torch.float64))[:, None]
+    eig = (
+        torch.logspace(0, 3, P, dtype=torch.float64).expand(E, P) * (1 + torch.arange(E, dtype=torch.float64))[:, None]
+    )
     A = Q @ torch.diag_embed(eig) @ Q.transpose(1, 2)  # condition number 1e3, different per member
     c = torch.randn(E, P, generator=g, dtype=torch.float64)
     return A, c
@@ -92,8 +95,9 @@ def _sine_problem(E: int = 4, n: int = 256):
 
 def test_lbfgs_phase_reaches_lower_training_loss_than_adam_alone() -> None:
     X, y = _sine_problem()
-    net = EnsembleMLP(["tanh", "gelu", "silu", "relu"], 1, 16, 2, generator=torch.Generator().manual_seed(0),
-                      input_scale=10.0)
+    net = EnsembleMLP(
+        ["tanh", "gelu", "silu", "relu"], 1, 16, 2, generator=torch.Generator().manual_seed(0), input_scale=10.0
+    )
     Xp, yp = (2 * X[net.order] - 1), y[net.order]
 
     def losses(x: torch.Tensor) -> torch.Tensor:
@@ -112,8 +116,20 @@ def test_train_ensemble_reports_the_lbfgs_diagnostics() -> None:
     X, y = _sine_problem(E=3, n=200)
     X_test = torch.rand(300, 1, dtype=torch.float64)
     f_test = torch.sin(8 * X_test[:, 0]) + 0.5 * torch.cos(19 * X_test[:, 0])
-    fit = train_ensemble(X, y, X_test, f_test, ["tanh", "relu", "tanh"], 12, 2, steps=100, lr=1e-2, seed=0,
-                         input_scale=10.0, lbfgs_iters=300)
+    fit = train_ensemble(
+        X,
+        y,
+        X_test,
+        f_test,
+        ["tanh", "relu", "tanh"],
+        12,
+        2,
+        steps=100,
+        lr=1e-2,
+        seed=0,
+        input_scale=10.0,
+        lbfgs_iters=300,
+    )
     assert fit.train_mse.shape == fit.converged.shape == fit.late_gain.shape == (3,)
     assert np.all(fit.train_mse <= fit.adam_train_mse)  # the L-BFGS phase only accepts decreases
     assert np.all(fit.late_gain >= 0)
@@ -121,8 +137,17 @@ def test_train_ensemble_reports_the_lbfgs_diagnostics() -> None:
 
 
 def test_settled_flag_is_computed_from_the_members_diagnostics() -> None:
-    row = {"part": "estimation", "d": 1, "s": 1.0, "depth": 2, "n": 100, "width": 8, "parameters": 25,
-           "noise": 0.1, "noise_mse": 0.01}
+    row = {
+        "part": "estimation",
+        "d": 1,
+        "s": 1.0,
+        "depth": 2,
+        "n": 100,
+        "width": 8,
+        "parameters": 25,
+        "noise": 0.1,
+        "noise_mse": 0.01,
+    }
     cases = {  # (converged, late_gain, test_mse) -> settled with settle_tol = 0.1
         "relu": (True, 5.0, 1.0, True),
         "tanh": (False, 0.05, 1.0, True),
@@ -130,8 +155,16 @@ def test_settled_flag_is_computed_from_the_members_diagnostics() -> None:
         "silu": (False, float("nan"), 1.0, False),
     }
     for name, (conv, gain, test, _) in cases.items():
-        row.update({f"{name}/0/train_mse": 0.01, f"{name}/0/test_mse": test, f"{name}/0/adam_train_mse": 0.02,
-                    f"{name}/0/converged": conv, f"{name}/0/iterations": 10, f"{name}/0/late_gain": gain})
+        row.update(
+            {
+                f"{name}/0/train_mse": 0.01,
+                f"{name}/0/test_mse": test,
+                f"{name}/0/adam_train_mse": 0.02,
+                f"{name}/0/converged": conv,
+                f"{name}/0/iterations": 10,
+                f"{name}/0/late_gain": gain,
+            }
+        )
     long = _long(pd.DataFrame([row]), settle_tol=0.1).set_index("activation")
     for name, (*_, expected) in cases.items():
         assert bool(long.loc[name, "settled"]) is expected, name
@@ -150,8 +183,14 @@ def test_estimation_width_grows_with_n_as_the_budget(d: int, s: float, depth: in
 @pytest.mark.parametrize("depth", [2, 3, 6])
 def test_ensemble_jacobian_matches_autograd(depth: int) -> None:
     """One backward sweep of per-point signals gives every row of ∂output/∂parameters."""
-    net = EnsembleMLP(["relu", "tanh", "gelu", "silu", "tanh"], 2, 5, depth,
-                      generator=torch.Generator().manual_seed(1), input_scale=3.0)
+    net = EnsembleMLP(
+        ["relu", "tanh", "gelu", "silu", "tanh"],
+        2,
+        5,
+        depth,
+        generator=torch.Generator().manual_seed(1),
+        input_scale=3.0,
+    )
     X = torch.rand(5, 7, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     out, J = net.jacobian(net.x, X)
     reference = torch.func.jacrev(lambda x: net.forward(x, X))(net.x)  # (E, m, E, P)
@@ -175,3 +214,82 @@ def test_lm_phase_lowers_the_noiseless_training_error_below_lbfgs() -> None:
     assert np.all(ratio <= 1.0) and np.median(ratio) < 0.1  # measured 0.86, 0.017, 0.009
     assert np.all(lm.adam_train_mse == lbfgs.adam_train_mse)
     assert np.all(lm.iterations > 0)
+
+
+def _mixed_ensemble(depth: int) -> tuple[EnsembleMLP, torch.Tensor, torch.Tensor]:
+    net = EnsembleMLP(
+        ["relu", "tanh", "gelu", "silu", "tanh", "relu"],
+        2,
+        6,
+        depth,
+        generator=torch.Generator().manual_seed(4),
+        input_scale=3.0,
+    )
+    g = torch.Generator().manual_seed(5)
+    X = torch.rand(6, 40, 2, dtype=torch.float64, generator=g)
+    y = torch.randn(6, 40, dtype=torch.float64, generator=g)
+    return net, X, y
+
+
+@pytest.mark.parametrize("depth", [2, 3, 5])
+def test_mse_and_grad_equals_autograd_bit_for_bit(depth: int) -> None:
+    """The hand-written backward sweep performs autograd's operations: the same float64 numbers."""
+    net, X, y = _mixed_ensemble(depth)
+    x = net.x.clone().requires_grad_(True)
+    losses = ((net.forward(x, X) - y) ** 2).mean(1)
+    (reference,) = torch.autograd.grad(losses.sum(), x)
+    value, grad = net.mse_and_grad(net.x, X, y)
+    assert torch.equal(value, losses.detach())
+    assert torch.equal(grad, reference)
+    assert torch.equal(net.outputs(net.x, X), net.forward(net.x, X).detach())
+
+
+@pytest.mark.parametrize("depth", [2, 4])
+def test_member_subsets_give_those_members_values(depth: int) -> None:
+    """Evaluating a sorted subset of members gives their rows of the full evaluation (to rounding)."""
+    net, X, y = _mixed_ensemble(depth)
+    members = torch.tensor([0, 2, 3, 5])
+    value, grad = net.mse_and_grad(net.x, X, y)
+    sub_value, sub_grad = net.mse_and_grad(net.x[members], X[members], y[members], members)
+    torch.testing.assert_close(sub_value, value[members], rtol=1e-13, atol=0)
+    torch.testing.assert_close(sub_grad, grad[members], rtol=1e-12, atol=1e-15)
+    _, J = net.jacobian(net.x, X)
+    _, sub_J = net.jacobian(net.x[members], X[members], members)
+    torch.testing.assert_close(sub_J, J[members], rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="rows"):
+        net.mse_and_grad(net.x, X, y, members)
+
+
+def test_optimisers_with_value_and_grad_follow_the_autograd_trajectory() -> None:
+    """Adam with hand-written gradients is autograd's Adam exactly; L-BFGS, which also skips the
+    converged members, ends at the same losses to rounding."""
+    net, X, y = _mixed_ensemble(2)
+
+    def losses(x: torch.Tensor) -> torch.Tensor:
+        return ((net.forward(x, X) - y) ** 2).mean(1)
+
+    def value_and_grad(x: torch.Tensor, members: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        return net.mse_and_grad(x, X, y) if members is None else net.mse_and_grad(x, X[members], y[members], members)
+
+    start = adam_phase(losses, net.x, steps=40, lr=1e-2)
+    assert torch.equal(adam_phase(None, net.x, steps=40, lr=1e-2, value_and_grad=value_and_grad), start)
+    x1, r1 = batched_lbfgs(losses, start, max_iter=200, ftol=1e-5, patience=3)
+    x2, r2 = batched_lbfgs(None, start, max_iter=200, ftol=1e-5, patience=3, value_and_grad=value_and_grad)
+    assert bool(r1.converged.any()) and not bool(r1.converged.all())  # the subset path is exercised
+    torch.testing.assert_close(r2.loss, r1.loss, rtol=1e-8, atol=0)
+    assert torch.equal(r2.converged, r1.converged)
+    with pytest.raises(ValueError, match="loss_fn"):
+        batched_lbfgs(None, start, max_iter=1)
+    with pytest.raises(ValueError, match="loss_fn"):
+        adam_phase(None, start, steps=1, lr=1e-2)
+
+
+def test_ensemble_rejects_bad_arguments() -> None:
+    generator = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="activations"):
+        EnsembleMLP(["softplus"], 1, 4, 2, generator=generator)
+    with pytest.raises(ValueError, match="depth"):
+        EnsembleMLP(["relu"], 1, 4, 1, generator=generator)
+    net = EnsembleMLP(["relu", "tanh"], 1, 4, 2, generator=generator)
+    with pytest.raises(ValueError, match="`x` must have shape"):
+        net.outputs(net.x[:, :-1], torch.zeros(2, 3, 1, dtype=torch.float64))

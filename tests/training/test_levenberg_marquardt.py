@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from structnets.experiments._rates_training import EnsembleMLP, batched_lbfgs
+from structnets.models.ensemble_mlp import EnsembleMLP
+from structnets.training.lbfgs import batched_lbfgs
 from structnets.training.levenberg_marquardt import batched_levenberg_marquardt
 
 
@@ -26,8 +27,9 @@ def test_linear_least_squares_reaches_the_lstsq_solution() -> None:
     def jacobian(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return residual(x), A
 
-    x, result = batched_levenberg_marquardt(residual, jacobian, torch.zeros(3, 5, dtype=torch.float64),
-                                            max_iter=100, ftol=1e-15, gtol=1e-13)
+    x, result = batched_levenberg_marquardt(
+        residual, jacobian, torch.zeros(3, 5, dtype=torch.float64), max_iter=100, ftol=1e-15, gtol=1e-13
+    )
     reference = torch.linalg.lstsq(A, b[:, :, None]).solution.squeeze(-1)
     torch.testing.assert_close(x, reference, rtol=0, atol=1e-9)
     assert bool(result.converged.all())
@@ -107,8 +109,9 @@ def test_zero_residual_network_fit_beats_lbfgs_by_orders_of_magnitude() -> None:
     assert torch.all(lm.loss < 1e-10 * initial)
     assert torch.all(lm.loss < 1e-2 * lbfgs.loss)
     for solver in ("qr", "cholesky"):  # both solvers of the damped step take the same path here
-        _, short = batched_levenberg_marquardt(residual, jacobian, start, max_iter=30, ftol=0.0, gtol=0.0,
-                                               solver=solver)
+        _, short = batched_levenberg_marquardt(
+            residual, jacobian, start, max_iter=30, ftol=0.0, gtol=0.0, solver=solver
+        )
         assert torch.all(short.loss < 1e-6 * initial)
 
 

@@ -1,8 +1,9 @@
 """Builders that assemble layers into models."""
 
 from .dlor_mlp import dlor_mlp, dlor_parameter_count, rank_one_mlp
-from .mlp import bottleneck_width, mlp
+from .ensemble_mlp import EnsembleMLP  # noqa: F401
 from .lipschitz_resnet import UnconstrainedResidual, export_model, lipschitz_resnet
+from .mlp import bottleneck_width, mlp
 
 __all__ = ["bottleneck_width", "mlp"]
 __all__ += ["dlor_mlp", "dlor_parameter_count", "rank_one_mlp"]

@@ -39,6 +39,7 @@ seed=0, callback=None, schedule="constant", warmup_epochs=None, warmup_steps=Non
 
 from .ensemble import EnsembleResult, train_ensemble
 from .fit import OPTIMIZERS, FitResult, evaluate, fit, seeded
+from .lbfgs import LBFGSResult, adam_phase, batched_lbfgs  # noqa: F401
 from .losses import LOSSES, cross_entropy, get_loss, mse
 from .schedules import SCHEDULES, cosine_lr, warmup_cosine_lr
 from .threads import set_threads, torch_threads

@@ -1,0 +1,211 @@
+"""Configuration of ``smoothness-rates``: the config dataclass, its cells and the width for a parameter budget."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+ACTIVATIONS = ("relu", "tanh", "gelu", "silu")
+SMOOTH = ("tanh", "gelu", "silu")
+
+
+@dataclass(frozen=True)
+class SmoothnessRatesConfig:
+    """Configuration of ``smoothness-rates``; ``SmoothnessRatesConfig()`` is the full run.
+
+    Attributes:
+        targets: (d, s) pairs; each is a lacunary target of smoothness s on [0,1]^d.
+        sizes: training-set sizes n (estimation part), a log grid.
+        seeds: repetitions (data, noise and initialisation).
+        depths: numbers of weight layers L (2 = one hidden layer).
+        activations: subset of relu, tanh, gelu, silu.
+        noise: σ of the Gaussian label noise.
+        budget: c_N in N ≈ c_N n^{d/(2s+d)} (see :func:`estimation_width`).
+        steps: full-batch Adam steps of the first phase (cosine-decayed learning rate from ``lr``).
+        lr: initial Adam learning rate.
+        lbfgs_iters: budget of the second phase, per-member full-batch L-BFGS in float64, in batched
+            loss-and-gradient evaluations (a member that backtracks spends one without moving;
+            converged members are frozen).
+        ftol: relative loss-change tolerance of the L-BFGS convergence test.
+        settle_tol: a member counts as *settled* (optimisation not limiting its error) if L-BFGS
+            converged, or if the training MSE gained in the second half of the L-BFGS budget is at
+            most settle_tol × its measured error (excess risk, or noiseless test MSE).
+        min_width: smallest hidden width of the estimation part.
+        separation_cells: extra estimation cells ``"d:s:L"`` (L = weight layers) run at that one
+            depth, where the ReLU cap predicts a slower rate in n than smooth activations
+            (L < s); e.g. ``"1:3:2"``. Settable as ``--set separation_cells=1:3:2,2:4:2``.
+        approx_targets: (d, s) pairs of the approximation part; s > L (weight layers) is where the
+            ReLU depth cap −min(L, s)/d binds (e.g. s = 3 at L = 2: cap −2 against −3).
+        approx_parameters: parameter counts N of the approximation part (a log grid; the width is
+            solved from N at each depth, so the depths are compared at equal N).
+        lm_iters: budget of an optional third phase of the estimation part, per-member
+            Levenberg–Marquardt (0: none; the estimation part uses L-BFGS).
+        approx_steps: Adam steps of the approximation part.
+        approx_lbfgs_iters: L-BFGS budget of the approximation part (0: none).
+        approx_lm_iters: Levenberg–Marquardt budget of the approximation part, after Adam (and
+            L-BFGS if any): exact Gauss–Newton curvature, which the noiseless fits need to get
+            below the training errors where first-order methods and L-BFGS stall.
+        floor_max_pieces: the certified ReLU floor (d = 1 targets) is computed exactly for piece
+            bounds up to this many; above it the reported floor is 0 (valid, vacuous).
+        approx_train: training points of the approximation part (noiseless).
+        approx_seeds: seeds of the approximation part.
+        levels: dyadic levels K of the lacunary targets.
+        directions: ``"dense"`` (2^{k(d−1)} random wave directions at level k, ~2^{kd} degrees of
+            freedom like a generic function of smoothness s) or ``"one"`` (one direction per level:
+            every level a ridge function, effectively a one-dimensional problem for a network);
+            see :func:`structnets.data.lacunary_target`. The same for d = 1.
+        input_scale: first-layer initialisation scale (see :func:`train_ensemble`).
+        test_points: fresh test points per unit.
+    """
+
+    targets: tuple[tuple[int, float], ...] = ((1, 1.0), (2, 2.0))
+    separation_cells: tuple[str, ...] = ("1:3:2", "2:4:2")
+    sizes: tuple[int, ...] = (50, 100, 200, 500, 1000, 2000, 5000)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    depths: tuple[int, ...] = (2, 6)
+    activations: tuple[str, ...] = ACTIVATIONS
+    noise: float = 0.1
+    budget: float = 8.0
+    steps: int = 300
+    lr: float = 1e-2
+    lbfgs_iters: int = 2500
+    ftol: float = 1e-9
+    settle_tol: float = 0.1
+    input_scale: float = 10.0
+    min_width: int = 6
+    approx_targets: tuple[tuple[int, float], ...] = ((1, 3.0), (2, 3.0))
+    approx_parameters: tuple[int, ...] = (40, 80, 160, 320, 640)
+    lm_iters: int = 0
+    approx_steps: int = 300
+    approx_lbfgs_iters: int = 0
+    approx_lm_iters: int = 1000
+    floor_max_pieces: int = 600
+    approx_train: int = 2048
+    approx_seeds: tuple[int, ...] = (0, 1, 2)
+    levels: int = 10
+    directions: str = "dense"
+    test_points: int = 4096
+
+    @classmethod
+    def quick(cls) -> SmoothnessRatesConfig:
+        """The ``--quick`` preset: d = 1, s = 1, 6 sizes over two decades, 5 seeds, short training."""
+        return cls(
+            targets=((1, 1.0),),
+            sizes=(20, 50, 125, 300, 800, 2000),
+            steps=150,
+            lbfgs_iters=450,
+            levels=8,
+            separation_cells=("1:3:2",),
+            approx_targets=((1, 3.0),),
+            approx_parameters=(40, 120, 360),
+            approx_steps=150,
+            approx_lm_iters=300,
+            approx_train=512,
+            approx_seeds=(0, 1),
+            test_points=2048,
+        )
+
+    def __post_init__(self) -> None:
+        from ..._validation import check_choice, check_int, check_real
+
+        cells = parse_separation_cells(self.separation_cells)
+        if not self.targets and not cells:
+            raise ValueError("`targets` must list at least one (d, s) pair when `separation_cells` is empty, got ()")
+        for d, s in self.targets:
+            check_int("targets", d, low=1)
+            check_real("targets", s, low=0.0, low_open=True)
+        for n in self.sizes:
+            check_int("sizes", n, low=10)
+        for depth in self.depths:
+            check_int("depths", depth, low=2)
+        for name in self.activations:
+            check_choice("activations", name, ACTIVATIONS)
+        if not (self.seeds and self.sizes and self.depths and self.activations):
+            raise ValueError("`seeds`, `sizes`, `depths` and `activations` must be non-empty")
+        check_real("noise", self.noise, low=0.0)
+        check_real("budget", self.budget, low=0.0, low_open=True)
+        check_int("steps", self.steps, low=0)
+        check_real("lr", self.lr, low=0.0, low_open=True)
+        check_int("lbfgs_iters", self.lbfgs_iters, low=0)
+        check_real("ftol", self.ftol, low=0.0)
+        check_real("settle_tol", self.settle_tol, low=0.0)
+        check_int("min_width", self.min_width, low=1)
+        check_int("approx_steps", self.approx_steps, low=0)
+        check_int("approx_lbfgs_iters", self.approx_lbfgs_iters, low=0)
+        check_int("lm_iters", self.lm_iters, low=0)
+        check_int("approx_lm_iters", self.approx_lm_iters, low=0)
+        check_int("floor_max_pieces", self.floor_max_pieces, low=1)
+        check_choice("directions", self.directions, ("one", "dense"))
+        for d, s in self.approx_targets:
+            check_int("approx_targets", d, low=1)
+            check_real("approx_targets", s, low=0.0, low_open=True)
+        for N in self.approx_parameters:
+            check_int("approx_parameters", N, low=8)
+
+
+def parse_separation_cells(cells: tuple[str, ...]) -> list[tuple[int, float, int]]:
+    """Parse ``"d:s:L"`` strings into (d, s, weight layers); a ValueError names the bad cell."""
+    out = []
+    for cell in cells:
+        parts = str(cell).split(":")
+        try:
+            d, s, depth = int(parts[0]), float(parts[1]), int(parts[2])
+            if len(parts) != 3 or d < 1 or not (s > 0 and math.isfinite(s)) or depth < 2:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise ValueError(
+                f"`separation_cells` entries must be 'd:s:L' with int d >= 1, float s > 0 and int L >= 2, got {cell!r}"
+            ) from None
+        out.append((d, s, depth))
+    return out
+
+
+def estimation_cells(config: SmoothnessRatesConfig) -> list[tuple[int, float, int]]:
+    """(d, s, L) of every estimation cell: targets × depths, then the separation cells (no repeats)."""
+    cells = [(d, float(s), depth) for d, s in config.targets for depth in config.depths]
+    for cell in parse_separation_cells(config.separation_cells):
+        if cell not in cells:
+            cells.append(cell)
+    return cells
+
+
+def width_for_parameters(N: float, d: int, depth: int) -> int:
+    """The width w whose MLP (d → w → … → w → 1, ``depth`` weight layers) has about N parameters.
+
+    Parameters: (d+1)w + (depth−2)(w+1)w + (w+1); solved for w (≥ 2).
+    """
+    a = depth - 2
+    b = d + 1 + a + 1
+    c = 1 - N
+    w = -c / b if a == 0 else (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+    return max(2, round(w))
+
+
+def parameter_count(d: int, width: int, depth: int) -> int:
+    """Exact parameter count of the MLP d → width × (depth − 1) → 1."""
+    return (d + 1) * width + (depth - 2) * (width + 1) * width + width + 1
+
+
+def estimation_width(n: int, d: int, s: float, depth: int, *, budget: float, min_width: int, n_min: int) -> int:
+    """Hidden width of the estimation part: parameter budget N(n) ∝ n^{d/(2s+d)}, solved for width.
+
+    N(n) = N₀·(n/n_min)^{d/(2s+d)} with N₀ = max(budget·n_min^{d/(2s+d)}, parameters of the
+    ``min_width`` network). Equal to budget·n^{d/(2s+d)} (the theory's choice, Liu et al.) when the
+    minimum width does not bind; otherwise the same growth in n from the smallest network that is
+    allowed, so the width still grows with n at every depth (a plain max(min_width, ·) would pin
+    deep networks at min_width for every n).
+    """
+    exponent = d / (2 * s + d)
+    N0 = max(budget * n_min**exponent, parameter_count(d, min_width, depth))
+    return max(min_width, width_for_parameters(N0 * (n / n_min) ** exponent, d, depth))
+
+
+__all__ = [
+    "ACTIVATIONS",
+    "SMOOTH",
+    "SmoothnessRatesConfig",
+    "estimation_width",
+    "parameter_count",
+    "parse_separation_cells",
+    "width_for_parameters",
+]

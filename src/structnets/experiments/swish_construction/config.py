@@ -1,0 +1,88 @@
+"""Configuration of ``swish-construction``: target specs and the swept grids of M, τ and λ."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...data import SmoothTarget
+
+FAMILIES = ("power", "sine", "lacunary")
+
+
+def parse_target(spec: str) -> SmoothTarget:
+    """``"family:d:beta"`` → a :class:`structnets.data.SmoothTarget` (e.g. ``"power:1:1.5"``)."""
+    from ...data import lacunary_target, power_target, sine_target
+
+    try:
+        family, d, beta = spec.split(":")
+        d_value, beta_value = int(d), float(beta)
+    except ValueError as error:
+        raise ValueError(f"`targets` entries must look like 'power:1:1.5', got {spec!r}") from error
+    if family not in FAMILIES:
+        raise ValueError(f"`targets` family must be one of {list(FAMILIES)}, got {family!r} in {spec!r}")
+    if family == "power":
+        return power_target(d_value, beta_value)
+    if family == "sine":
+        return sine_target(d_value, beta_value)
+    return lacunary_target(d_value, beta_value, levels=4)
+
+
+@dataclass(frozen=True)
+class SwishConstructionConfig:
+    """Configuration of ``swish-construction``; ``SwishConstructionConfig()`` is the full sweep.
+
+    Attributes:
+        targets: ``"family:d:beta"`` specs (families: power, sine, lacunary).
+        Ms_1d, Ms_2d: grid resolutions M swept for d = 1 and d ≥ 2 (at ``tau``, ``lam``).
+        taus: bump sharpness values swept at M = ``sweep_M`` (and ``lam``).
+        lams: product scales swept at M = ``sweep_M`` (and ``tau``).
+        tau, lam: the fixed values while another parameter is swept.
+        sweep_M_1d, sweep_M_2d: M used in the τ and λ sweeps.
+        grid_1d, grid_2d: points per axis of the dense evaluation grid.
+    """
+
+    targets: tuple[str, ...] = ("power:1:0.5", "power:1:1.5", "sine:1:3", "power:2:1.5", "sine:2:2")
+    Ms_1d: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256)
+    Ms_2d: tuple[int, ...] = (4, 8, 16, 32)
+    taus: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+    lams: tuple[float, ...] = (4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0)
+    tau: float = 40.0
+    lam: float = 1e4
+    sweep_M_1d: int = 32
+    sweep_M_2d: int = 8
+    grid_1d: int = 40001
+    grid_2d: int = 301
+
+    @classmethod
+    def quick(cls) -> SwishConstructionConfig:
+        """The ``--quick`` preset: smaller M and coarser grids (about a minute on one core)."""
+        return cls(
+            Ms_1d=(4, 8, 16, 32, 64),
+            Ms_2d=(4, 8, 16),
+            taus=(0.5, 2.0, 8.0, 32.0),
+            lams=(4.0, 64.0, 1024.0, 16384.0),
+            sweep_M_2d=6,
+            grid_1d=20001,
+            grid_2d=121,
+        )
+
+    def __post_init__(self) -> None:
+        from ..._validation import check_int, check_real
+
+        if not self.targets:
+            raise ValueError("`targets` must list at least one target, got ()")
+        for spec in self.targets:
+            parse_target(spec)
+        for M in (*self.Ms_1d, *self.Ms_2d, self.sweep_M_1d, self.sweep_M_2d):
+            check_int("M", M, low=1)
+        for value in (*self.taus, self.tau):
+            check_real("tau", value, low=0.0, low_open=True)
+        for value in (*self.lams, self.lam):
+            check_real("lam", value, low=0.0, low_open=True)
+        check_int("grid_1d", self.grid_1d, low=11)
+        check_int("grid_2d", self.grid_2d, low=11)
+
+
+__all__ = ["FAMILIES", "SwishConstructionConfig", "parse_target"]

@@ -1,0 +1,308 @@
+"""E independent MLPs as one flat (E, P) parameter matrix, with hand-written MSE gradients and Jacobians.
+
+Member e of the ensemble is the MLP d → width × (depth − 1) → 1 whose parameters are row e of
+x ∈ R^{E×P}; every layer of every member is evaluated at once by one ``torch.baddbmm``. Members may
+use different activations (ReLU, Tanh, GELU, SiLU): they are kept permuted so that each
+activation's members are contiguous, and each block applies its own σ.
+
+Besides a differentiable :meth:`EnsembleMLP.forward`, the class gives, without autograd,
+
+* :meth:`EnsembleMLP.mse_and_grad`: the per-member mean squared errors L_e = ‖o_e − y_e‖²/m and
+  their gradients ∇L_e (E, P) by one backward sweep. It performs the same floating-point operations
+  as autograd on ``((forward(x) − y)²).mean(1).sum()`` (the activations' derivatives are ATen's own
+  backward kernels), so it returns the same numbers, without building a graph or concatenating
+  the activation blocks (a test checks equality);
+* :meth:`EnsembleMLP.jacobian`: the per-point Jacobians (E, m, P) for Gauss–Newton methods.
+
+Both accept ``members``, a sorted subset of the (internal) member indices, so optimisers can
+evaluate only the members still training. Used by ``smoothness-rates`` (Liu, Wang, Wu, Zhang,
+arXiv 2602.19691; ``docs/smoothness.md``) with :mod:`structnets.training.lbfgs` and
+:mod:`structnets.training.levenberg_marquardt`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from .._validation import check_int, check_real
+
+ACTIVATION_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": torch.relu,
+    "tanh": torch.tanh,
+    "gelu": torch.nn.functional.gelu,
+    "silu": torch.nn.functional.silu,
+}
+"""The activations an :class:`EnsembleMLP` member may use (σ applied elementwise)."""
+
+_aten = torch.ops.aten
+
+
+def _activate_into(name: str, z: torch.Tensor, out: torch.Tensor) -> None:
+    """out ← σ(z) with ATen's kernels (the ones the functions of ACTIVATION_FUNCTIONS call)."""
+    if name == "relu":
+        torch.clamp_min(z, 0, out=out)  # ATen's relu is clamp_min(z, 0)
+    elif name == "tanh":
+        torch.tanh(z, out=out)
+    elif name == "gelu":
+        _aten.gelu.out(z, approximate="none", out=out)
+    else:
+        _aten.silu.out(z, out=out)
+
+
+def _backward_into(name: str, grad: torch.Tensor, z: torch.Tensor, a: torch.Tensor, out: torch.Tensor) -> None:
+    """out ← grad ⊙ σ′(z), by the backward kernel autograd uses for σ (a = σ(z))."""
+    if name == "relu":
+        _aten.threshold_backward.grad_input(grad, a, 0, grad_input=out)
+    elif name == "tanh":
+        _aten.tanh_backward.grad_input(grad, a, grad_input=out)  # grad·(1 − a²)
+    elif name == "gelu":
+        _aten.gelu_backward.grad_input(grad, z, approximate="none", grad_input=out)
+    else:
+        _aten.silu_backward.grad_input(grad, z, grad_input=out)
+
+
+class EnsembleMLP:
+    """E independent MLPs d → width × (depth − 1) → 1 with a flat (E, P) parameter matrix.
+
+    Args:
+        activations: E activation names (relu, tanh, gelu, silu), one per member.
+        d: input dimension; width: hidden width; depth: number of weight layers (≥ 2).
+        generator: seeds the initialisation U(±1/√fan_in) of weights and biases (PyTorch's
+            default), except the first layer, drawn from U(±input_scale/√d).
+        input_scale: first-layer initialisation scale (≥ 1 starts units that already vary on
+            the scale of high-frequency targets, cf. random Fourier features).
+        dtype: parameter dtype.
+
+    Attributes:
+        x: (E, P) initial parameters in the internal member order; per layer l, W_l row-major as
+            (fan_in, fan_out), then b_l.
+        order, inverse: internal index = ``order``[caller index]... precisely, ``x[i]`` is the
+            caller's member ``order[i]``, and ``inverse`` maps back (``values[inverse]`` restores
+            the caller's order).
+        names: activation name of every internal member.
+    """
+
+    def __init__(
+        self,
+        activations: list[str],
+        d: int,
+        width: int,
+        depth: int,
+        *,
+        generator: torch.Generator,
+        input_scale: float = 1.0,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
+        for name in activations:
+            if name not in ACTIVATION_FUNCTIONS:
+                raise ValueError(f"`activations` must be among {sorted(ACTIVATION_FUNCTIONS)}, got {name!r}")
+        d = check_int("d", d, low=1)
+        width = check_int("width", width, low=1)
+        depth = check_int("depth", depth, low=2)
+        input_scale = check_real("input_scale", input_scale, low=0.0, low_open=True)
+        E = len(activations)
+        if E == 0:
+            raise ValueError("`activations` must name at least one member, got []")
+        sizes = [d] + [width] * (depth - 1) + [1]
+        self.shapes: list[tuple[int, ...]] = []
+        chunks = []
+        for layer, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            bound = (input_scale if layer == 0 else 1.0) / math.sqrt(fan_in)
+            W = (torch.rand(E, fan_in, fan_out, generator=generator, dtype=torch.float64) * 2 - 1) * bound
+            b = (torch.rand(E, 1, fan_out, generator=generator, dtype=torch.float64) * 2 - 1) * bound
+            self.shapes += [(fan_in, fan_out), (1, fan_out)]
+            chunks += [W.reshape(E, -1), b.reshape(E, -1)]
+        self.E = E
+        self.P = sum(math.prod(shape) for shape in self.shapes)
+        groups: dict[str, list[int]] = {}
+        for index, name in enumerate(activations):
+            groups.setdefault(name, []).append(index)
+        # Members run permuted so each activation's members are contiguous; `order`/`inverse`
+        # translate between the caller's order and the internal one.
+        self.order = torch.tensor([i for members in groups.values() for i in members])
+        self.inverse = torch.argsort(self.order)
+        self.blocks = [(ACTIVATION_FUNCTIONS[name], len(members)) for name, members in groups.items()]
+        self.names = [name for name, members in groups.items() for _ in members]
+        self.x = torch.cat(chunks, dim=1).to(dtype)[self.order].contiguous()
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _runs(self, members: torch.Tensor | None) -> list[tuple[str, int, int]]:
+        """(activation, start, stop) row ranges of the (sub)ensemble's contiguous activation blocks."""
+        names = self.names if members is None else [self.names[int(i)] for i in members]
+        runs: list[tuple[str, int, int]] = []
+        for i, name in enumerate(names):
+            if runs and runs[-1][0] == name:
+                runs[-1] = (name, runs[-1][1], i + 1)
+            else:
+                runs.append((name, i, i + 1))
+        return runs
+
+    def _layers(self, x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Views (W_l of shape (E, fan_in, fan_out), b_l of shape (E, 1, fan_out)) into x."""
+        if x.dim() != 2 or x.shape[1] != self.P:
+            raise ValueError(f"`x` must have shape (E, {self.P}), got {tuple(x.shape)}")
+        parts = x.split([math.prod(shape) for shape in self.shapes], dim=1)
+        rows = x.shape[0]
+        weights = [parts[2 * k].view(rows, *self.shapes[2 * k]) for k in range(len(self.shapes) // 2)]
+        biases = [parts[2 * k + 1].view(rows, *self.shapes[2 * k + 1]) for k in range(len(self.shapes) // 2)]
+        return weights, biases
+
+    def _check_members(self, x: torch.Tensor, inputs: torch.Tensor, members: torch.Tensor | None) -> None:
+        rows = self.E if members is None else len(members)
+        if x.shape[0] != rows or inputs.dim() != 3 or inputs.shape[0] != rows:
+            raise ValueError(
+                f"`x` and `inputs` must have {rows} rows (one per member evaluated), got {tuple(x.shape)} and "
+                f"{tuple(inputs.shape)}"
+            )
+
+    def _hidden(
+        self, x: torch.Tensor, inputs: torch.Tensor, members: torch.Tensor | None
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+        """Forward pass without autograd: layer inputs h_l, pre-activations z_l, activations, output."""
+        self._check_members(x, inputs, members)
+        weights, biases = self._layers(x)
+        runs = self._runs(members)
+        hs: list[torch.Tensor] = []
+        zs: list[torch.Tensor] = []
+        acts: list[torch.Tensor] = []
+        h = inputs
+        for layer, (W, b) in enumerate(zip(weights, biases, strict=True)):
+            hs.append(h)
+            z = torch.baddbmm(b, h, W)
+            if layer + 1 == len(weights):
+                return hs, zs, acts, z.squeeze(-1)
+            a = torch.empty_like(z)
+            for name, start, stop in runs:
+                _activate_into(name, z[start:stop], a[start:stop])
+            zs.append(z)
+            acts.append(a)
+            h = a
+        raise AssertionError("unreachable: depth ≥ 2")
+
+    # -- public -------------------------------------------------------------------------------
+
+    def forward(self, x: torch.Tensor, inputs: torch.Tensor, members: torch.Tensor | None = None) -> torch.Tensor:
+        """Outputs (E, m) of the members with flat parameters x (E, P) at inputs (E, m, d); differentiable.
+
+        Args:
+            x: (E', P) parameters of the members evaluated.
+            inputs: (E', m, d) their inputs.
+            members: sorted internal indices of the E' members evaluated (None: all E).
+
+        Returns:
+            (E', m) outputs o_e(inputs_e).
+        """
+        self._check_members(x, inputs, members)
+        weights, biases = self._layers(x)
+        runs = self._runs(members)
+        h = inputs
+        for layer, (W, b) in enumerate(zip(weights, biases, strict=True)):
+            h = torch.baddbmm(b, h, W)
+            if layer + 1 < len(weights):
+                fns = [(ACTIVATION_FUNCTIONS[name], stop - start) for name, start, stop in runs]
+                parts = h.split([count for _, count in fns])
+                h = torch.cat([fn(part) for (fn, _), part in zip(fns, parts, strict=True)])
+        return h.squeeze(-1)
+
+    def outputs(self, x: torch.Tensor, inputs: torch.Tensor, members: torch.Tensor | None = None) -> torch.Tensor:
+        """Outputs (E', m) like :meth:`forward` (the same numbers), without autograd and without copies.
+
+        Args:
+            x: (E', P) parameters; inputs: (E', m, d).
+            members: sorted internal indices of the E' members evaluated (None: all E).
+
+        Returns:
+            (E', m) outputs, detached.
+        """
+        return self._hidden(x.detach(), inputs, members)[3]
+
+    def mse_and_grad(
+        self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor, members: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-member mean squared errors and their gradients, by a hand-written backward sweep.
+
+        L_e = (1/m) Σ_i (o_e(inputs_ei) − targets_ei)², ∂L_e/∂o_ei = (1/m)·2r_ei, then for each
+        layer z_l = h_{l−1}W_l + b_l: ∂L/∂W_l = h_{l−1}ᵀδ_l, ∂L/∂b_l = Σ_i δ_l,i and
+        δ_{l−1} = (δ_l W_lᵀ) ⊙ σ′(z_{l−1}). These are the operations autograd performs on
+        ``((forward(x) − targets)**2).mean(1).sum()``, in the same order with the same kernels.
+
+        Args:
+            x: (E', P) parameters; inputs: (E', m, d); targets: (E', m).
+            members: sorted internal indices of the E' members evaluated (None: all E).
+
+        Returns:
+            (losses (E',), gradients (E', P)), both detached.
+        """
+        x = x.detach()
+        weights, _ = self._layers(x)
+        hs, zs, acts, out = self._hidden(x, inputs, members)
+        residual = out - targets
+        losses = (residual**2).mean(dim=1)
+        m = residual.shape[1]
+        # mean's backward (1/m, rounded), then pow's: (1/m)·(2·r).
+        delta = (torch.ones_like(residual) / m * (2 * residual))[:, :, None]
+        grad = torch.empty_like(x)
+        parts = grad.split([math.prod(shape) for shape in self.shapes], dim=1)
+        runs = self._runs(members)
+        for layer in reversed(range(len(weights))):
+            rows, fan_in, fan_out = weights[layer].shape
+            # Into fresh tensors, then copied: a strided ``out=`` can change the kernel's summation order.
+            parts[2 * layer].view(rows, fan_in, fan_out).copy_(torch.bmm(hs[layer].transpose(1, 2), delta))
+            parts[2 * layer + 1].view(rows, 1, fan_out).copy_(delta.sum(dim=1, keepdim=True))
+            if layer > 0:
+                grad_a = torch.bmm(delta, weights[layer].transpose(1, 2))
+                delta = torch.empty_like(grad_a)
+                z, a = zs[layer - 1], acts[layer - 1]
+                for name, start, stop in runs:
+                    _backward_into(name, grad_a[start:stop], z[start:stop], a[start:stop], delta[start:stop])
+        return losses, grad
+
+    def jacobian(
+        self, x: torch.Tensor, inputs: torch.Tensor, members: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Outputs (E', m) and their Jacobians (E', m, P) with respect to each member's parameters.
+
+        Each output o_{e,i} depends on member e's parameters only, and through the pre-activations
+        z_l = h_{l−1}W_l + b_l of point i only, so one backward sweep of the per-point signals
+        δ_l = ∂o_i/∂z_l (δ_L = 1, δ_l = (δ_{l+1}W_{l+1}ᵀ) ⊙ σ′(z_l)) gives every row:
+        ∂o_i/∂W_l[a, b] = h_{l−1,a}·δ_{l,b} and ∂o_i/∂b_l = δ_l. Cost O(mP), the same as m
+        per-point gradients computed together, instead of m backward passes. Columns follow the
+        layout of x (per layer: W_l row-major as (fan_in, fan_out), then b_l); they are written
+        into one preallocated tensor.
+
+        Args:
+            x: (E', P) parameters; inputs: (E', m, d).
+            members: sorted internal indices of the E' members evaluated (None: all E).
+
+        Returns:
+            (outputs (E', m), Jacobians (E', m, P)).
+        """
+        x = x.detach()
+        weights, _ = self._layers(x)
+        hs, zs, acts, out = self._hidden(x, inputs, members)
+        rows, m = out.shape
+        J = torch.empty(rows, m, self.P, dtype=x.dtype)
+        offsets = [0]
+        for shape in self.shapes:
+            offsets.append(offsets[-1] + math.prod(shape))
+        runs = self._runs(members)
+        delta = torch.ones(rows, m, 1, dtype=x.dtype)
+        for layer in reversed(range(len(weights))):
+            fan_in, fan_out = self.shapes[2 * layer]
+            w_cols = J[:, :, offsets[2 * layer] : offsets[2 * layer + 1]].unflatten(2, (fan_in, fan_out))
+            torch.mul(hs[layer][:, :, :, None], delta[:, :, None, :], out=w_cols)
+            J[:, :, offsets[2 * layer + 1] : offsets[2 * layer + 2]] = delta
+            if layer > 0:
+                grad_a = torch.bmm(delta, weights[layer].transpose(1, 2))
+                delta = torch.empty_like(grad_a)
+                z, a = zs[layer - 1], acts[layer - 1]
+                for name, start, stop in runs:
+                    _backward_into(name, grad_a[start:stop], z[start:stop], a[start:stop], delta[start:stop])
+        return out, J
+
+
+__all__ = ["ACTIVATION_FUNCTIONS", "EnsembleMLP"]
