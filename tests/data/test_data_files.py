@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import structnets.data as data
+from structnets import atomic_io
 from structnets.data import DataFileError, files
 
 IRIS_SHA = "0fed2a99db77ec533a62dc66894d3ec6df3b58b6a8f3cf4a6b47e4086b7f97dc"
@@ -160,6 +161,8 @@ def test_download_from_file_url_writes_atomically_and_verifies(
     assert replaced and replaced[0][1] == target
     assert target.read_bytes() == content
     assert sorted(p.name for p in cache.iterdir()) == ["bezdekIris.data"]  # no temporary left
+    # as open() would create it (mkstemp alone gives 0o600)
+    assert target.stat().st_mode & 0o7777 == 0o666 & ~atomic_io.umask()
     assert ds.X.shape == (150, 4) and np.bincount(ds.y).tolist() == [50, 50, 50]
     # the second load uses the cache and does not fetch again
     monkeypatch.setattr(files, "fetch_url", lambda *a, **k: pytest.fail("fetched twice"))
