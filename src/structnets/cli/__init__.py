@@ -37,7 +37,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from . import _catalog, _files, _folders, _run
+from . import _catalog, _claims, _files, _folders, _run
 from ._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -51,7 +51,7 @@ from ._common import (
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
-_COMMAND_MODULES: tuple[ModuleType, ...] = (_catalog, _run, _folders, _files)
+_COMMAND_MODULES: tuple[ModuleType, ...] = (_catalog, _run, _folders, _claims, _files)
 """The command groups, in the order ``structnets --help`` lists their commands."""
 
 
