@@ -39,6 +39,7 @@ def certificate_method(layer_bound: str) -> str:
     check_choice("layer_bound", layer_bound, LAYER_BOUNDS)
     return "exact" if layer_bound == "power" else layer_bound
 
+
 _UNIT_ROUNDOFF_F64 = 2.0**-53
 
 
@@ -235,9 +236,7 @@ def _round_down(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if dtype == torch.float64:
         return cast
     down = torch.nextafter(cast.detach(), torch.zeros_like(cast.detach()))
-    return _straight_through(
-        cast, torch.where(cast.detach().to(torch.float64) > clamped.detach(), down, cast.detach())
-    )
+    return _straight_through(cast, torch.where(cast.detach().to(torch.float64) > clamped.detach(), down, cast.detach()))
 
 
 def sqrt_round_up(square: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -320,7 +319,11 @@ def power_iteration(weight: torch.Tensor, vector: torch.Tensor, iters: int = 1) 
     _check_weight(weight)
     iters = check_int("iters", iters, low=1, high=MAX_STEPS)
     if not isinstance(vector, torch.Tensor) or vector.shape != (weight.shape[1],) or vector.dtype != weight.dtype:
-        got = f"shape {tuple(vector.shape)}, dtype {vector.dtype}" if isinstance(vector, torch.Tensor) else type(vector).__name__
+        got = (
+            f"shape {tuple(vector.shape)}, dtype {vector.dtype}"
+            if isinstance(vector, torch.Tensor)
+            else type(vector).__name__
+        )
         raise TypeError(
             f"`vector` must be a torch.Tensor of shape ({weight.shape[1]},) and dtype {weight.dtype} (as `weight`), got {got}"
         )

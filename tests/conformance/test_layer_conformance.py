@@ -139,11 +139,7 @@ def test_repr_shows_constructor_arguments(case: LayerCase) -> None:
     layer = _build(case)
     kwargs = _repr_kwargs(layer)
     signature = inspect.signature(type(layer).__init__)
-    arguments = {
-        name
-        for name, p in signature.parameters.items()
-        if name not in {"self", "device", "dtype"}
-    }
+    arguments = {name for name, p in signature.parameters.items() if name not in {"self", "device", "dtype"}}
     assert set(kwargs) == arguments, f"repr {layer!r} must name exactly {sorted(arguments)}"
     assert type(layer).__name__ in repr(layer)
     rebuilt = type(layer)(**kwargs, dtype=F64)  # the repr is enough to rebuild the layer

@@ -31,6 +31,7 @@ all three build the same function class. :func:`dlor_parameter_count` gives the 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import torch
 from torch import nn
@@ -130,7 +131,7 @@ def dlor_mlp(
         itemsize=itemsize_of(dtype),
         what="parameters",
     )
-    factory = {"device": device, "dtype": dtype}
+    factory: dict[str, Any] = {"device": device, "dtype": dtype}
 
     def dlor() -> nn.Module:
         if mode == "deep":
@@ -198,7 +199,7 @@ def rank_one_mlp(
         itemsize=itemsize_of(dtype),
         what="parameters",
     )
-    factory = {"device": device, "dtype": dtype}
+    factory: dict[str, Any] = {"device": device, "dtype": dtype}
     layers: list[nn.Module] = [RankOneLinear(in_features, width, **factory), make_activation(activation)]
     for _ in range(depth - 1):
         layers += [RankOneLinear(width, width, **factory), make_activation(activation)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import torch
 from torch import nn
 
@@ -104,7 +106,7 @@ def lipschitz_resnet(
         check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
     else:
         check_real("step", step, low=0.0, high=2.0)
-    factory = {"device": device, "dtype": dtype}
+    factory: dict[str, Any] = {"device": device, "dtype": dtype}
     if variant == "unconstrained":
         layers: list[nn.Module] = [nn.Linear(in_features, width, **factory)]
         layers += [UnconstrainedResidual(width, hidden, **factory) for _ in range(depth)]
@@ -152,7 +154,7 @@ def export_model(model: nn.Sequential) -> nn.Sequential:
         raise TypeError(f"`model` must be an nn.Sequential, got {type(model).__name__}")
     from ..exporting import export
 
-    return export(model)
+    return cast(nn.Sequential, export(model))  # export maps a Sequential to a Sequential
 
 
 __all__ = ["LIFTS", "VARIANTS", "UnconstrainedResidual", "export_model", "lipschitz_resnet"]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import Any
 
 import torch
 from torch import nn
 
 from .._validation import MAX_LAYERS, check_fits_in_memory, check_int, check_real, itemsize_of
-from ..nn import LowRankLinear, activation as make_activation
+from ..nn import LowRankLinear
+from ..nn import activation as make_activation
 
 
 def bottleneck_width(width: int, bottleneck: int | float) -> int:
@@ -24,9 +26,7 @@ def bottleneck_width(width: int, bottleneck: int | float) -> int:
     if isinstance(bottleneck, Real):
         ratio = check_real("bottleneck", bottleneck, low=0.0, high=1.0, low_open=True)
         return max(1, round(ratio * width))
-    raise TypeError(
-        f"`bottleneck` must be an int, a float ratio in (0, 1] or None, got {bottleneck!r}"
-    )
+    raise TypeError(f"`bottleneck` must be an int, a float ratio in (0, 1] or None, got {bottleneck!r}")
 
 
 def mlp(
@@ -74,7 +74,7 @@ def mlp(
         itemsize=itemsize_of(dtype),
         what="parameters",
     )
-    factory = {"device": device, "dtype": dtype}
+    factory: dict[str, Any] = {"device": device, "dtype": dtype}
 
     layers: list[nn.Module] = [nn.Linear(in_features, width, **factory), _fresh(activation)]
     for _ in range(depth - 1):

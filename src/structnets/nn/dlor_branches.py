@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -47,7 +47,7 @@ class DLoRBranches(nn.Module):
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
         alpha = 1.0 / self.branches_count if alpha is None else alpha
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.branches = nn.ModuleList(
             DLoRLinear(features, rank, bias=False, alpha=alpha, **factory) for _ in range(self.branches_count)
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -62,7 +63,7 @@ class DLoRLinear(nn.Module):
             itemsize=itemsize_of(dtype),
             what="parameters",
         )
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.alpha = nn.Parameter(torch.empty((), **factory))
         self.U = nn.Parameter(torch.empty(self.features, self.rank, **factory))
         self.V = nn.Parameter(torch.empty(self.features, self.rank, **factory))
@@ -151,10 +152,7 @@ class DLoRLinear(nn.Module):
         return layer
 
     def extra_repr(self) -> str:
-        return (
-            f"features={self.features}, rank={self.rank}, bias={self.bias is not None}, "
-            f"alpha={self.initial_alpha}"
-        )
+        return f"features={self.features}, rank={self.rank}, bias={self.bias is not None}, alpha={self.initial_alpha}"
 
 
 class RankOneLinear(nn.Module):
@@ -199,7 +197,7 @@ class RankOneLinear(nn.Module):
             itemsize=itemsize_of(dtype),
             what="parameters",
         )
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.u = nn.Parameter(torch.empty(self.out_features, **factory))
         self.v = nn.Parameter(torch.empty(self.in_features, **factory))
         if bias:
@@ -234,10 +232,7 @@ class RankOneLinear(nn.Module):
         return self.export()
 
     def extra_repr(self) -> str:
-        return (
-            f"in_features={self.in_features}, out_features={self.out_features}, "
-            f"bias={self.bias is not None}"
-        )
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
 def _linear_from(weight: torch.Tensor, bias: torch.Tensor | None, training: bool = True) -> nn.Linear:

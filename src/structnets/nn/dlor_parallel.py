@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -54,7 +54,7 @@ class DLoRParallel(nn.Module):
         # The name when one was given, so that the repr rebuilds the layer.
         self.activation_name = activation if isinstance(activation, str) else None
         alpha = 1.0 / self.branches_count if alpha is None else alpha
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.branches = nn.ModuleList(
             DLoRLinear(features, rank, bias=bias, alpha=alpha, **factory) for _ in range(self.branches_count)
         )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
 from .._validation import check_fits_in_memory, check_int, check_real, itemsize_of
-from ._checkpoint import reject_non_finite
 from ..functional import _tau_round_down
+from ._checkpoint import reject_non_finite
 from ._spectral import CertifiedBound, top_right_singular_vector
 
 
@@ -72,6 +73,8 @@ class GradientStepResidual(nn.Module):
     Shape: ``(*, features)`` → ``(*, features)``.
     """
 
+    power_vector: torch.Tensor  # a registered buffer, replaced by the power step (see _bound)
+
     def __init__(
         self,
         features: int,
@@ -104,7 +107,7 @@ class GradientStepResidual(nn.Module):
             self.step = check_real("step", step, low=0.0, high=2.0)
         self._bound = CertifiedBound(bound)
         self.bound = self._bound.mode
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(self.hidden, self.features, **factory))
         if bias:
             self.bias = nn.Parameter(torch.empty(self.hidden, **factory))
@@ -202,7 +205,7 @@ class GradientStepResidual(nn.Module):
             tau = self.tau().detach()
         finally:
             self.train(was_training)
-        factory = {"device": self.weight.device, "dtype": self.weight.dtype}
+        factory: dict[str, Any] = {"device": self.weight.device, "dtype": self.weight.dtype}
         inner = nn.Linear(self.features, self.hidden, bias=self.bias is not None, **factory)
         outer = nn.Linear(self.hidden, self.features, bias=False, **factory)
         inner.weight.copy_(self.weight)
@@ -211,7 +214,9 @@ class GradientStepResidual(nn.Module):
         outer.weight.copy_(-(tau * self.weight.T))
         return ResidualExport(nn.Sequential(inner, nn.ReLU(), outer))
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):  # type: ignore[no-untyped-def]
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):  # type: ignore[no-untyped-def]
         reject_non_finite(state_dict, prefix)
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs

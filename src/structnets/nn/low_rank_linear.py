@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
@@ -60,7 +61,7 @@ class LowRankLinear(nn.Module):
             itemsize=itemsize_of(dtype),
             what="parameters",
         )
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.V = nn.Parameter(torch.empty(self.rank, self.in_features, **factory))
         self.U = nn.Parameter(torch.empty(self.out_features, self.rank, **factory))
         if bias:
@@ -93,9 +94,7 @@ class LowRankLinear(nn.Module):
         layouts, so the gradients come out contiguous either way.
         """
         if input.dim() == 0 or input.shape[-1] != self.in_features:
-            raise ValueError(
-                f"`input` must have shape (*, in_features={self.in_features}), got {tuple(input.shape)}"
-            )
+            raise ValueError(f"`input` must have shape (*, in_features={self.in_features}), got {tuple(input.shape)}")
         rows = input.reshape(-1, self.in_features)
         if self.rank < self.transpose_below_rank:
             hidden = self.V.mm(rows.t()).t()  # (rows, rank), a transposed view of Hᵀ

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
@@ -64,15 +65,13 @@ class MaxMin(nn.Module):
         """Certified ℓ₂ Lipschitz constant: 1 (a permutation on each region)."""
         return 1.0
 
-    def export(
-        self, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
-    ) -> ResidualExport:
+    def export(self, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> ResidualExport:
         """Plain torch layers with identical outputs: ``x + Linear(−2Wᵀ)(ReLU(Linear(W)(x)))``.
 
         W has one row (e₂ᵢ₊₁ − e₂ᵢ)/√2 per pair, so ‖W‖₂ = 1 and τ = 2 (see the class docstring).
         """
         pairs = self.features // 2
-        factory = {"device": device, "dtype": dtype if dtype is not None else torch.get_default_dtype()}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype if dtype is not None else torch.get_default_dtype()}
         inner = nn.Linear(self.features, max(pairs, 1), bias=False, **factory)
         outer = nn.Linear(max(pairs, 1), self.features, bias=False, **factory)
         weight = torch.zeros(max(pairs, 1), self.features, **factory)

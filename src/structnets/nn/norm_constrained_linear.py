@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
@@ -42,6 +43,8 @@ class NormConstrainedLinear(nn.Module):
     Shape: ``(*, in_features)`` → ``(*, out_features)``.
     """
 
+    power_vector: torch.Tensor  # a registered buffer, replaced by the power step (see _bound)
+
     def __init__(
         self,
         in_features: int,
@@ -65,7 +68,7 @@ class NormConstrainedLinear(nn.Module):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
         self._bound = CertifiedBound(bound)
         self.bound = self._bound.mode
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_features, self.in_features, **factory))
         if bias:
             self.bias = nn.Parameter(torch.empty(self.out_features, **factory))
@@ -132,7 +135,9 @@ class NormConstrainedLinear(nn.Module):
         """Plain torch layer with identical outputs (same as :meth:`to_linear`)."""
         return self.to_linear()
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):  # type: ignore[no-untyped-def]
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):  # type: ignore[no-untyped-def]
         reject_non_finite(state_dict, prefix)
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs

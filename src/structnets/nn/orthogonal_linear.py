@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
 from .._validation import check_fits_in_memory, check_int, itemsize_of
+from ..functional import spectral_norm_bound, sqrt_round_up, squared_norm_bound
 from ._affine import linear_from_dense
 from ._checkpoint import reject_non_finite
-from ..functional import spectral_norm_bound, sqrt_round_up, squared_norm_bound
 
 
 def polar_factor(weight: torch.Tensor) -> torch.Tensor:
@@ -116,7 +117,7 @@ class OrthogonalLinear(nn.Module):
         )
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_features, self.in_features, **factory))
         if bias:
             self.bias = nn.Parameter(torch.empty(self.out_features, **factory))
@@ -162,7 +163,9 @@ class OrthogonalLinear(nn.Module):
         """Plain torch layer with identical outputs (same as :meth:`to_linear`)."""
         return self.to_linear()
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):  # type: ignore[no-untyped-def]
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):  # type: ignore[no-untyped-def]
         reject_non_finite(state_dict, prefix)
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -46,7 +48,7 @@ class UnconstrainedResidual(nn.Module):
             itemsize=itemsize_of(dtype),
             what="parameters",
         )
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.inner = nn.Linear(self.features, self.hidden, **factory)
         self.outer = nn.Linear(self.hidden, self.features, bias=False, **factory)
 

@@ -135,6 +135,7 @@ class FusedAdam:
 
     @torch.no_grad()
     def step(self) -> None:
+        index: range | list[int]
         if all(p.grad is not None for p in self.params):
             index = range(len(self.params))
         else:  # parameters without a gradient are skipped (their state stays), as in torch.optim

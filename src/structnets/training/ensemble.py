@@ -278,7 +278,8 @@ def train_ensemble(
 
     restored = [False] * count
     for e, member in enumerate(members):
-        values = final[e] if final[e] is not None else [t[e].detach() for t in live]
+        saved = final[e]
+        values = saved if saved is not None else [t[e].detach() for t in live]
         best = state.best_state[e]
         if best is not None and math.isfinite(state.best_loss[e]):
             values, restored[e] = best, True

@@ -107,7 +107,7 @@ def seeded(seed: int) -> Iterator[None]:
         (CUDA generators are forked only when CUDA is already initialised.)
     """
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
-    devices = None if torch.cuda.is_available() and torch.cuda.is_initialized() else []
+    devices: list[int] | None = None if torch.cuda.is_available() and torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield

@@ -191,8 +191,12 @@ def batched_levenberg_marquardt(
         converged |= (quiet >= patience) | (mu > max_damping) | (active & (grad_norm() <= gtol * loss().clamp(min=1.0)))
     final = loss()
     return x, LevenbergMarquardtResult(
-        loss=final, grad_norm=grad_norm(), iterations=iterations, converged=converged,
-        loss_half=final.clone() if loss_half is None else loss_half, damping=mu,
+        loss=final,
+        grad_norm=grad_norm(),
+        iterations=iterations,
+        converged=converged,
+        loss_half=final.clone() if loss_half is None else loss_half,
+        damping=mu,
     )
 
 

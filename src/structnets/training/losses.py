@@ -102,7 +102,9 @@ def _check_logits(output: torch.Tensor, target: torch.Tensor) -> None:
     if output.dim() != 2 or output.shape[1] < 2:
         raise ValueError(f"`output` must be (n, K) logits with K ≥ 2, got shape {tuple(output.shape)}")
     if target.dim() != 1 or target.shape[0] != output.shape[0]:
-        raise ValueError(f"`target` must be (n,) class indices matching `output` {tuple(output.shape)}, got {tuple(target.shape)}")
+        raise ValueError(
+            f"`target` must be (n,) class indices matching `output` {tuple(output.shape)}, got {tuple(target.shape)}"
+        )
 
 
 def scaled_cross_entropy(output: torch.Tensor, target: torch.Tensor, temperature: float = 4.0) -> torch.Tensor:
