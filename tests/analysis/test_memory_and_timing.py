@@ -31,11 +31,47 @@ def test_training_memory_counts_parameters_gradients_and_adam_state():
     assert training_memory_bytes(model, inputs, optimizer_slots=0) == expected - 2 * parameter_bytes
 
 
-def test_interleaved_ratio_recovers_a_known_ratio():
-    result = interleaved_ratio(lambda: time.sleep(0.004), lambda: time.sleep(0.002), pairs=8, warmup=1)
-    assert 1.6 < result.median < 2.4
+class _Clock:
+    """A virtual ``time`` module: the timed callables advance it by exact amounts (no sleeping,
+    so a loaded machine cannot move the measured ratios)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> _Clock:
+    import structnets.analysis.timing as timing
+
+    fake = _Clock()
+    monkeypatch.setattr(timing, "time", fake)
+    return fake
+
+
+def test_interleaved_ratio_recovers_a_known_ratio(clock):
+    order = []
+
+    def a():
+        order.append("a")
+        clock.advance(0.004)
+
+    def b():
+        order.append("b")
+        clock.advance(0.002)
+
+    result = interleaved_ratio(a, b, pairs=8, warmup=1)
+    assert result.median == pytest.approx(2.0, rel=1e-9) and result.best == pytest.approx(2.0, rel=1e-9)
     assert result.q1 <= result.median <= result.q3
+    assert result.seconds_a == pytest.approx(0.004, rel=1e-9) and result.seconds_b == pytest.approx(0.002, rel=1e-9)
     assert result.pairs == 8
+    # warm-up a, b; then pairs alternate (a, b), (b, a), ...
+    assert order == ["a", "b"] + ["a", "b", "b", "a"] * 4
 
 
 @pytest.mark.parametrize("argument, value", [("pairs", 0), ("warmup", -1), ("repeat", 0)])
@@ -44,15 +80,15 @@ def test_interleaved_ratio_rejects_bad_counts(argument, value):
         interleaved_ratio(lambda: None, lambda: None, **{argument: value})
 
 
-def test_interleaved_ratio_calibrates_repeat_and_calls_before_pair():
+def test_interleaved_ratio_calibrates_repeat_and_calls_before_pair(clock):
     calls = []
     result = interleaved_ratio(
-        lambda: time.sleep(0.001), lambda: time.sleep(0.001), pairs=4, warmup=0, repeat=None,
+        lambda: clock.advance(0.001), lambda: clock.advance(0.0015), pairs=4, warmup=0, repeat=None,
         target_seconds=0.005, before_pair=lambda: calls.append(1),
     )  # fmt: skip
     assert calls == [1, 1, 1, 1]
-    assert 2 <= result.repeat <= 6  # ~5 ms samples of ~1 ms calls
-    assert 0.7 < result.best < 1.4
+    assert result.repeat == 5  # 5 ms samples of the faster, 1 ms call
+    assert result.best == pytest.approx(1 / 1.5, rel=1e-9) and result.median == pytest.approx(1 / 1.5, rel=1e-9)
 
 
 def test_other_process_load_subtracts_our_own_cpu_time(monkeypatch):

@@ -35,23 +35,27 @@ listed in ``Cost.uncounted``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-import math
 import torch
 from torch import nn
 
 from .._validation import check_fits_in_memory, check_int
-from ..models.dlor_mlp import DLoRBranches, DLoRParallel, TakeFirst, ZeroPad
 from ..nn import (
+    DLoRBranches,
     DLoRLinear,
+    DLoRParallel,
     GradientStepResidual,
     LowRankLinear,
     MaxMin,
     NormConstrainedLinear,
     RankOneLinear,
     Swish,
+    TakeFirst,
+    ZeroPad,
 )
 
 
@@ -72,8 +76,9 @@ class LeafCount:
     intermediate_elements: int = 0
 
 
-Counter = Callable[[nn.Module, torch.Tensor, torch.Tensor], LeafCount]
-"""``counter(module, input, output) -> LeafCount`` for one call; ``input`` is the first positional argument."""
+Counter = Callable[[Any, torch.Tensor, torch.Tensor], LeafCount]
+"""``counter(module, input, output) -> LeafCount`` for one call; ``input`` is the first positional argument.
+The module argument is typed ``Any`` so that a counter may take the exact layer class it counts."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,7 @@ class Cost:
     uncounted: tuple[str, ...] = ()
 
 
-def _linear_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+def _linear_count(module: nn.Linear | NormConstrainedLinear, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     rows = output.numel() // module.out_features
     return LeafCount(
         macs=rows * module.in_features * module.out_features,
@@ -132,7 +137,7 @@ def _linear_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) 
     )
 
 
-def _low_rank_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+def _low_rank_count(module: LowRankLinear, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     rows = output.numel() // module.out_features
     return LeafCount(
         macs=rows * module.rank * (module.in_features + module.out_features),
@@ -141,7 +146,7 @@ def _low_rank_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor
     )
 
 
-def _dlor_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+def _dlor_count(module: DLoRLinear, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     # αx + U(Vᵀx) + b: 2·N·r multiply-adds for the low-rank part, N for αx, N adds to sum them.
     rows = output.numel() // module.features
     n, r = module.features, module.rank
@@ -152,7 +157,7 @@ def _dlor_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) ->
     )
 
 
-def _rank_one_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+def _rank_one_count(module: RankOneLinear, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     rows = output.numel() // module.out_features
     return LeafCount(
         macs=rows * (module.in_features + module.out_features),
@@ -161,7 +166,7 @@ def _rank_one_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor
     )
 
 
-def _gradient_step_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+def _gradient_step_count(module: GradientStepResidual, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     # x − τ Wᵀσ(Wx + b): two (hidden × features) products, the τ scaling, bias and residual adds.
     rows = output.numel() // module.features
     n, h = module.features, module.hidden
@@ -178,7 +183,7 @@ def _maxmin_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) 
     return LeafCount(evaluations=output.numel())
 
 
-def _dlor_branches_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+def _dlor_branches_count(module: DLoRBranches, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     # B parallel DLoR maps summed before the activation, with one shared bias.
     rows = output.numel() // module.features
     n, r, b = module.features, module.rank, len(module.branches)
@@ -189,7 +194,7 @@ def _dlor_branches_count(module: nn.Module, input: torch.Tensor, output: torch.T
     )
 
 
-def _dlor_parallel_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+def _dlor_parallel_count(module: DLoRParallel, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     # Σ_k σ(α_k x + U_k(V_kᵀx) + b_k): B DLoR maps (as _dlor_count), B·N activations, and the
     # (B − 1)·N additions that sum the branches after σ.
     rows = output.numel() // module.features
