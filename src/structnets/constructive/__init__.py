@@ -18,5 +18,9 @@ from .lipschitz_targets import (  # noqa: F401
     random_maxmin_target,
 )
 from .maxmin import evaluate_maxmin, lattice_pieces_1d, maxmin_network  # noqa: F401
+from .smooth_constant_depth import (  # noqa: F401
+    ConstantDepthCertificate,
+    SmoothConstantDepthApproximation,
+    smooth_constant_depth_approximator,
+)
 from .swish_approximator import ErrorBound, SwishApproximation, swish_approximator  # noqa: F401
-from .smooth_constant_depth import ConstantDepthCertificate, SmoothConstantDepthApproximation, smooth_constant_depth_approximator  # noqa: F401
