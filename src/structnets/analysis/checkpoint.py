@@ -20,6 +20,7 @@ from torch import nn
 if TYPE_CHECKING:
     import pandas as pd
 
+from .dense_matrices import _to_dense
 from .spectral import effective_rank, numerical_rank, schatten_norm, singular_values, stable_rank
 
 __all__ = ["LayerSpectrum", "format_spectrum_table", "load_state_dict", "spectrum_table"]
@@ -68,10 +69,7 @@ def load_state_dict(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
         )
     bad = [str(k) for k, v in content.items() if not isinstance(k, str) or not isinstance(v, torch.Tensor)]
     if bad:
-        raise ValueError(
-            f"checkpoint {str(path)!r} is not a state dict: entries {bad[:5]} are not "
-            "name → tensor pairs"
-        )
+        raise ValueError(f"checkpoint {str(path)!r} is not a state dict: entries {bad[:5]} are not name → tensor pairs")
     return dict(content)
 
 
@@ -140,10 +138,12 @@ def _rebuilt_dense(layer_class: type[nn.Module], name: str, leaves: dict[str, to
     try:
         layer.load_state_dict({k: v for k, v in leaves.items() if k in ("raw_weight", "bias", "power_vector")})
     except (RuntimeError, ValueError) as error:
-        raise ValueError(f"layer {name!r} ({layer_class.__name__}) cannot be rebuilt from its entries: {error}") from error
+        raise ValueError(
+            f"layer {name!r} ({layer_class.__name__}) cannot be rebuilt from its entries: {error}"
+        ) from error
     layer.eval()
     with torch.no_grad():
-        return layer.to_dense()
+        return _to_dense(layer)
 
 
 def _is_dlor(leaves: Mapping[str, torch.Tensor]) -> bool:
@@ -246,8 +246,7 @@ def _state_dict_matrices(state: Mapping[str, torch.Tensor]) -> list[tuple[str, t
 def _module_matrices(model: nn.Module) -> list[tuple[str, torch.Tensor, str]]:
     """``(name, matrix, kind)`` of every layer of a module: the matrices :func:`_state_dict_matrices`
     reads from the module's state dict, computed by the layers themselves in eval mode."""
-    from ..models.dlor_mlp import DLoRBranches
-    from ..nn import GradientStepResidual
+    from ..nn import DLoRBranches, GradientStepResidual
 
     layers: list[tuple[str, torch.Tensor, str]] = []
 
@@ -263,7 +262,7 @@ def _module_matrices(model: nn.Module) -> list[tuple[str, torch.Tensor, str]]:
             kind = type(module).__name__
             if isinstance(module, DLoRBranches):
                 kind = f"DLoRBranches ({module.branches_count} summed)"
-            layers.append((name, module.to_dense().detach().clone(), kind))
+            layers.append((name, _to_dense(module).detach().clone(), kind))
             return
         own = [(n, p) for n, p in module.named_parameters(recurse=False) if p.ndim >= 2]
         if own:
@@ -340,9 +339,7 @@ def spectrum_table(
     else:
         state = load_state_dict(source) if isinstance(source, str | os.PathLike) else source
         if not isinstance(state, Mapping):
-            raise TypeError(
-                f"`source` must be an nn.Module, a state dict or a path, got {type(source).__name__}"
-            )
+            raise TypeError(f"`source` must be an nn.Module, a state dict or a path, got {type(source).__name__}")
         for key, value in state.items():
             if not isinstance(key, str) or (not isinstance(value, torch.Tensor) and not key.endswith("_extra_state")):
                 raise TypeError(
@@ -357,7 +354,9 @@ def spectrum_table(
     table: list[LayerSpectrum] = []
     for name, matrix, kind in layers:
         if not isinstance(matrix, torch.Tensor) or matrix.numel() == 0 or not bool(torch.isfinite(matrix).all()):
-            raise ValueError(f"layer {name!r} must be a non-empty finite matrix, got {getattr(matrix, 'shape', matrix)!r}")
+            raise ValueError(
+                f"layer {name!r} must be a non-empty finite matrix, got {getattr(matrix, 'shape', matrix)!r}"
+            )
         matrix = matrix.detach().to(torch.float64)
         sigma = singular_values(matrix)
         table.append(
@@ -424,4 +423,3 @@ def format_spectrum_table(table: Sequence[LayerSpectrum]) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-

@@ -24,9 +24,7 @@ def _walk(module: nn.Module, prefix: str) -> Iterator[tuple[str, nn.Module]]:
     if _is_linear(module):
         yield prefix, module
         return  # its factors (U, V, ...) are inside the dense matrix already
-    own = [
-        (name, param) for name, param in module.named_parameters(recurse=False) if param.numel() > 1
-    ]
+    own = [(name, param) for name, param in module.named_parameters(recurse=False) if param.numel() > 1]
     if own:
         # A module holding matrices we do not know how to read: refuse rather than drop a layer
         # and silently under-count the network (a bound on the wrong network is worse than none).
@@ -78,7 +76,7 @@ def dense_matrices(model: nn.Module) -> list[torch.Tensor]:
     matrices: list[torch.Tensor] = []
     with torch.no_grad():
         for name, layer in linear_layers(model):
-            matrix = layer.weight if isinstance(layer, nn.Linear) else layer.to_dense()
+            matrix = layer.weight if isinstance(layer, nn.Linear) else _to_dense(layer)
             if not isinstance(matrix, torch.Tensor) or matrix.ndim != 2:
                 raise TypeError(
                     f"layer {name!r} ({type(layer).__name__}) must give a 2-D matrix, got "
@@ -163,3 +161,11 @@ def hidden_representations(model: nn.Sequential, inputs: torch.Tensor) -> list[t
             if not _is_linear(child) and not isinstance(child, nn.Sequential):
                 outputs.append(hidden)
     return outputs
+
+
+def _to_dense(module: nn.Module) -> torch.Tensor:
+    """The dense matrix a structured layer applies, by its own ``to_dense()`` (docs/design.md, convention 4)."""
+    to_dense = getattr(module, "to_dense", None)
+    if not callable(to_dense):
+        raise TypeError(f"{type(module).__name__} has no to_dense() to give its dense matrix")
+    return to_dense()
