@@ -23,7 +23,7 @@ max |f(x) − f(y)|/‖x − y‖₂ over a point set in float64 (a lower bound 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -239,7 +239,9 @@ def max_secant_ratio(points: np.ndarray, values: np.ndarray, *, chunk: int = 204
     return best
 
 
-def check_target(target: Callable[[np.ndarray], np.ndarray], dim: int, low: float, high: float, *, name: str = "target") -> Callable[[np.ndarray], np.ndarray]:
+def check_target(
+    target: Callable[[np.ndarray], np.ndarray], dim: int, low: float, high: float, *, name: str = "target"
+) -> Callable[[np.ndarray], np.ndarray]:
     """Return ``target`` if it is callable and finite, of shape (n,), on a probe grid of [low, high]ᵈ.
 
     Raises:
@@ -268,7 +270,7 @@ def _check_domain(low: float, high: float) -> tuple[float, float]:
     return low, high
 
 
-def _freeze(pieces: list[list[tuple[np.ndarray, float]]]) -> Pieces:
+def _freeze(pieces: Sequence[Sequence[tuple[Sequence[float] | np.ndarray, float]]]) -> Pieces:
     return tuple(
         tuple((tuple(float(v) for v in np.asarray(a).reshape(-1)), float(c)) for a, c in group) for group in pieces
     )

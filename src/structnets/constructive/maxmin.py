@@ -36,7 +36,8 @@ from torch import nn
 from ..functional import spectral_norm_bound
 from ..nn import MaxMin, NormConstrainedLinear
 
-Piece = tuple[Sequence[float], float]
+Piece = tuple[Sequence[float] | np.ndarray, float]
+"""One affine piece (a, c): x ↦ aᵀx + c, with ‖a‖₂ ≤ 1."""
 
 
 def _validate(pieces: Sequence[Sequence[Piece]]) -> tuple[list[list[tuple[np.ndarray, float]]], int]:
@@ -50,9 +51,9 @@ def _validate(pieces: Sequence[Sequence[Piece]]) -> tuple[list[list[tuple[np.nda
         parsed = []
         for j, piece in enumerate(group):
             try:
-                a, c = piece
-                a = np.asarray(a, dtype=np.float64).reshape(-1)
-                c = float(c)
+                raw_a, raw_c = piece
+                a = np.asarray(raw_a, dtype=np.float64).reshape(-1)
+                c = float(raw_c)
             except (TypeError, ValueError) as error:
                 raise ValueError(f"`pieces[{i}][{j}]` must be a pair (a, c), got {piece!r}") from error
             if dim is None:
@@ -63,9 +64,7 @@ def _validate(pieces: Sequence[Sequence[Piece]]) -> tuple[list[list[tuple[np.nda
                 raise ValueError(f"`pieces[{i}][{j}]` must be finite, got {piece!r}")
             norm = float(np.linalg.norm(a))
             if norm > 1.0 + 1e-12:
-                raise ValueError(
-                    f"`pieces[{i}][{j}]` must be 1-Lipschitz (‖a‖₂ ≤ 1), got ‖a‖₂ = {norm:.6g}"
-                )
+                raise ValueError(f"`pieces[{i}][{j}]` must be 1-Lipschitz (‖a‖₂ ≤ 1), got ‖a‖₂ = {norm:.6g}")
             parsed.append((a, c))
         groups.append(parsed)
     assert dim is not None
@@ -88,9 +87,7 @@ def evaluate_maxmin(pieces: Sequence[Sequence[Piece]], x: np.ndarray) -> np.ndar
     return np.max(np.stack(values), axis=0)
 
 
-def maxmin_network(
-    pieces: Sequence[Sequence[Piece]], *, dtype: torch.dtype = torch.float64
-) -> nn.Sequential:
+def maxmin_network(pieces: Sequence[Sequence[Piece]], *, dtype: torch.dtype = torch.float64) -> nn.Sequential:
     """Build the exact network of f(x) = max_i min_{(a, c) ∈ pieces[i]} (aᵀx + c).
 
     Args:
@@ -136,7 +133,7 @@ def maxmin_network(
     return nn.Sequential(*layers)
 
 
-def lattice_pieces_1d(knots: Sequence[float], values: Sequence[float]) -> list[list[Piece]]:
+def lattice_pieces_1d(knots: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray) -> list[list[Piece]]:
     """Max-min representation of the piecewise-linear interpolant of (knots, values) on ℝ.
 
     Pieces ℓ_k(t) = v_k + m_k (t − t_k) on [t_k, t_{k+1}] (extended affinely beyond the ends);
@@ -166,9 +163,7 @@ def lattice_pieces_1d(knots: Sequence[float], values: Sequence[float]) -> list[l
     pieces: list[list[Piece]] = []
     for k in range(len(affine)):
         ends = (t[k], t[k + 1])
-        group = [
-            affine[j] for j in range(len(affine)) if all(at(j, s) >= at(k, s) - 1e-12 for s in ends)
-        ]
+        group: list[Piece] = [affine[j] for j in range(len(affine)) if all(at(j, s) >= at(k, s) - 1e-12 for s in ends)]
         pieces.append(group)
     return pieces
 
