@@ -8,9 +8,15 @@ and Adam is elementwise, so one run equals S independent full-batch trainings (t
 to rounding) at about the cost of one. Used by the DLoR experiments (Chen, Li, Kim, Lavaei,
 arXiv 2605.05659; ``docs/dlor.md``).
 
-Every function here uses ``torch.optim.Adam`` and, with ``schedule="cosine"``, cosine decay of the
-learning rate from ``lr`` to ``lr``/100 over the epochs:
-lr_t = lr/100 + (lr − lr/100)(1 + cos(π t/T))/2 (``torch.optim.lr_scheduler.CosineAnnealingLR``).
+Every function here is full-batch Adam with, by default, cosine decay of the learning rate from
+``lr`` to ``lr``/100 over the T epochs: lr_t = lr/100 + (lr − lr/100)(1 + cos(π t/T))/2.
+:func:`train_vmapped` (S modules) is the library's batched-ensemble trainer
+:func:`~structnets.training.train_ensemble` and :func:`train_dense` (one module) is
+:func:`~structnets.training.fit`. :func:`train_batched` trains a model whose parameters already
+carry the seed axis (``torch.optim.Adam`` and ``CosineAnnealingLR`` on its few stacked tensors)
+and records the test MSE every few epochs without keeping a best state, which ``train_ensemble``
+does not offer; it is also faster on the dlor-sawtooth networks (``benchmarks/dlor_seed_batched.py``:
+``train_ensemble`` over the S ``dlor_mlp`` networks took 1.8–4.2× as long per run).
 """
 
 from __future__ import annotations
@@ -177,7 +183,7 @@ def train_batched(
 
 
 def train_dense(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: float) -> float:
-    """Full-batch Adam with cosine decay (lr → lr/100) on the MSE of one model.
+    """Full-batch Adam with cosine decay (lr → lr/100) on the MSE of one model: :func:`~structnets.training.fit`.
 
     Args:
         model: maps (n, d) to (n, 1); trained in place.
@@ -188,10 +194,11 @@ def train_dense(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, epochs: i
     Returns:
         the final training MSE.
     """
-    target = y.reshape(-1, 1)
-    full_batch_adam(model.parameters(), lambda: ((model(X) - target) ** 2).mean(), epochs=epochs, lr=lr)
+    from .fit import fit
+
+    fit(model, X, y, epochs=epochs, batch_size=None, lr=lr, schedule="cosine", min_lr=lr / 100)
     with torch.no_grad():
-        return float(((model(X) - target) ** 2).mean())
+        return float(((model(X) - y.reshape(-1, 1)) ** 2).mean())
 
 
 def train_vmapped(
@@ -204,11 +211,11 @@ def train_vmapped(
     epochs: int,
     lr: float,
 ) -> tuple[list[float], list[float], list[nn.Module]]:
-    """Train S same-architecture models at once by ``torch.func.vmap`` over their stacked parameters.
+    """Train copies of S same-architecture models at once with :func:`~structnets.training.train_ensemble`.
 
-    ``vmap`` of ``functional_call`` over ``stack_module_state(models)`` makes the S models one
-    seed-batched model; full-batch Adam with cosine decay on Σ_s MSE_s then equals S independent
-    trainings (module docstring).
+    The library's batched-ensemble trainer (``stack_module_state`` + ``vmap``, one Adam over the
+    stacked parameters) with full batches and cosine decay to lr/100; each copy equals its own
+    full-batch training (module docstring).
 
     Args:
         models: S ≥ 1 modules with identical parameter names and shapes, each (n, d) → (n, 1);
@@ -221,33 +228,17 @@ def train_vmapped(
     Returns:
         (final test MSE per model, final training MSE per model, the trained models as copies).
     """
-    from torch.func import functional_call, stack_module_state, vmap
+    from .ensemble import train_ensemble
 
-    if not models:
-        raise ValueError("`models` must hold at least one module, got 0")
-    params, buffers = stack_module_state(list(models))  # type: ignore[arg-type]
-    params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
-    base = copy.deepcopy(models[0]).to("meta")
-
-    def forward(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        return functional_call(base, (p, b), (x,))
-
-    batched = vmap(forward, in_dims=(0, 0, None))
-    target, target_test = y.reshape(1, -1, 1), y_test.reshape(1, -1, 1)
-    full_batch_adam(
-        params.values(), lambda: _per_seed_mse(batched(params, buffers, X), target).sum(), epochs=epochs, lr=lr
-    )
+    if isinstance(models, nn.Module) or not isinstance(models, Sequence) or not models:
+        raise ValueError(f"`models` must be a non-empty sequence of modules, got {models!r}")
+    trained = [copy.deepcopy(model) for model in models]
+    train_ensemble(trained, X, y, epochs=epochs, batch_size=None, lr=lr, schedule="cosine", min_lr=lr / 100)
+    target, target_test = y.reshape(-1, 1), y_test.reshape(-1, 1)
     with torch.no_grad():
-        test = _per_seed_mse(batched(params, buffers, X_test), target_test)
-        train = _per_seed_mse(batched(params, buffers, X), target)
-    trained = []
-    for s in range(len(models)):
-        model = copy.deepcopy(models[s])
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                p.copy_(params[name][s])
-        trained.append(model)
-    return [float(v) for v in test], [float(v) for v in train], trained
+        test = [float(((model(X_test) - target_test) ** 2).mean()) for model in trained]
+        train = [float(((model(X) - target) ** 2).mean()) for model in trained]
+    return test, train, trained
 
 
 __all__ = [
