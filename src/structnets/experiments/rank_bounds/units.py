@@ -72,7 +72,9 @@ def _units(config: RankBoundsConfig, finished: pd.DataFrame) -> list[Unit]:
 
 
 @functools.lru_cache(maxsize=4)
-def _arrays(dataset: str, n_train: int | None, n_test: int | None) -> tuple[np.ndarray, ...]:
+def _arrays(
+    dataset: str, n_train: int | None, n_test: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.int64]:
     """Float32 train/test arrays; the subsample uses a fixed seed so every unit sees the same rows."""
     from ... import data
 
