@@ -335,7 +335,9 @@ def _compress_layer(
     weight = linear.weight.detach().to(torch.float64)
     total = float(weight.square().sum())
 
-    def row(new: nn.Module | None, r: int | None, alpha: float | None, error: float, note: str = "") -> LayerCompression:
+    def row(
+        new: nn.Module | None, r: int | None, alpha: float | None, error: float, note: str = ""
+    ) -> LayerCompression:
         kind = method if new is not None else "dense"
         return LayerCompression(
             name=name, in_features=n, out_features=m, replaced=new is not None, method=kind,

@@ -93,9 +93,7 @@ class _BaseMLP(BaseEstimator):
             if self.bottleneck is not None:
                 bottleneck_width(width, self.bottleneck)
             if not isinstance(self.activation, str):
-                raise TypeError(
-                    f"`activation` must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
-                )
+                raise TypeError(f"`activation` must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
             check_choice("activation", self.activation, ACTIVATIONS)
             check_int("epochs", self.epochs, low=1, high=MAX_STEPS)
             if self.batch_size is not None:
@@ -105,30 +103,28 @@ class _BaseMLP(BaseEstimator):
             check_choice("optimizer", self.optimizer, OPTIMIZERS)
             _check_bool("early_stopping", self.early_stopping)
             check_real(
-                "validation_fraction", self.validation_fraction, low=0.0, high=1.0,
-                low_open=True, high_open=True,
+                "validation_fraction",
+                self.validation_fraction,
+                low=0.0,
+                high=1.0,
+                low_open=True,
+                high_open=True,
             )
             check_int("patience", self.patience, low=1)
             _check_bool("standardize", self.standardize)
             if not (
                 self.random_state is None
                 or isinstance(self.random_state, np.random.RandomState)
-                or (
-                    isinstance(self.random_state, Integral)
-                    and not isinstance(self.random_state, bool)
-                )
+                or (isinstance(self.random_state, Integral) and not isinstance(self.random_state, bool))
             ):
                 raise TypeError(
-                    "`random_state` must be None, an int or a numpy RandomState, "
-                    f"got {self.random_state!r}"
+                    f"`random_state` must be None, an int or a numpy RandomState, got {self.random_state!r}"
                 )
             check_choice("dtype", self.dtype, tuple(DTYPES))
             try:
                 torch.device(self.device)
             except (RuntimeError, TypeError) as error:
-                raise ValueError(
-                    f"`device` must name a torch device, got {self.device!r}"
-                ) from error
+                raise ValueError(f"`device` must name a torch device, got {self.device!r}") from error
         except (TypeError, ValueError) as error:
             raise InvalidParameterError(str(error)) from error
 
@@ -136,9 +132,7 @@ class _BaseMLP(BaseEstimator):
         """Validate ``X`` (2-D, numeric, finite), set or check ``n_features_in_`` and names."""
         names = _column_names(X)
         try:
-            array = validate_data(
-                self, X, reset=reset, dtype=(np.float64, np.float32), ensure_all_finite=False
-            )
+            array = validate_data(self, X, reset=reset, dtype=(np.float64, np.float32), ensure_all_finite=False)
         except (TypeError, ValueError) as error:
             raise _named(error, "X") from error
         check_finite(array, names, argument="X")
@@ -166,9 +160,7 @@ class _BaseMLP(BaseEstimator):
     def _np_dtype(self) -> type:
         return np.float32 if self.dtype == "float32" else np.float64
 
-    def _train(
-        self, X: np.ndarray, target: np.ndarray, n_outputs: int, stratify: np.ndarray | None
-    ) -> None:
+    def _train(self, X: np.ndarray, target: np.ndarray, n_outputs: int, stratify: np.ndarray | None) -> None:
         """Build ``model_`` with seeded initial weights and train it on standardised ``X``."""
         rng = check_random_state(self.random_state)
         init_seed, fit_seed, split_seed = (int(s) for s in rng.randint(0, 2**31 - 1, size=3))
@@ -220,9 +212,7 @@ class _BaseMLP(BaseEstimator):
             if counts.min() < 2 or n_val < counts.size or n - n_val < counts.size:
                 stratify = None
         index = np.arange(n)
-        train_idx, val_idx = train_test_split(
-            index, test_size=n_val, random_state=seed, stratify=stratify
-        )
+        train_idx, val_idx = train_test_split(index, test_size=n_val, random_state=seed, stratify=stratify)
         train_t = torch.from_numpy(np.sort(train_idx)).to(inputs.device)
         val_t = torch.from_numpy(np.sort(val_idx)).to(inputs.device)
         return (
@@ -319,9 +309,7 @@ class MLPClassifier(ClassifierMixin, _BaseMLP):
         """
         self._check_params()
         names = _column_names(X)
-        X, y = _validate_Xy(
-            self, X, y, dtype=(np.float64, np.float32), ensure_all_finite=False
-        )
+        X, y = _validate_Xy(self, X, y, dtype=(np.float64, np.float32), ensure_all_finite=False)
         check_finite(X, names, argument="X")
         try:
             check_classification_targets(y)

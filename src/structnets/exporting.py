@@ -66,9 +66,7 @@ def export(model: nn.Module) -> nn.Module:
             with torch.no_grad():
                 new = exporter(factory)
             if not isinstance(new, nn.Module):
-                raise TypeError(
-                    f"{type(module).__name__}.export() must return an nn.Module, got {type(new).__name__}"
-                )
+                raise TypeError(f"{type(module).__name__}.export() must return an nn.Module, got {type(new).__name__}")
             new.train(training)
             exported[id(module)] = (module, new)
         return exported[id(module)][1]

@@ -35,9 +35,7 @@ def _as_matrix(matrix: torch.Tensor, name: str = "matrix") -> torch.Tensor:
     if not isinstance(matrix, torch.Tensor):
         raise TypeError(f"`{name}` must be a torch.Tensor of shape (*, m, n), got {type(matrix).__name__}")
     if matrix.ndim < 2:
-        raise ValueError(
-            f"`{name}` must have at least 2 dimensions (*, m, n), got shape {tuple(matrix.shape)}"
-        )
+        raise ValueError(f"`{name}` must have at least 2 dimensions (*, m, n), got shape {tuple(matrix.shape)}")
     if matrix.shape[-1] == 0 or matrix.shape[-2] == 0 or matrix.numel() == 0:
         raise ValueError(f"`{name}` must be non-empty, got shape {tuple(matrix.shape)}")
     if matrix.is_complex():
@@ -198,7 +196,9 @@ def bottleneck_rank(
     rtol = check_real("rtol", rtol, low=0.0, high=1.0, high_open=True)
     if not isinstance(center, bool):
         raise TypeError(f"`center` must be a bool, got {center!r}")
-    if not isinstance(activations, torch.Tensor) and (isinstance(activations, (str, bytes)) or not isinstance(activations, Iterable)):
+    if not isinstance(activations, torch.Tensor) and (
+        isinstance(activations, (str, bytes)) or not isinstance(activations, Iterable)
+    ):
         raise TypeError(
             f"`activations` must be an (N, W) torch.Tensor or a sequence of them, got {type(activations).__name__}"
         )

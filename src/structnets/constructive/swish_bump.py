@@ -43,9 +43,7 @@ def swish_bump(u: torch.Tensor, tau: float) -> torch.Tensor:
     """
     tau = check_real("tau", tau, low=0.0, low_open=True)
     silu = torch.nn.functional.silu
-    return (
-        silu(tau * (u + 2)) - silu(tau * (u + 1)) - silu(tau * (u - 1)) + silu(tau * (u - 2))
-    ) / tau
+    return (silu(tau * (u + 2)) - silu(tau * (u + 1)) - silu(tau * (u - 1)) + silu(tau * (u - 2))) / tau
 
 
 def trapezoid(u: torch.Tensor) -> torch.Tensor:

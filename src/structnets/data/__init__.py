@@ -42,8 +42,8 @@ estimators reuse).
 from .dataset import Dataset, check_finite
 from .files import DataFileError, FileStatus, cache_dir, data_dir, verify
 from .loader import load, names
-from .sawtooth import make_sawtooth, sawtooth, triangle_wave  # synthetic DLoR targets
 from .moons import make_moons
+from .sawtooth import make_sawtooth, sawtooth, triangle_wave  # synthetic DLoR targets
 from .smooth_targets import SmoothTarget, lacunary_target, power_target, sine_target  # noqa: F401
 
 __all__ = [

@@ -45,9 +45,7 @@ def xlsx_to_csv(workbook: bytes) -> bytes:
     strings: list[str] = []
     if "xl/sharedStrings.xml" in names:
         table = ET.fromstring(archive.read("xl/sharedStrings.xml"))
-        strings = [
-            "".join(t.text or "" for t in si.iter(f"{_NS}t")) for si in table.iter(f"{_NS}si")
-        ]
+        strings = ["".join(t.text or "" for t in si.iter(f"{_NS}t")) for si in table.iter(f"{_NS}si")]
     lines: list[str] = []
     for row in ET.fromstring(archive.read(sheet)).iter(f"{_NS}row"):
         cells: dict[int, str] = {}

@@ -57,8 +57,7 @@ class Dataset:
         n = self.X.shape[0]
         if not isinstance(self.y, np.ndarray) or self.y.shape != (n,):
             raise ValueError(
-                f"`y` must be an ndarray of shape ({n},) to match `X`, "
-                f"got {getattr(self.y, 'shape', None)}"
+                f"`y` must be an ndarray of shape ({n},) to match `X`, got {getattr(self.y, 'shape', None)}"
             )
         if len(self.feature_names) != self.X.shape[1]:
             raise ValueError(
@@ -80,12 +79,9 @@ class Dataset:
                 raise ValueError(f"`y` must be float64 for regression, got dtype {self.y.dtype}")
             if self.target_range is None:
                 raise ValueError("`target_range` must be set for regression")
-        if self.split is not None and (
-            not isinstance(self.split, np.ndarray) or self.split.shape != (n,)
-        ):
+        if self.split is not None and (not isinstance(self.split, np.ndarray) or self.split.shape != (n,)):
             raise ValueError(
-                f"`split` must be None or an ndarray of shape ({n},), "
-                f"got {getattr(self.split, 'shape', None)}"
+                f"`split` must be None or an ndarray of shape ({n},), got {getattr(self.split, 'shape', None)}"
             )
 
     @property
@@ -119,20 +115,14 @@ class Dataset:
         return low + np.asarray(y, dtype=np.float64) * (high - low)
 
     def __repr__(self) -> str:
-        extra = (
-            f"classes={len(self.classes)}"
-            if self.classes is not None
-            else f"target_range={self.target_range}"
-        )
+        extra = f"classes={len(self.classes)}" if self.classes is not None else f"target_range={self.target_range}"
         return (
             f"Dataset(name={self.name!r}, task={self.task!r}, X={self.X.shape}, {extra}"
             f"{'' if self.split is None else ', split'})"
         )
 
 
-def check_finite(
-    X: Any, feature_names: Sequence[str] | None = None, *, argument: str = "X"
-) -> np.ndarray:
+def check_finite(X: Any, feature_names: Sequence[str] | None = None, *, argument: str = "X") -> np.ndarray:
     """Return ``X`` as a 2-D ndarray, or raise naming the first column with NaN or ±inf.
 
     Args:
@@ -151,9 +141,7 @@ def check_finite(
     """
     array = np.asarray(X)
     if array.ndim != 2:
-        raise ValueError(
-            f"`{argument}` must be 2-D (n_samples, n_features), got shape {array.shape}"
-        )
+        raise ValueError(f"`{argument}` must be 2-D (n_samples, n_features), got shape {array.shape}")
     if array.dtype.kind not in "biuf":
         raise TypeError(f"`{argument}` must have a real numeric dtype, got {array.dtype}")
     if array.shape[0] == 0 or array.shape[1] == 0:
@@ -171,9 +159,7 @@ def check_finite(
     bad_columns = np.flatnonzero(~finite.all(axis=0))
     column = int(bad_columns[0])
     bad_rows = np.flatnonzero(~finite[:, column])
-    label = f"column {column}" if feature_names is None else (
-        f"column {feature_names[column]!r} (index {column})"
-    )
+    label = f"column {column}" if feature_names is None else (f"column {feature_names[column]!r} (index {column})")
     raise ValueError(
         f"`{argument}` must be finite, but {label} has {bad_rows.size} non-finite value(s) "
         f"(NaN or ±inf), first in row {int(bad_rows[0])}"

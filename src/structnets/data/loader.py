@@ -48,9 +48,7 @@ def load(name: str, data_dir: PathArg | None = None, *, download: bool = True) -
             gives both digests).
     """
     if not isinstance(name, str):
-        raise TypeError(
-            f"`name` must be a str, one of {names()}, got {name!r} ({type(name).__name__})"
-        )
+        raise TypeError(f"`name` must be a str, one of {names()}, got {name!r} ({type(name).__name__})")
     if name not in files.FILES:
         raise ValueError(f"`name` must be one of {names()}, got {name!r}")
     if not isinstance(download, bool):  # "False" is truthy: never guess what a string means
@@ -82,9 +80,7 @@ def _stat_key(path: Path) -> tuple[str, int, int]:
 @functools.lru_cache(maxsize=16)
 def _parse(name: str, key: tuple[tuple[str, int, int], ...]) -> Parsed:
     specs = files.FILES[name]
-    contents = [
-        files.read_verified(spec, Path(path)) for spec, (path, _, _) in zip(specs, key, strict=True)
-    ]
+    contents = [files.read_verified(spec, Path(path)) for spec, (path, _, _) in zip(specs, key, strict=True)]
     if name == "mnist":
         return _mnist(contents, [spec.filename for spec in specs])
     from . import uci  # pandas is imported only when a UCI set is loaded

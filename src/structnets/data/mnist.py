@@ -39,23 +39,19 @@ def read_idx(content: bytes, filename: str, *, magic: int) -> np.ndarray:
     header_size = 4 * (1 + ndim)
     if len(content) < header_size:
         raise DataFileError(
-            f"IDX file {filename!r} is truncated: {len(content)} bytes, shorter than its "
-            f"{header_size}-byte header",
+            f"IDX file {filename!r} is truncated: {len(content)} bytes, shorter than its {header_size}-byte header",
             filename=filename,
         )
     found = struct.unpack(">I", content[:4])[0]
     if found != magic:
-        raise DataFileError(
-            f"IDX file {filename!r} has magic number {found}, expected {magic}", filename=filename
-        )
+        raise DataFileError(f"IDX file {filename!r} has magic number {found}, expected {magic}", filename=filename)
     dims = struct.unpack(f">{ndim}I", content[4:header_size])
     expected = int(np.prod(dims, dtype=np.int64))
     available = len(content) - header_size
     if available != expected:
         problem = "truncated" if available < expected else "too long"
         raise DataFileError(
-            f"IDX file {filename!r} is {problem}: its header {dims} needs {expected} data bytes, "
-            f"it has {available}",
+            f"IDX file {filename!r} is {problem}: its header {dims} needs {expected} data bytes, it has {available}",
             filename=filename,
         )
     return np.frombuffer(content, dtype=np.uint8, offset=header_size).reshape(dims)

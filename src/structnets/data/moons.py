@@ -30,9 +30,7 @@ def make_moons(
     seed = check_int("seed", seed, low=0, high=2**32 - 1)
     check_fits_in_memory(f"`n_samples`={n_samples}", 8 * n_samples, what="float64 values")
     X, y = _sk_make_moons(n_samples=n_samples, noise=noise, random_state=seed)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, train_size=train_fraction, random_state=seed, stratify=y
-    )
+    X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=train_fraction, random_state=seed, stratify=y)
     return (
         X_train.astype(np.float64),
         y_train.astype(np.int64),

@@ -219,7 +219,7 @@ def lacunary_target(d: int, s: float, levels: int = 10, seed: int = 0, direction
     if d == 1:
         theta[:] = 1.0
     phase = rng.uniform(0, 2 * math.pi, len(level))
-    freq = torch.from_numpy(2 * math.pi * (2.0 ** level)[:, None] * theta)  # (terms, d)
+    freq = torch.from_numpy(2 * math.pi * (2.0**level)[:, None] * theta)  # (terms, d)
     weight = 1.0 / np.sqrt(np.asarray(counts, dtype=float)[level])  # M_k^{−1/2}
     amp = torch.from_numpy(2.0 ** (-s * level) * weight)
     phi = torch.from_numpy(phase)

@@ -21,18 +21,14 @@ import pandas as pd
 
 from .dataset import Parsed, Task, check_finite
 
-_NOT_STANDARDISED = (
-    "Features are not standardised (do it inside each training fold to avoid leakage)."
-)
+_NOT_STANDARDISED = "Features are not standardised (do it inside each training fold to avoid leakage)."
 
 
 def _csv(content: bytes, **options: object) -> pd.DataFrame:
     return pd.read_csv(io.BytesIO(content), **options)  # type: ignore[arg-type]
 
 
-def _encode(
-    frame: pd.DataFrame, columns: Sequence[tuple[str, bool]]
-) -> tuple[np.ndarray, list[str]]:
+def _encode(frame: pd.DataFrame, columns: Sequence[tuple[str, bool]]) -> tuple[np.ndarray, list[str]]:
     """Stack ``columns`` (name, is_categorical) as float64 columns, one-hot for categoricals."""
     blocks: list[np.ndarray] = []
     names: list[str] = []
@@ -123,10 +119,22 @@ def rice(contents: Sequence[bytes]) -> Parsed:
 
 
 _BANK_COLUMNS = [
-    ("age", False), ("job", True), ("marital", True), ("education", True), ("default", True),
-    ("balance", False), ("housing", True), ("loan", True), ("contact", True), ("day", False),
-    ("month", True), ("duration", False), ("campaign", False), ("pdays", False),
-    ("previous", False), ("poutcome", True),
+    ("age", False),
+    ("job", True),
+    ("marital", True),
+    ("education", True),
+    ("default", True),
+    ("balance", False),
+    ("housing", True),
+    ("loan", True),
+    ("contact", True),
+    ("day", False),
+    ("month", True),
+    ("duration", False),
+    ("campaign", False),
+    ("pdays", False),
+    ("previous", False),
+    ("poutcome", True),
 ]
 
 
@@ -146,12 +154,30 @@ def bank_marketing(contents: Sequence[bytes]) -> Parsed:
 
 
 _ADULT_NAMES = [
-    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
-    "native-country", "income",
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
 ]
 _ADULT_CATEGORICAL = {
-    "workclass", "education", "marital-status", "occupation", "relationship", "race", "sex",
+    "workclass",
+    "education",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
     "native-country",
 }
 
@@ -193,14 +219,19 @@ def real_estate(contents: Sequence[bytes]) -> Parsed:
         f"{X.shape[1]} numeric features (X1..X6; the 'No' index column dropped). Target "
         f"'{target}' min-max scaled to [0, 1] from {target_range}. {_NOT_STANDARDISED}"
     )
-    return _finish(
-        "real-estate", X, names, y, "regression", description, target_range=target_range
-    )
+    return _finish("real-estate", X, names, y, "regression", description, target_range=target_range)
 
 
 _ABALONE_NAMES = [
-    "Sex", "Length", "Diameter", "Height", "Whole_weight", "Shucked_weight", "Viscera_weight",
-    "Shell_weight", "Rings",
+    "Sex",
+    "Length",
+    "Diameter",
+    "Height",
+    "Whole_weight",
+    "Shucked_weight",
+    "Viscera_weight",
+    "Shell_weight",
+    "Rings",
 ]
 
 
@@ -232,9 +263,7 @@ def wine_quality(contents: Sequence[bytes]) -> Parsed:
         f"features. Target quality min-max scaled to [0, 1] from {target_range}. "
         f"{_NOT_STANDARDISED}"
     )
-    return _finish(
-        "wine-quality", X, names, y, "regression", description, target_range=target_range
-    )
+    return _finish("wine-quality", X, names, y, "regression", description, target_range=target_range)
 
 
 _BIKE_DROPPED = ("instant", "dteday", "casual", "registered")
@@ -254,9 +283,7 @@ def bike_sharing(contents: Sequence[bytes]) -> Parsed:
         f"as UCI normalised them) kept as numbers. Target cnt min-max scaled to [0, 1] from "
         f"{target_range}. {_NOT_STANDARDISED}"
     )
-    return _finish(
-        "bike-sharing", X, names, y, "regression", description, target_range=target_range
-    )
+    return _finish("bike-sharing", X, names, y, "regression", description, target_range=target_range)
 
 
 PARSERS: dict[str, Callable[[Sequence[bytes]], Parsed]] = {
