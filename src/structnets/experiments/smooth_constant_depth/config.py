@@ -1,0 +1,69 @@
+"""Configuration of ``smooth-constant-depth``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..._validation import check_int, check_real
+from ...constructive.smooth_constant_depth_gadgets import ACTIVATIONS
+from ..swish_construction.config import parse_target
+
+
+@dataclass(frozen=True)
+class SmoothConstantDepthConfig:
+    """Configuration of ``smooth-constant-depth``; ``SmoothConstantDepthConfig()`` is the full sweep.
+
+    Attributes:
+        targets: ``"family:d:s"`` specs (as in ``swish-construction``: power, sine, lacunary),
+            d ∈ {1, 2}; the construction is built with s = the target's smoothness.
+        activations: subset of gelu, silu, tanh.
+        Ks_1d, Ks_2d: cells per axis swept for d = 1 and d = 2.
+        tau: sharpness of the sigmoidal partition of unity.
+        grid_1d, grid_2d: points per axis of the dense evaluation grid (every knot and every cell
+            boundary is added).
+        floor_points: sample points on the segment where the certified ReLU floor is computed.
+    """
+
+    targets: tuple[str, ...] = (
+        "sine:1:1", "sine:1:2", "sine:1:3", "sine:1:4",
+        "sine:2:1", "sine:2:2", "sine:2:3", "sine:2:4",
+    )  # fmt: skip
+    activations: tuple[str, ...] = ACTIVATIONS
+    Ks_1d: tuple[int, ...] = (4, 8, 16, 32, 64)
+    Ks_2d: tuple[int, ...] = (2, 4, 8, 16, 32)
+    tau: float = 8.0
+    grid_1d: int = 20001
+    grid_2d: int = 101
+    floor_points: int = 1024
+
+    @classmethod
+    def quick(cls) -> SmoothConstantDepthConfig:
+        """The ``--quick`` preset (well under 30 s on one core)."""
+        return cls(
+            targets=("sine:1:1", "sine:1:3", "sine:2:2"),
+            activations=("gelu", "tanh"),
+            Ks_1d=(4, 8, 16),
+            Ks_2d=(2, 4),
+            grid_1d=4001,
+            grid_2d=41,
+            floor_points=256,
+        )
+
+    def __post_init__(self) -> None:
+        if not self.targets:
+            raise ValueError("`targets` must list at least one target, got ()")
+        for spec in self.targets:
+            d = parse_target(spec).d
+            if d not in (1, 2):
+                raise ValueError(f"`targets` must have d in {{1, 2}}, got d={d} in {spec!r}")
+        if not self.activations:
+            raise ValueError("`activations` must list at least one activation, got ()")
+        for name in self.activations:
+            if name not in ACTIVATIONS:
+                raise ValueError(f"`activations` entries must be one of {list(ACTIVATIONS)}, got {name!r}")
+        for K in (*self.Ks_1d, *self.Ks_2d):
+            check_int("K", K, low=1)
+        check_real("tau", self.tau, low=0.0, low_open=True)
+        check_int("grid_1d", self.grid_1d, low=11)
+        check_int("grid_2d", self.grid_2d, low=11)
+        check_int("floor_points", self.floor_points, low=16)
