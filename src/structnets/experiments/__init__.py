@@ -21,6 +21,7 @@ _MODULES: dict[str, str] = {
     "dlor-sawtooth": "structnets.experiments.dlor_sawtooth",
     "swish-construction": "structnets.experiments.swish_construction",
     "smoothness-rates": "structnets.experiments.smoothness_rates",
+    "smooth-constant-depth": "structnets.experiments.smooth_constant_depth",
     "lipschitz-moons": "structnets.experiments.lipschitz_moons",
     "lipschitz-mnist": "structnets.experiments.lipschitz_mnist",
     "lipschitz-density": "structnets.experiments.lipschitz_density",
