@@ -6,6 +6,7 @@ Each test is parametrised over :data:`cases.CASES`; a new layer joins by adding 
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 
 import pytest
@@ -224,3 +225,25 @@ def test_every_structured_layer_type_has_invalid_argument_cases() -> None:
     covered = {bad.layer for bad in INVALID}
     for case in STRUCTURED:
         assert type(_build(case)) in covered, f"add Invalid(...) entries for {case.name}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_stacked_copies_under_vmap_have_each_copys_gradients(case: LayerCase) -> None:
+    """E copies stacked (``torch.func.stack_module_state``) and run under ``vmap(functional_call)``, as
+    the batched-ensemble trainer does: outputs and parameter gradients equal each copy's own."""
+    layers = [_build(case, seed=s) for s in range(3)]
+    x = torch.randn(3, 4, case.in_features, dtype=F64)
+    grad_out = torch.randn(3, 4, layers[0](x[0]).shape[-1], dtype=F64)
+    params, buffers = torch.func.stack_module_state(layers)
+    base = copy.deepcopy(layers[0]).to("meta")
+    out = torch.func.vmap(lambda p, b, v: functional_call(base, (p, b), (v,)))(params, buffers, x)
+    if params:
+        stacked_grads = torch.autograd.grad(out, list(params.values()), grad_out)
+    for e, layer in enumerate(layers):
+        alone = layer(x[e])
+        torch.testing.assert_close(out[e], alone, rtol=1e-12, atol=1e-12)
+        if params:
+            names = [n for n, _ in layer.named_parameters()]
+            own = torch.autograd.grad(alone, [dict(layer.named_parameters())[n] for n in names], grad_out[e])
+            for name, got, want in zip(names, stacked_grads, own, strict=True):
+                torch.testing.assert_close(got[e], want, rtol=1e-10, atol=1e-12, msg=f"{case.name}: {name}")

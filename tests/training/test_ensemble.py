@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from structnets.models import dlor_mlp, mlp
+from structnets.models import dlor_mlp, lipschitz_resnet, mlp
 from structnets.training import EnsembleResult, fit, seeded, train_ensemble
 
 F64 = torch.float64
@@ -129,6 +129,44 @@ def test_callable_loss_full_batch_and_scheduler_factory():
         reference = fit(alone[e], X, y, loss=huber, epochs=5, batch_size=None, lr=1e-2, schedule=factory, seed=e)
         _assert_close_state(ensemble[e], alone[e])
         _assert_same_history(result, e, reference)
+
+
+@pytest.mark.parametrize("options", [{}, {"bound": "gram", "maxmin": True}, {"lift": "orthogonal"}], ids=str)
+def test_certified_lipschitz_members_equal_fit_alone(options):
+    # The certified layers differentiate through their spectral bound; under vmap that path must
+    # be taken although a batched weight reports requires_grad=False.
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((30, 2))
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+
+    def build(seed):
+        with seeded(seed):
+            return lipschitz_resnet(2, 2, 6, 2, dtype=F64, **options)
+
+    ensemble, alone = [build(s) for s in range(3)], [build(s) for s in range(3)]
+    result = train_ensemble(ensemble, X, y, loss="cross_entropy", epochs=4, batch_size=8, lr=2e-2)
+    for e in range(3):
+        reference = fit(alone[e], X, y, loss="cross_entropy", epochs=4, batch_size=8, lr=2e-2, seed=e)
+        _assert_close_state(ensemble[e], alone[e])
+        _assert_same_history(result, e, reference)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: lipschitz_resnet(3, 1, 4, 1, bound="power", dtype=F64),
+        lambda: nn.Sequential(nn.Linear(3, 4, dtype=F64), nn.BatchNorm1d(4, dtype=F64), nn.Linear(4, 1, dtype=F64)),
+    ],
+    ids=["power-iteration-vector", "batch-norm"],
+)
+def test_models_that_update_buffers_are_refused(build):
+    X, y = _regression()
+    models = [build(), build()]
+    before = [[t.clone() for t in m.state_dict().values()] for m in models]
+    with pytest.raises(ValueError, match="`models` change buffers in their training forward pass"):
+        train_ensemble(models, X, y, epochs=1)
+    for model, saved in zip(models, before, strict=True):  # refused before touching the models
+        assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), saved, strict=True))
 
 
 def test_frozen_parameters_stay_frozen():

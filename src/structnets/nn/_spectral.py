@@ -40,8 +40,10 @@ class CertifiedBound:
 
     One place for what :class:`GradientStepResidual` and :class:`NormConstrainedLinear` share:
     ``"power"`` in training mode with gradients on returns the persistent power estimate
-    (uncertified); any mode with a gradient needed returns the differentiable certified bound;
-    everything else (eval, or no gradient) returns the certified bound from a cache.
+    (uncertified); any mode with a gradient needed (a weight that requires grad, or any weight
+    under a ``torch.func`` transform with gradients on, where ``requires_grad`` cannot be read)
+    returns the differentiable certified bound; everything else (eval, or no gradient) returns the
+    certified bound from a cache.
 
     The cache is checked **by content**: it keeps a copy of the weight it was computed for and is
     used only when ``torch.equal`` says the weight is unchanged (same dtype, shape and device).
@@ -78,7 +80,9 @@ class CertifiedBound:
         if not self.is_certified(training):
             estimate, following = power_estimate(weight, power_vector)
             return estimate.to(torch.float64).square(), following
-        if self.mode != "power" and torch.is_grad_enabled() and weight.requires_grad:
+        # Inside torch.func.vmap a batched weight reports requires_grad=False even when autograd
+        # will differentiate through it, so under a transform the differentiable bound is taken.
+        if self.mode != "power" and torch.is_grad_enabled() and (weight.requires_grad or _is_transformed(weight)):
             return squared_norm_bound(weight, self.mode), power_vector
         return self.certified_squared(weight), power_vector
 

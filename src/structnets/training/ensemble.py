@@ -120,8 +120,9 @@ def train_ensemble(
     Args:
         models: E ≥ 1 distinct modules of one architecture (same type, parameter and buffer
             names, shapes and dtypes; e.g. one builder under E seeds). Trained in place. Their
-            forward must run under ``torch.func.vmap`` (no in-place buffer updates, such as
-            batch-norm statistics or a power-iteration vector in training mode).
+            forward must run under ``torch.func.vmap``; models whose training forward pass
+            changes a buffer (batch-norm statistics, a ``bound="power"`` iteration vector) are
+            refused with a ValueError, since the change could not be carried back.
         X: shared inputs (n, *), or with ``stacked=True`` per-member inputs (E, n, *).
         y: targets (n,) / (n, k), or (E, n) / (E, n, k) with ``stacked=True``; converted as in
             ``fit`` (class indices for ``"cross_entropy"``, a 1-D real target becomes (n, 1)).
@@ -209,6 +210,7 @@ def train_ensemble(
             check_target_against_model(member, X_t[e], y_val[e], target_kind)
     step = batch_size if batch_size is not None and batch_size < n else n
     steps_per_epoch = -(-n // step)
+    _check_no_buffer_updates(members[0], X_t[0, :step])
 
     params, buffers = stack_module_state(list(members))
     trainable = {name for name, p in members[0].named_parameters() if p.requires_grad}
@@ -373,6 +375,29 @@ def _check_models(models: Any) -> list[nn.Module]:
 def _signature(module: nn.Module) -> list[tuple[str, tuple[int, ...], torch.dtype, torch.device, bool]]:
     tensors = [*module.named_parameters(), *module.named_buffers()]
     return [(name, tuple(t.shape), t.dtype, t.device, t.requires_grad) for name, t in tensors]
+
+
+def _check_no_buffer_updates(model: nn.Module, X: torch.Tensor) -> None:
+    """Refuse models whose training-mode forward pass changes a buffer (e.g. batch-norm statistics, a
+    persistent power-iteration vector): under ``functional_call`` the change would be silently lost."""
+    probe = copy.deepcopy(model)
+    probe.train()
+    before = {name: (buffer, buffer.detach().clone()) for name, buffer in probe.named_buffers()}
+    if not before:
+        return
+    with torch.enable_grad():
+        probe(X)
+    after = dict(probe.named_buffers())
+    changed = [
+        name
+        for name, (original, copy_) in before.items()
+        if after.get(name) is not original or not torch.equal(after[name], copy_)
+    ]
+    if changed:
+        raise ValueError(
+            "`models` change buffers in their training forward pass, which the stacked (vmap) training cannot "
+            f"carry back: {', '.join(changed[:5])}; train such models one by one with fit"
+        )
 
 
 def _check_seeds(seeds: Sequence[int] | None, count: int) -> list[int]:
