@@ -81,11 +81,20 @@ class Unit:
 
 @runtime_checkable
 class Experiment(Protocol):
-    """The interface every experiment in :mod:`structnets.experiments` implements (see the module docstring)."""
+    """The interface every experiment in :mod:`structnets.experiments` implements (see the module docstring).
 
-    name: str
-    description: str
-    config_class: type
+    ``name``, ``description`` and ``config_class`` are read-only to the runner, so a plain class attribute
+    and a frozen dataclass field (as in :class:`FunctionExperiment`) both satisfy them.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def config_class(self) -> type: ...
 
     def units(self, config: Any, finished: pd.DataFrame) -> list[Unit]: ...
 

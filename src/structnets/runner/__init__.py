@@ -6,15 +6,21 @@ Public API:
 * :func:`report` — regenerate ``results.csv``, ``table.md`` and figures of a run folder from its
   ``results.db`` alone.
 * :func:`load_results` — ``(experiment, config, results)`` of a run folder.
-* :class:`Unit`, :class:`Experiment` — the protocol experiments implement (:mod:`.experiment`).
+* :class:`Unit`, :class:`Experiment` — the protocol experiments implement (:mod:`structnets.protocol`).
 * :func:`resolve_experiment` — a registered name or ``"module.path:OBJECT"`` to an experiment.
+* :data:`Registry`, :func:`set_default_registry` — the registry of experiments the runner is handed.
 * :func:`apply_overrides` — ``--set key=value`` overrides of a config, parsed by field type.
 * :func:`validate_config` — the checks every config passes before a run folder is created.
 * :func:`compare_runs` — two run folders of one experiment, unit by unit (:class:`RunComparison`).
 * :func:`resolve_device` — ``cpu``/``cuda``/``auto`` to the device units train on, checked.
 * :func:`describe_config` — a config class's fields, types, defaults and quick preset.
 
-A run folder's ``results.db`` may only name a registered experiment: :func:`report` and
+The runner imports nothing from :mod:`structnets.experiments`: every function that finds an experiment by
+name takes ``registry`` (names to ``"module.path:OBJECT"`` specs; the command line passes
+``structnets.experiments.REGISTRY``). Without one it uses the default registry, which importing
+:mod:`structnets.experiments` installs.
+
+A run folder's ``results.db`` may only name a registered experiment (by name or spec): :func:`report` and
 :func:`load_results` never import a module a run folder names (pass ``experiment=`` for others).
 """
 
@@ -38,7 +44,7 @@ from .errors import (
 )
 from .experiment import Experiment, Unit
 from .orchestrate import ProgressCallback, load_results, report, run
-from .resolve import resolve_experiment
+from .resolve import Registry, resolve_experiment, set_default_registry
 
 __all__ = [
     "BackendUnavailableError",
@@ -49,6 +55,7 @@ __all__ = [
     "ExperimentError",
     "InvalidConfigError",
     "ProgressCallback",
+    "Registry",
     "RunComparison",
     "RunLockedError",
     "RunnerError",
@@ -67,5 +74,6 @@ __all__ = [
     "resolve_device",
     "resolve_experiment",
     "run",
+    "set_default_registry",
     "validate_config",
 ]

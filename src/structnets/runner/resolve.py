@@ -115,6 +115,11 @@ def resolve_experiment(spec: str | Experiment, registry: Registry | None = None)
         return check_experiment(_import_spec(spec), f"{spec!r}")
     table = get_registry(registry)
     if spec not in table:
+        if not table:
+            raise ValueError(
+                f"unknown experiment {spec!r}: no experiment is registered (pass `registry`, e.g. "
+                "structnets.experiments.REGISTRY, or import structnets.experiments to install it as the default)"
+            )
         raise ValueError(f"unknown experiment {spec!r}; valid names: {', '.join(sorted(table))}")
     return check_experiment(_registered(spec, table), f"registered experiment {spec!r}")
 

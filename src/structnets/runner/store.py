@@ -2,8 +2,8 @@
 
 Tables:
 
-* ``meta(name, value)``: ``schema_version``, ``experiment`` (name), ``experiment_ref`` (how to import
-  it again, e.g. ``"structnets.runner._toy:EXPERIMENT"``), ``config`` (the resolved config as JSON),
+* ``meta(name, value)``: ``schema_version``, ``experiment`` (name), ``experiment_ref`` (how to find
+  it again: a registered name such as ``"lowrank-uci"``, or a ``"module.path:OBJECT"`` spec), ``config`` (the resolved config as JSON),
   ``created``.
 * ``results(key, params, result, started, finished, worker, host, wall_s)``: one row per finished
   unit; ``params`` and ``result`` are JSON; timestamps are ISO 8601 UTC.
