@@ -172,8 +172,3 @@ def test_the_protocol_is_one_set_of_objects_under_every_old_name() -> None:
         assert getattr(runner_experiment, name) is getattr(protocol, name)
     for name in ("save_figure", "figure_format_context", "current_figure_format", "FIGURE_FORMATS"):
         assert getattr(runner_figures, name) is getattr(protocol, name)
-
-
-def test_the_toy_experiment_is_not_in_the_package() -> None:
-    assert not (SRC / "runner" / "_toy.py").exists()
-    assert not any("toy" in p.name for p in SRC.rglob("*.py"))
