@@ -61,7 +61,11 @@ def test_mlp_dense_vs_bottleneck_hidden_blocks_at_width_3h(h: int) -> None:
     assert low.flops == _hand_mlp_flops(rows, d, k, w, depth, h)
 
     def hidden(c: Cost, kind: str) -> list:
-        return [layer for layer in c.per_layer if layer.kind == kind and layer.input_shape[-1] == layer.output_shape[-1] == w]
+        return [
+            layer
+            for layer in c.per_layer
+            if layer.kind == kind and layer.input_shape[-1] == layer.output_shape[-1] == w
+        ]
 
     dense_hidden = [layer for layer in dense.per_layer[2:-1] if layer.kind == "Linear"]
     low_hidden = hidden(low, "LowRankLinear")

@@ -104,7 +104,10 @@ def _expected(model: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
         pytest.param(lambda: dlor_mlp(3, 2, width=6, depth=2, rank=2, mode="summed", branches=3), id="dlor-summed"),
         pytest.param(lambda: dlor_mlp(3, 2, width=6, depth=2, rank=2, mode="parallel", branches=2), id="dlor-parallel"),
         pytest.param(lambda: lipschitz_resnet(4, 2, width=5, depth=2), id="gradient-step"),
-        pytest.param(lambda: lipschitz_resnet(4, 2, width=5, depth=1, variant="fixed-width", lift="orthogonal"), id="fixed-width-orthogonal"),
+        pytest.param(
+            lambda: lipschitz_resnet(4, 2, width=5, depth=1, variant="fixed-width", lift="orthogonal"),
+            id="fixed-width-orthogonal",
+        ),
         pytest.param(lambda: nn.Sequential(RankOneLinear(4, 3), nn.ReLU(), nn.Linear(3, 2)), id="rank-one"),
         pytest.param(lambda: mlp(4, 2, width=6, depth=2, bottleneck=2), id="low-rank"),
     ],
@@ -133,7 +136,9 @@ def test_every_structured_layer_is_read_from_its_saved_state_dict(build, tmp_pat
 def test_dlor_matrices_are_alpha_identity_plus_low_rank() -> None:
     torch.manual_seed(1)
     layer = DLoRLinear(5, 1, alpha=3.0, dtype=torch.float64)
-    (row,) = spectrum_table({"block.alpha": layer.alpha, "block.U": layer.U, "block.V": layer.V, "block.bias": layer.bias})
+    (row,) = spectrum_table(
+        {"block.alpha": layer.alpha, "block.U": layer.U, "block.V": layer.V, "block.bias": layer.bias}
+    )
     assert row.kind == "DLoRLinear" and (row.rows, row.cols) == (5, 5)
     dense = 3.0 * torch.eye(5, dtype=torch.float64) + layer.U.detach() @ layer.V.detach().T
     assert row.spectral_norm == pytest.approx(float(torch.linalg.matrix_norm(dense, 2)), rel=1e-12)

@@ -72,8 +72,12 @@ def test_allocation_of_parametric_costs() -> None:
 def test_allocation_value_is_non_increasing_in_the_budget() -> None:
     tau = np.logspace(-7.0, 0.0, 1501)
     rng = np.random.default_rng(0)
-    costs = np.stack([np.maximum.accumulate((rng.uniform(1, 50) / tau**2 + rng.uniform(0, 9, tau.size))[::-1])[::-1]
-                      for _ in range(4)])
+    costs = np.stack(
+        [
+            np.maximum.accumulate((rng.uniform(1, 50) / tau**2 + rng.uniform(0, 9, tau.size))[::-1])[::-1]
+            for _ in range(4)
+        ]
+    )
     budgets = np.logspace(-6.0, 0.0, 400)
     value, picks = _allocate(costs, tau, budgets)
     assert np.all(np.diff(value) <= 0)
@@ -100,7 +104,7 @@ def test_per_layer_radii_compose_to_k_sum_t() -> None:
                 z = torch.relu(z)
         return z
 
-    for trial in range(20):
+    for _trial in range(20):
         t = torch.rand(len(layers), generator=g, dtype=F64)
         t = (t / t.sum() * float(torch.rand(1, generator=g, dtype=F64))).tolist()
         perturbed = []
@@ -179,10 +183,14 @@ def test_norm_end_scales_as_l_cubed_through_maurey_and_as_l_through_the_paramete
     for depth in depths:
         layers = [_orthogonal(width, i) for i in range(depth)]
         bound = rank_sparse_bound(layers, p=2.0, margin=1.0, **setting)
-        assert bound.sample_complexity == pytest.approx(parameter_count_bound(layers, margin=1.0, **setting).sample_complexity, rel=1e-12)
+        assert bound.sample_complexity == pytest.approx(
+            parameter_count_bound(layers, margin=1.0, **setting).sample_complexity, rel=1e-12
+        )
         flat.append(bound.sample_complexity)
     assert 1.0 <= _slope(depths, flat) <= 1.3
     widths = [16, 32, 64]
-    by_width = [rank_sparse_bound([_orthogonal(w, i) for i in range(4)], p=2.0, margin=1.0, **setting).sample_complexity
-                for w in widths]
+    by_width = [
+        rank_sparse_bound([_orthogonal(w, i) for i in range(4)], p=2.0, margin=1.0, **setting).sample_complexity
+        for w in widths
+    ]
     assert 2.0 <= _slope(widths, by_width) <= 2.4

@@ -19,8 +19,10 @@ F64 = torch.float64
 def _model(bias: bool) -> nn.Sequential:
     torch.manual_seed(0)
     return nn.Sequential(
-        LowRankLinear(10, 40, 3, bias=bias, dtype=F64), nn.ReLU(),
-        LowRankLinear(40, 40, 3, bias=bias, dtype=F64), nn.ReLU(),
+        LowRankLinear(10, 40, 3, bias=bias, dtype=F64),
+        nn.ReLU(),
+        LowRankLinear(40, 40, 3, bias=bias, dtype=F64),
+        nn.ReLU(),
         nn.Linear(40, 4, bias=bias, dtype=F64),
     )
 
@@ -45,8 +47,11 @@ def test_factorised_count_bound_counts_the_stored_parameters() -> None:
     assert stored.sample_complexity < 0.5 * dense.sample_complexity
     # per-layer log N at the radii used: (m + n) r log(9√r/t) for the factorised layers
     radii = stored.layer_radii_at_alpha
-    expected = (50 * 3 * math.log(9 * math.sqrt(3) / radii[0]) + 80 * 3 * math.log(9 * math.sqrt(3) / radii[1])
-                + 160 * math.log(3 * 2 / radii[2]))
+    expected = (
+        50 * 3 * math.log(9 * math.sqrt(3) / radii[0])
+        + 80 * 3 * math.log(9 * math.sqrt(3) / radii[1])
+        + 160 * math.log(3 * 2 / radii[2])
+    )
     assert stored.log_covering_at_alpha == pytest.approx(expected, rel=1e-9)
     # the rank class pays (m + n + 1) r per layer: never below the stored count on these layers
     rank = rank_sparse_bound(mats, p=0.0, **setting)

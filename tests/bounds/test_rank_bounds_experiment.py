@@ -43,9 +43,22 @@ def test_registered_and_config_validated() -> None:
 
 def test_one_unit_report_and_figures(uci_data: Path, tmp_path: Path) -> None:
     config = replace(
-        RankBoundsConfig.quick(), datasets=("rice",), widths=(16, 32), depths=(3,), weight_decays=(0.0,),
-        ranks=(None, 2), n_train=300, n_test=200, epochs=2, probe_size=100, rank_checkpoints=2,
-        linear_depths=(3,), linear_weight_decays=(0.0, 0.05), linear_steps=400, linear_lr=0.1, ps=(0.0, 1.0, 2.0),
+        RankBoundsConfig.quick(),
+        datasets=("rice",),
+        widths=(16, 32),
+        depths=(3,),
+        weight_decays=(0.0,),
+        ranks=(None, 2),
+        n_train=300,
+        n_test=200,
+        epochs=2,
+        probe_size=100,
+        rank_checkpoints=2,
+        linear_depths=(3,),
+        linear_weight_decays=(0.0, 0.05),
+        linear_steps=400,
+        linear_lr=0.1,
+        ps=(0.0, 1.0, 2.0),
     )
     units = EXPERIMENT.units(config, pd.DataFrame())
     rows = []
@@ -93,7 +106,10 @@ def test_one_unit_report_and_figures(uci_data: Path, tmp_path: Path) -> None:
     assert "Maurey-covered tail lowers the best rank-sparse n*" in text
     paths = EXPERIMENT.figures(results, config, tmp_path)
     assert {p.name for p in paths} == {
-        "bound_vs_width.png", "rank_vs_layer.png", "bound_vs_gap.png", "rank_during_training.png"
+        "bound_vs_width.png",
+        "rank_vs_layer.png",
+        "bound_vs_gap.png",
+        "rank_during_training.png",
     }
     assert all(p.stat().st_size > 1000 for p in paths)
 
@@ -139,14 +155,21 @@ def test_small_run_end_to_end_writes_table_figures_and_resumes(uci_data: Path, t
     assert linear.loc[0.05, "flow_factor"] == pytest.approx((1 - 0.1 * 0.05) ** 400, rel=1e-12)
     table = (tmp_path / "table.md").read_text()
     assert table == EXPERIMENT.report(saved, config)
-    assert "| bottleneck rank (dense nets) |" in table and "| rank-sparse vs other bounds, sample complexity (rank=2) |" in table
+    assert (
+        "| bottleneck rank (dense nets) |" in table
+        and "| rank-sparse vs other bounds, sample complexity (rank=2) |" in table
+    )
     assert "where theory predicts equality (deep linear nets, width 16, depths [2]" in table
     assert {p.name for p in (tmp_path / "figures").iterdir()} == {
-        "bound_vs_width.png", "rank_vs_layer.png", "bound_vs_gap.png", "rank_during_training.png"
+        "bound_vs_width.png",
+        "rank_vs_layer.png",
+        "bound_vs_gap.png",
+        "rank_during_training.png",
     }
     # a second call on the same folder resumes: nothing is rerun, the table is unchanged
     again = run(config, tmp_path, jobs=1)
     pd.testing.assert_series_equal(
-        again.sort_values("key")["seconds"].reset_index(drop=True), results.sort_values("key")["seconds"].reset_index(drop=True)
+        again.sort_values("key")["seconds"].reset_index(drop=True),
+        results.sort_values("key")["seconds"].reset_index(drop=True),
     )
     assert (tmp_path / "table.md").read_text() == table

@@ -164,7 +164,9 @@ def test_covering_orderings_and_monotonicity() -> None:
         for m in masses:
             args = {"p": p, "relative_schatten_power": m}
             maurey = np.array([schatten_ball_log_covering(rows, cols, t, **args)[0] for t in radii])
-            truncate = np.array([schatten_ball_log_covering(rows, cols, t, tail_covering="truncate", **args)[0] for t in radii])
+            truncate = np.array(
+                [schatten_ball_log_covering(rows, cols, t, tail_covering="truncate", **args)[0] for t in radii]
+            )
             count = np.array([schatten_ball_log_covering(rows, cols, t)[0] for t in radii])
             assert np.all(maurey <= truncate + 1e-9) and np.all(truncate <= count + 1e-9)
             # non-increasing in the radius (Dudley's left Riemann sum relies on it)
@@ -227,7 +229,9 @@ def test_two_layer_log_covering_is_the_sum_of_the_layers() -> None:
         if p == 0:
             masses = [6, 2]
         else:
-            masses = [float((torch.linalg.svdvals(a) ** p).sum() / torch.linalg.matrix_norm(a, ord=2) ** p) for a in (a1, a2)]
+            masses = [
+                float((torch.linalg.svdvals(a) ** p).sum() / torch.linalg.matrix_norm(a, ord=2) ** p) for a in (a1, a2)
+            ]
         expected = sum(
             schatten_ball_log_covering(*a.shape, t, p=p, relative_schatten_power=mass)[0]
             for a, mass, t in zip((a1, a2), masses, radii)
@@ -277,7 +281,9 @@ def test_rank_sparse_with_maurey_still_beats_norm_bounds_when_rank_is_small() ->
     count = parameter_count_bound(layers, **setting)
     for p in (0.0, 0.02, 0.05):
         bound = rank_sparse_bound(layers, p=p, **setting)
-        assert bound.sample_complexity < min(spectral.sample_complexity, pac.sample_complexity, count.sample_complexity / 10)
+        assert bound.sample_complexity < min(
+            spectral.sample_complexity, pac.sample_complexity, count.sample_complexity / 10
+        )
 
 
 def test_data_norm_and_tail_covering_options() -> None:

@@ -20,14 +20,19 @@ def _ratio(matrices: list[torch.Tensor]) -> float:
     for w in matrices[1:]:
         product = w @ product
     depth = len(matrices)
-    return float(sum(w.square().sum() for w in matrices)) / (depth * float(schatten_norm(product, 2.0 / depth, power=True)))
+    return float(sum(w.square().sum() for w in matrices)) / (
+        depth * float(schatten_norm(product, 2.0 / depth, power=True))
+    )
 
 
 def test_inequality_holds_for_any_matrices_and_is_tight_on_balanced_factorisations() -> None:
     g = torch.Generator().manual_seed(0)
     for depth in (2, 3, 5):
         for _ in range(5):
-            ws = [torch.randn(7, 7, generator=g, dtype=F64) * float(torch.rand(1, generator=g) + 0.1) for _ in range(depth)]
+            ws = [
+                torch.randn(7, 7, generator=g, dtype=F64) * float(torch.rand(1, generator=g) + 0.1)
+                for _ in range(depth)
+            ]
             assert _ratio(ws) >= 1 - 1e-12  # AM–GM on the singular values: no information about training
         # a balanced factorisation W_i = Q_i Σ^{1/L} Q_{i-1}ᵀ of any matrix attains equality
         target = torch.randn(7, 7, generator=g, dtype=F64)

@@ -122,7 +122,9 @@ def test_new_layers_follow_requires_grad_and_train_flags() -> None:
 def test_energy_takes_the_smallest_rank_that_keeps_it(energy: float) -> None:
     torch.manual_seed(0)
     # A decaying spectrum, so that small ranks keep most of the energy.
-    weight = torch.randn(40, 8, dtype=F64) @ torch.diag(0.5 ** torch.arange(8, dtype=F64)) @ torch.randn(8, 30, dtype=F64)
+    weight = (
+        torch.randn(40, 8, dtype=F64) @ torch.diag(0.5 ** torch.arange(8, dtype=F64)) @ torch.randn(8, 30, dtype=F64)
+    )
     model = nn.Sequential(nn.Linear(30, 40, dtype=F64))
     with torch.no_grad():
         model[0].weight.copy_(weight)
@@ -167,7 +169,9 @@ def test_exact_dlor_weights_compress_without_error() -> None:
     model = nn.Sequential(nn.Linear(12, 12, dtype=F64), nn.Tanh(), nn.Linear(12, 12, dtype=F64))
     with torch.no_grad():
         for layer, alpha in ((model[0], 0.9), (model[2], -1.3)):
-            layer.weight.copy_(alpha * torch.eye(12, dtype=F64) + torch.randn(12, 2, dtype=F64) @ torch.randn(2, 12, dtype=F64))
+            layer.weight.copy_(
+                alpha * torch.eye(12, dtype=F64) + torch.randn(12, 2, dtype=F64) @ torch.randn(2, 12, dtype=F64)
+            )
     x = torch.randn(5, 12, dtype=F64)
     report = compress(model, "dlor", rank=2)
     assert [round(row.alpha, 9) for row in report.layers] == [0.9, -1.3]

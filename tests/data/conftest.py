@@ -57,8 +57,7 @@ def shared_data() -> Path:
     """The folder of verified data files; skips the test when there is none."""
     if SHARED is None:
         pytest.skip(
-            f"no data files: set {files.ENV_VAR} or put the verified files in "
-            f"{REPO_ROOT.parent / 'shared' / 'data'}"
+            f"no data files: set {files.ENV_VAR} or put the verified files in {REPO_ROOT.parent / 'shared' / 'data'}"
         )
     return SHARED
 

@@ -140,9 +140,7 @@ def test_download_from_file_url_writes_atomically_and_verifies(
 ) -> None:
     _offline(monkeypatch)
     content = content_of("bezdekIris.data")
-    archive = _zip(
-        tmp_path / "iris.zip", {"iris.names": b"about iris\n", "bezdekIris.data": content}
-    )
+    archive = _zip(tmp_path / "iris.zip", {"iris.names": b"about iris\n", "bezdekIris.data": content})
     _point(monkeypatch, "iris", archive.as_uri())
     replaced: list[tuple[Path, Path]] = []
     real_replace = os.replace
@@ -171,9 +169,7 @@ def test_download_from_file_url_writes_atomically_and_verifies(
     assert next(s for s in data.verify() if s.filename == "bezdekIris.data").ok
 
 
-def test_download_with_wrong_content_writes_nothing(
-    monkeypatch, tmp_path, cache, content_of
-) -> None:
+def test_download_with_wrong_content_writes_nothing(monkeypatch, tmp_path, cache, content_of) -> None:
     _offline(monkeypatch)
     altered = content_of("bezdekIris.data").replace(b"Iris-setosa", b"Iris-setosb", 1)
     archive = _zip(tmp_path / "iris.zip", {"bezdekIris.data": altered})
@@ -232,17 +228,13 @@ def test_download_extracts_from_a_nested_zip(monkeypatch, tmp_path, cache, conte
     assert paths == [cache / "bank-full.csv"] and paths[0].read_bytes() == content
 
 
-def test_download_converts_the_real_estate_workbook(
-    monkeypatch, tmp_path, cache, shared_data
-) -> None:
+def test_download_converts_the_real_estate_workbook(monkeypatch, tmp_path, cache, shared_data) -> None:
     workbook = shared_data / "real_estate_valuation_data_set.xlsx"
     if not workbook.is_file():
         pytest.skip("the original workbook is not in the shared folder")
     expected = data.load("real-estate")  # from the derived CSV in the shared folder
     _offline(monkeypatch)
-    archive = _zip(
-        tmp_path / "real+estate.zip", {"Real estate valuation data set.xlsx": workbook.read_bytes()}
-    )
+    archive = _zip(tmp_path / "real+estate.zip", {"Real estate valuation data set.xlsx": workbook.read_bytes()})
     _point(monkeypatch, "real-estate", archive.as_uri())
     downloaded = data.load("real-estate")
     # the CSV made from the workbook has the pinned digest of the derived CSV

@@ -26,8 +26,15 @@ REGRESSION = {
 
 def test_names_lists_every_data_set_in_order() -> None:
     assert data.names() == [
-        "iris", "rice", "bank-marketing", "adult", "real-estate", "abalone", "wine-quality",
-        "bike-sharing", "mnist",
+        "iris",
+        "rice",
+        "bank-marketing",
+        "adult",
+        "real-estate",
+        "abalone",
+        "wine-quality",
+        "bike-sharing",
+        "mnist",
     ]
 
 
@@ -64,7 +71,12 @@ def test_adult_has_the_papers_108_features(shared_data) -> None:
     ds = data.load("adult")
     numeric = [n for n in ds.feature_names if "=" not in n]
     assert numeric == [
-        "age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week",
+        "age",
+        "fnlwgt",
+        "education-num",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
     ]
     groups: dict[str, list[int]] = {}
     for index, feature in enumerate(ds.feature_names):
@@ -72,15 +84,20 @@ def test_adult_has_the_papers_108_features(shared_data) -> None:
             groups.setdefault(feature.split("=")[0], []).append(index)
     sizes = {column: len(indices) for column, indices in groups.items()}
     assert sizes == {
-        "workclass": 9, "education": 16, "marital-status": 7, "occupation": 15,
-        "relationship": 6, "race": 5, "sex": 2, "native-country": 42,
+        "workclass": 9,
+        "education": 16,
+        "marital-status": 7,
+        "occupation": 15,
+        "relationship": 6,
+        "race": 5,
+        "sex": 2,
+        "native-country": 42,
     }
     for column, indices in groups.items():  # exactly one category per row
         assert (ds.X[:, indices].sum(axis=1) == 1).all(), column
     # '?' is its own category; these missing-value counts are the UCI ones over both files
     question = {
-        c: ds.X[:, ds.feature_names.index(f"{c}=?")].sum()
-        for c in ("workclass", "occupation", "native-country")
+        c: ds.X[:, ds.feature_names.index(f"{c}=?")].sum() for c in ("workclass", "occupation", "native-country")
     }
     assert question == {"workclass": 2799, "occupation": 2809, "native-country": 857}
     assert all(not label.endswith(".") for label in ds.classes)
@@ -111,8 +128,18 @@ def test_bike_sharing_drops_leaking_and_index_columns(shared_data) -> None:
     for dropped in ("casual", "registered", "instant", "dteday", "cnt"):
         assert dropped not in ds.feature_names
     assert ds.feature_names == [
-        "season", "yr", "mnth", "hr", "holiday", "weekday", "workingday", "weathersit", "temp",
-        "atemp", "hum", "windspeed",
+        "season",
+        "yr",
+        "mnth",
+        "hr",
+        "holiday",
+        "weekday",
+        "workingday",
+        "weathersit",
+        "temp",
+        "atemp",
+        "hum",
+        "windspeed",
     ]
     assert ds.unscale_target(ds.y).sum() == pytest.approx(3_292_679, abs=1e-6)  # PROVENANCE
 

@@ -63,10 +63,28 @@ def test_mnist_load_shapes_labels_and_split(shared_data: Path) -> None:
     np.testing.assert_array_equal(train, np.arange(70000) < 60000)
     assert (ds.split[~train] == "test").all()
     assert np.bincount(ds.y[train]).tolist() == [
-        5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949,
+        5923,
+        6742,
+        5958,
+        6131,
+        5842,
+        5421,
+        5918,
+        6265,
+        5851,
+        5949,
     ]
     assert np.bincount(ds.y[~train]).tolist() == [
-        980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009,
+        980,
+        1135,
+        1032,
+        1010,
+        982,
+        892,
+        958,
+        1028,
+        974,
+        1009,
     ]
     assert ds.y[:10].tolist() == [5, 0, 4, 1, 9, 2, 1, 3, 1, 4]
     assert ds.y[60000:60010].tolist() == [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]

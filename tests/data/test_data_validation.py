@@ -54,9 +54,7 @@ def test_check_finite_accepts_finite_and_rejects_bad_input() -> None:
         check_finite(X, ["a", "b", "c"])
 
 
-def test_load_rejects_non_finite_features_naming_the_column(
-    monkeypatch, tmp_path: Path, content_of
-) -> None:
+def test_load_rejects_non_finite_features_naming_the_column(monkeypatch, tmp_path: Path, content_of) -> None:
     # A NaN that passes the digest check (the pinned digest is replaced for this test) must
     # still be caught, by feature name, before a Dataset is returned.
     content = content_of("bezdekIris.data").replace(b"5.1,3.5,1.4,0.2", b"5.1,nan,1.4,0.2", 1)

@@ -153,7 +153,9 @@ GRADINGS = {
 @pytest.mark.parametrize("side", ["columns", "rows"])
 @pytest.mark.parametrize("scale", [1e-250, 1.0, 1e250])
 @pytest.mark.parametrize("r", [1, 2])
-def test_dlor_product_keeps_small_singular_values_of_graded_matrices(grading: str, side: str, scale: float, r: int) -> None:
+def test_dlor_product_keeps_small_singular_values_of_graded_matrices(
+    grading: str, side: str, scale: float, r: int
+) -> None:
     """W = Q·D (columns graded) or D·Q (rows graded), Q orthogonal: σ(W) = D exactly. The
     reconstruction is columnwise (rowwise) accurate, so even σ_min = 1e-14·σ_max is right."""
     d = torch.tensor(GRADINGS[grading], dtype=F64)
@@ -371,14 +373,18 @@ def test_rank_one_interpolant_failure_names_near_coincident_inputs_without_advis
 def test_rank_one_interpolant_failure_suggests_relu_only_for_other_activations() -> None:
     x, y = [0.0, 1e-6, 1e3, 2e3 + 1, 3.3e3], [0.0, 1.0, 0.0, 1.0, -1.0]
     rank_one_interpolant(x, y, "relu")  # ReLU's triangular solve succeeds on these inputs ...
-    with pytest.raises(ValueError, match=r"`activation`='gelu'.*nearly coincident.*x\[0\] and x\[1\].*use activation='relu'"):
+    with pytest.raises(
+        ValueError, match=r"`activation`='gelu'.*nearly coincident.*x\[0\] and x\[1\].*use activation='relu'"
+    ):
         rank_one_interpolant(x, y, "gelu")  # ... and gelu's near-triangular one does not
 
 
 def test_rank_one_interpolant_failure_in_two_dimensions_gives_the_unprojected_distance() -> None:
     x, y = NEAR_COINCIDENT
     X = np.stack([np.asarray(x), np.zeros(5)], 1)
-    with pytest.raises(ValueError, match=r"nearly coincident at this scale: x\[\d\] and x\[\d\] .*apart before the projection"):
+    with pytest.raises(
+        ValueError, match=r"nearly coincident at this scale: x\[\d\] and x\[\d\] .*apart before the projection"
+    ):
         rank_one_interpolant(X, y, "relu")
 
 

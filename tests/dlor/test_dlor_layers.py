@@ -83,8 +83,14 @@ def test_rank_one_network_output_is_invariant_along_v_perp() -> None:
 @pytest.mark.parametrize(
     ("width", "depth", "rank", "mode", "branches"),
     [
-        (8, 1, 1, "deep", 1), (8, 3, 2, "summed", 3), (16, 5, 4, "deep", 1), (5, 2, 4, "summed", 1),
-        (2, 1, 1, "summed", 6), (8, 3, 1, "parallel", 4), (5, 2, 4, "parallel", 1), (6, 1, 2, "parallel", 3),
+        (8, 1, 1, "deep", 1),
+        (8, 3, 2, "summed", 3),
+        (16, 5, 4, "deep", 1),
+        (5, 2, 4, "summed", 1),
+        (2, 1, 1, "summed", 6),
+        (8, 3, 1, "parallel", 4),
+        (5, 2, 4, "parallel", 1),
+        (6, 1, 2, "parallel", 3),
     ],
 )
 def test_parameter_count_formula(width: int, depth: int, rank: int, mode: str, branches: int) -> None:

@@ -76,8 +76,14 @@ def test_early_stopping_keeps_best_validation_epoch():
     X = rng.standard_normal((60, 5))
     y = X[:, 0] + rng.standard_normal(60)  # noisy: a wide network overfits quickly
     reg = MLPRegressor(
-        width=256, epochs=400, batch_size=None, lr=1e-2, early_stopping=True,
-        validation_fraction=0.3, patience=10, random_state=0,
+        width=256,
+        epochs=400,
+        batch_size=None,
+        lr=1e-2,
+        early_stopping=True,
+        validation_fraction=0.3,
+        patience=10,
+        random_state=0,
     ).fit(X, y)
     result = reg.fit_result_
     assert result.stopped_early and reg.n_iter_ < 400

@@ -59,8 +59,14 @@ def test_orthonormal_pieces_give_certified_bound_one() -> None:
 
 @pytest.mark.parametrize(
     "pieces",
-    [[], [[]], [[(np.array([2.0, 0.0]), 0.0)]], [[(np.array([0.5]), 0.0), (np.array([0.1, 0.2]), 1.0)]],
-     [[(np.array([np.nan]), 0.0)]], "abc"],
+    [
+        [],
+        [[]],
+        [[(np.array([2.0, 0.0]), 0.0)]],
+        [[(np.array([0.5]), 0.0), (np.array([0.1, 0.2]), 1.0)]],
+        [[(np.array([np.nan]), 0.0)]],
+        "abc",
+    ],
     ids=["empty", "empty-group", "steep", "dim-mismatch", "nan", "string"],
 )
 def test_bad_pieces_are_named(pieces: object) -> None:

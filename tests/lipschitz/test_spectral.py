@@ -15,7 +15,9 @@ def _matrices() -> list[torch.Tensor]:
     mats = [torch.randn(m, n, generator=g, dtype=torch.float64) for m, n in [(1, 1), (3, 7), (9, 4), (30, 30)]]
     q, _ = torch.linalg.qr(torch.randn(12, 12, generator=g, dtype=torch.float64))
     mats.append(q)  # all singular values equal: the worst case for Gram iteration
-    mats.append(torch.outer(torch.randn(5, generator=g, dtype=torch.float64), torch.randn(8, generator=g, dtype=torch.float64)))
+    mats.append(
+        torch.outer(torch.randn(5, generator=g, dtype=torch.float64), torch.randn(8, generator=g, dtype=torch.float64))
+    )
     mats.append(1e-3 * torch.randn(6, 6, generator=g).float())
     mats.append(1e3 * torch.randn(40, 20, generator=g).float())
     return mats

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 import pytest
 import torch
 from torch import nn
@@ -95,10 +94,17 @@ def test_product_term_takes_over_for_small_lambda() -> None:
 
 def test_leakage_shrinks_with_tau_and_the_limit_is_the_relu_taylor_term() -> None:
     target = power_target(1, 1.5)
-    leak = [swish_approximator(target.function, target.derivative, 1, 1.5, 8, tau=t, R=target.R).bound for t in (2.0, 8.0, 32.0)]
+    leak = [
+        swish_approximator(target.function, target.derivative, 1, 1.5, 8, tau=t, R=target.R).bound
+        for t in (2.0, 8.0, 32.0)
+    ]
     assert leak[0].leakage > leak[1].leakage > leak[2].leakage
     # T = C_T R (3M)^{−β} S_β with S_β = 1.5^β (trapezoid-weighted), not the 2^β of the paper's split.
-    assert leak[0].taylor == leak[2].taylor == pytest.approx(taylor_constant(1, 1) * target.R * (1 / 24) ** 1.5 * 1.5**1.5, rel=1e-3)
+    assert (
+        leak[0].taylor
+        == leak[2].taylor
+        == pytest.approx(taylor_constant(1, 1) * target.R * (1 / 24) ** 1.5 * 1.5**1.5, rel=1e-3)
+    )
     for tau in (2.0, 8.0):
         error, approx = _sup_error(target, 8, tau=tau)
         assert error <= approx.bound.total
@@ -161,16 +167,22 @@ def test_one_dimensional_bottleneck_comes_from_the_construction_and_width_vs_pap
             assert (ours > paper_width(1, kappa, M)) == (4 * kappa + 4 > 10 + 6 * (M + 1))
     assert (max(construction_width(1, 5, 1)), paper_width(1, 5, 1)) == (24, 22)  # was 33 (padded) vs 22
     f = lambda x: torch.sin(2 * x[:, 0])  # noqa: E731
-    approx = swish_approximator(f, lambda a, x: 2 ** a[0] * torch.sin(2 * x[:, 0] + a[0] * math.pi / 2), 1, 5.5, 1,
-                                R=2**5.5 * 2)
+    approx = swish_approximator(
+        f, lambda a, x: 2 ** a[0] * torch.sin(2 * x[:, 0] + a[0] * math.pi / 2), 1, 5.5, 1, R=2**5.5 * 2
+    )
     assert approx.padding == 0 and approx.width == 24 and approx.exceeds_paper
     assert max(approx.ranks) * 3 <= approx.width
-    two_d = swish_approximator(sine_target(2, 3.5).function, sine_target(2, 3.5).derivative, 2, 3.5, 1,
-                               R=sine_target(2, 3.5).R)
+    two_d = swish_approximator(
+        sine_target(2, 3.5).function, sine_target(2, 3.5).derivative, 2, 3.5, 1, R=sine_target(2, 3.5).R
+    )
     assert two_d.padding == 57 - 46 and two_d.width == 57 and not two_d.exceeds_paper  # d = 2: padded
 
 
-@pytest.mark.parametrize("target", [power_target(1, 2.5), sine_target(2, 2.5), power_target(2, 1.3), lacunary_target(1, 2.2, levels=4)], ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "target",
+    [power_target(1, 2.5), sine_target(2, 2.5), power_target(2, 1.3), lacunary_target(1, 2.2, levels=4)],
+    ids=lambda t: t.name,
+)
 def test_taylor_remainder_bound(target: SmoothTarget) -> None:
     kappa = math.ceil(target.beta) - 1
     generator = torch.Generator().manual_seed(0)
@@ -186,7 +198,11 @@ def test_taylor_constant_is_below_the_papers() -> None:
     for d in range(1, 5):
         for kappa in range(0, 5):
             assert taylor_constant(d, kappa) <= math.comb(kappa + d - 1, d - 1)
-            exact = sum(1 / math.prod(math.factorial(a) for a in alpha) for alpha in multi_indices(d, kappa) if sum(alpha) == kappa)
+            exact = sum(
+                1 / math.prod(math.factorial(a) for a in alpha)
+                for alpha in multi_indices(d, kappa)
+                if sum(alpha) == kappa
+            )
             assert taylor_constant(d, kappa) == pytest.approx(exact)
 
 
@@ -229,8 +245,13 @@ def test_bump_term_fits_inside_the_taylor_term_for_large_tau() -> None:
     assert e40 == pytest.approx(e1000, rel=1e-6)
     assert a40.bound.total == pytest.approx(a1000.bound.total, rel=1e-6)
     assert e40 <= a40.bound.total
-    old = [taylor_constant(1, 1) * target.R * (1 / 24) ** 1.5 * (2**1.5 * (1 + absolute_sum_excess(t)) + far_moment(t, 1.5))
-           for t in (40.0, 1000.0)]
+    old = [
+        taylor_constant(1, 1)
+        * target.R
+        * (1 / 24) ** 1.5
+        * (2**1.5 * (1 + absolute_sum_excess(t)) + far_moment(t, 1.5))
+        for t in (40.0, 1000.0)
+    ]
     assert old[0] > old[1] * 1.02 and min(old) > 1.5 * a40.bound.total
     # β = 0.5: the tightened bound is within 3% of the measured sup error.
     error, approx = _sup_error(power_target(1, 0.5), 8, tau=40.0)

@@ -38,11 +38,16 @@ def test_constants_are_the_extrema_of_swish() -> None:
 def test_bump_is_within_its_deviation_envelope_of_the_trapezoid(tau: float) -> None:
     u = torch.linspace(-8, 8, 160_001, dtype=torch.float64)
     psi = swish_bump(u, tau)
-    envelope = sum(
-        torch.tensor([deviation_envelope(tau * abs(v - a)) for v in u[::100].tolist()], dtype=torch.float64)
-        for a in (-2.0, -1.0, 1.0, 2.0)
-    ) / tau
-    assert torch.all((psi[::100] - trapezoid(u[::100])).abs() <= envelope + 1e-13)  # float64 rounding of ρ(τu) at |τu| ~ 100
+    envelope = (
+        sum(
+            torch.tensor([deviation_envelope(tau * abs(v - a)) for v in u[::100].tolist()], dtype=torch.float64)
+            for a in (-2.0, -1.0, 1.0, 2.0)
+        )
+        / tau
+    )
+    assert torch.all(
+        (psi[::100] - trapezoid(u[::100])).abs() <= envelope + 1e-13
+    )  # float64 rounding of ρ(τu) at |τu| ~ 100
     assert psi.abs().max().item() <= BUMP_MAX
 
 
@@ -59,7 +64,9 @@ def test_bump_tends_to_the_trapezoid() -> None:
 def test_partition_sum_telescopes_and_is_near_one(M: int, tau: float) -> None:
     y = torch.linspace(0, 3 * M, 30_001, dtype=torch.float64)
     total = sum(swish_bump(y - 3 * k, tau) for k in range(M + 1))
-    closed = (silu(tau * (y + 2)) - silu(tau * (y + 1)) - silu(tau * (y - 3 * M - 1)) + silu(tau * (y - 3 * M - 2))) / tau
+    closed = (
+        silu(tau * (y + 2)) - silu(tau * (y + 1)) - silu(tau * (y - 3 * M - 1)) + silu(tau * (y - 3 * M - 2))
+    ) / tau
     torch.testing.assert_close(total, closed, rtol=0, atol=1e-12)
     assert (total - 1).abs().max().item() <= partition_sum_error(tau)
     if tau >= 5:  # not vacuous: for sharp bumps ε_T is attained up to a factor 3 at y = 0, 3M
@@ -93,7 +100,7 @@ def test_papers_decay_bound_away_from_the_cell(tau: float) -> None:
 
 @pytest.mark.parametrize("beta", [0.5, 1.5, 3.0, 5.5])
 def test_trapezoid_moment_is_the_supremum_one_point_five_to_the_beta(beta: float) -> None:
-    from structnets.constructive.swish_bump import trapezoid_moment, trapezoid
+    from structnets.constructive.swish_bump import trapezoid, trapezoid_moment
 
     value = trapezoid_moment(beta)
     y = torch.linspace(-6.0, 6.0, 24001, dtype=torch.float64)
