@@ -11,13 +11,6 @@ import pandas as pd
 import pytest
 
 from structnets import atomic_io
-from structnets.runner import _atomic
-
-
-def test_old_import_path_is_the_same_functions() -> None:
-    assert _atomic.write_text is atomic_io.write_text
-    assert _atomic.write_json is atomic_io.write_json
-    assert _atomic.write_csv is atomic_io.write_csv
 
 
 def test_bytes_round_trip_and_no_temporary_left(tmp_path: Path) -> None:
