@@ -131,7 +131,7 @@ def _stencil(power: int, half_width: int) -> tuple[tuple[Fraction, ...], int, Fr
     order = size
     while sum(w * Fraction(i) ** order for w, i in zip(omega, nodes)) == 0:
         order += 1
-    moment = sum(abs(w) * Fraction(abs(i)) ** order for w, i in zip(omega, nodes))
+    moment = sum((abs(w) * Fraction(abs(i)) ** order for w, i in zip(omega, nodes)), Fraction(0))
     return omega, order, moment
 
 
@@ -285,7 +285,10 @@ def sigmoid(name: str, z: np.ndarray) -> np.ndarray:
     """S(z) of :func:`sigmoid_parts`, float64."""
     c0, parts = sigmoid_parts(name)
     z = np.asarray(z, dtype=np.float64)
-    return c0 + sum(w * activation(name, a * z + c) for a, c, w in parts)
+    out = np.full(z.shape, c0)
+    for a, c, w in parts:
+        out = out + w * activation(name, a * z + c)
+    return out
 
 
 def partition(name: str, tau: float, K: int, t: np.ndarray) -> np.ndarray:

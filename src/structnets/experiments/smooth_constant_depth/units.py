@@ -92,15 +92,15 @@ def curvature_floor(target: SmoothTarget, pieces: int) -> float:
             g2 = target.derivative((2, 0), x) + 2 * target.derivative((1, 1), x) + target.derivative((0, 2), x)
     except ValueError:
         return 0.0
-    g2 = g2.numpy()
-    slack = 2 * float(np.max(np.abs(np.diff(g2))))  # ≥ δ·sup|g'''| between grid points
-    top = float(np.max(np.abs(g2)))
+    values = g2.numpy()
+    slack = 2 * float(np.max(np.abs(np.diff(values))))  # ≥ δ·sup|g'''| between grid points
+    top = float(np.max(np.abs(values)))
     best = 0.0
     for q in (0.2, 0.4, 0.6, 0.8):
         c = q * top
         for sign in (1.0, -1.0):
             run = longest = 0
-            for above in sign * g2 >= c:
+            for above in sign * values >= c:
                 run = run + 1 if above else 0
                 longest = max(longest, run)
             length = max(0, longest - 1) * delta
