@@ -8,6 +8,7 @@ Commands::
                         [--device cpu|cuda|auto] [--gpus-per-unit G] [--figure-format png|pdf|svg]
     structnets report RUN_DIR [--experiment NAME|MODULE:OBJECT] [--figure-format png|pdf|svg]
     structnets compare RUN_A RUN_B [--by-unit]
+    structnets claims RUN_DIR ... [--out FILE] [--csv FILE]
     structnets analyze MODEL.pt [--format markdown|csv]
     structnets data path|verify [--data-dir DIR]
     structnets --version
@@ -24,9 +25,9 @@ experiments (a run folder's contents never choose code to import); ``--experimen
 Exit status: 0 success; 1 a unit failed, ``data verify`` found a bad file or ``data path`` names a missing folder; 2 a usage error
 (unknown experiment, bad ``--set``, unreadable or mismatched run folder); 130 interrupted.
 
-One module per group of commands (``_catalog``: list, show; ``_run``: run; ``_folders``: report, compare;
-``_files``: data, analyze), each with an ``add_commands(sub)`` that adds its subparsers and returns its
-handlers: a new command is a new module added to :data:`_COMMAND_MODULES`.
+One module per group of commands (``_catalog``: list, show; ``_run``: run; ``_folders``: report,
+compare; ``_claims``: claims; ``_files``: data, analyze), each with an ``add_commands(sub)`` that adds its
+subparsers and returns its handlers: a new command is a new module added to :data:`_COMMAND_MODULES`.
 """
 
 from __future__ import annotations
