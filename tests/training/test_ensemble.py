@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from structnets.models import dlor_mlp, lipschitz_resnet, mlp
-from structnets.training import EnsembleResult, fit, seeded, train_ensemble
+from structnets.training import EnsembleEpoch, EnsembleResult, fit, seeded, train_ensemble
 
 F64 = torch.float64
 REL = 1e-10
@@ -169,6 +169,40 @@ def test_models_that_update_buffers_are_refused(build):
         assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), saved, strict=True))
 
 
+def test_callback_sees_losses_activity_and_current_predictions():
+    E = 3
+    X, y = _regression(n=30, members=E)
+    X_test = torch.as_tensor(_regression(n=9, seed=5)[0])
+    ensemble = _dlors(range(E))
+    seen: list[EnsembleEpoch] = []
+    outputs = []
+
+    def callback(info: EnsembleEpoch) -> None:
+        seen.append(info)
+        outputs.append(info.predict(X_test))
+        stacked = info.predict(torch.as_tensor(X[:, :4]), stacked=True)
+        assert stacked.shape == (E, 4, 1)
+
+    result = train_ensemble(
+        ensemble, X, y, stacked=True, epochs=30, batch_size=8, lr=5e-2, patience=2, min_delta=1e-2, callback=callback
+    )
+    assert [info.epoch for info in seen] == list(range(len(seen)))
+    assert len(seen) == max(result.epochs_run)
+    for e in range(E):
+        run = result.epochs_run[e]
+        assert [info.train_loss[e] for info in seen[:run]] == list(result.train_loss[e])
+        assert all(np.isnan(info.train_loss[e]) for info in seen[run:])
+        assert [info.active[e] for info in seen] == [
+            k + 1 < run or (k + 1 == run and run == 30) for k in range(len(seen))
+        ]
+        # the last prediction while active is the returned model's output (no best-state restore here)
+        with torch.no_grad():
+            final = ensemble[e](X_test)
+        torch.testing.assert_close(outputs[run - 1][e], final, rtol=1e-12, atol=1e-12)
+        assert all(torch.isnan(out[e]).all() for out in outputs[run:])
+    assert len(set(result.epochs_run)) > 1
+
+
 def test_frozen_parameters_stay_frozen():
     X, y = _regression()
     ensemble, alone = _mlps(range(2)), _mlps(range(2))
@@ -207,6 +241,7 @@ def test_diverging_member_stops_alone():
         ({"seeds": [0, -1]}, ValueError, r"`seeds\[1\]` must be an int"),
         ({"seeds": 3}, TypeError, "`seeds` must be a sequence of 2 ints"),
         ({"stacked": 1}, TypeError, "`stacked` must be a bool"),
+        ({"callback": "print"}, TypeError, "`callback` must be callable or None"),
         ({"stacked": True}, ValueError, r"`X` must be stacked per member, shape \(2, n, ...\), got \(48, 3\)"),
         ({"optimizer": "lbfgs"}, ValueError, "`optimizer` must be one of"),
         ({"epochs": 0}, ValueError, "`epochs` must be an int"),

@@ -26,7 +26,9 @@ seed=0, callback=None, schedule="constant", warmup_epochs=None, warmup_steps=Non
     shared, (n, …), or per member with ``stacked=True``, (E, n, …). Member e is shuffled with
     ``seeds[e]`` (default e) and equals ``fit(models[e], X_e, y_e, seed=seeds[e], **fit_options)``
     to rounding, including its own early stopping and best-state restore. It takes the options
-    of ``fit`` except ``seed`` and ``callback``. The trained weights are loaded back into
+    of ``fit`` except ``seed``; its ``callback(info)`` gets an ``EnsembleEpoch`` (per-member
+    losses, ``active``, and ``info.predict(X)``: the current members' outputs, e.g. for a test
+    curve). The trained weights are loaded back into
     ``models``; ``result.member(e)`` is member e's ``FitResult``, ``result.train_loss[e]`` its
     history. Forward passes must be ``vmap``-able (no in-place buffer updates).
 
@@ -37,7 +39,7 @@ seed=0, callback=None, schedule="constant", warmup_epochs=None, warmup_steps=Non
     child processes).
 """
 
-from .ensemble import EnsembleResult, train_ensemble
+from .ensemble import EnsembleEpoch, EnsembleResult, train_ensemble
 from .fit import OPTIMIZERS, FitResult, evaluate, fit, seeded
 from .lbfgs import LBFGSResult, adam_phase, batched_lbfgs  # noqa: F401
 from .losses import LOSSES, cross_entropy, get_loss, mse
@@ -47,6 +49,7 @@ from .threads import set_threads, torch_threads
 __all__ = [
     "LOSSES",
     "OPTIMIZERS",
+    "EnsembleEpoch",
     "EnsembleResult",
     "SCHEDULES",
     "FitResult",

@@ -84,6 +84,28 @@ class EnsembleResult:
         )
 
 
+@dataclass(frozen=True)
+class EnsembleEpoch:
+    """What a :func:`train_ensemble` callback sees after each epoch.
+
+    Attributes:
+        epoch: the 0-based epoch just finished.
+        train_loss: per member, this epoch's training loss (NaN for members stopped before it).
+        val_loss: per member, this epoch's validation loss, or ``()`` without a validation set.
+        active: per member, True while it is still training (after this epoch's stopping rule).
+        predict: ``predict(X, stacked=False)`` returns every member's current output, shape
+            (E, n, *out), on shared inputs X (n, *) or (``stacked=True``) per-member inputs
+            (E, n, *), in eval mode without gradients (e.g. for a test-error curve); the rows of
+            members stopped before this epoch are NaN (their final weights are in the result).
+    """
+
+    epoch: int
+    train_loss: tuple[float, ...]
+    val_loss: tuple[float, ...]
+    active: tuple[bool, ...]
+    predict: Callable[[torch.Tensor], torch.Tensor]
+
+
 def train_ensemble(
     models: Sequence[nn.Module],
     X: np.ndarray | torch.Tensor,
@@ -105,6 +127,7 @@ def train_ensemble(
     warmup_epochs: int | None = None,
     warmup_steps: int | None = None,
     min_lr: float = 0.0,
+    callback: Callable[[EnsembleEpoch], Any] | None = None,
 ) -> EnsembleResult:
     """Train E modules of one architecture together, each as :func:`~structnets.training.fit` would alone.
 
@@ -137,6 +160,9 @@ def train_ensemble(
         optimizer: ``"adam"``, ``"adamw"``, ``"sgd"`` or a factory over the stacked tensors
             (it must update elementwise for members to be independent).
         validation_data: ``(X_val, y_val)``, shared or (with ``stacked=True``) per member.
+        callback: called as ``callback(info)`` after every epoch with an :class:`EnsembleEpoch`
+            (per-member losses, which members still train, and ``info.predict`` for the current
+            members' outputs on any inputs).
 
     Returns:
         an :class:`EnsembleResult`; ``result.member(e)`` is member e's :class:`FitResult`.
@@ -160,6 +186,8 @@ def train_ensemble(
     if patience is not None:
         patience = check_int("patience", patience, low=1)
     min_delta = check_real("min_delta", min_delta, low=0.0)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"`callback` must be callable or None, got {callback!r}")
     if validation_data is not None and validation_fraction > 0:
         raise ValueError(
             "pass either `validation_fraction` > 0 or `validation_data`, not both "
@@ -236,6 +264,21 @@ def train_ensemble(
     forward = vmap(one_member)
     member_loss = _member_loss(loss, loss_fn)
 
+    def predict(inputs: torch.Tensor, stacked: bool = False) -> torch.Tensor:
+        inputs = torch.as_tensor(inputs).to(device=device, dtype=dtype)
+        if not stacked:
+            inputs = inputs.expand(count, *inputs.shape)
+        elif inputs.ndim < 2 or inputs.shape[0] != count:
+            raise ValueError(f"stacked `inputs` must have shape ({count}, n, ...), got {tuple(inputs.shape)}")
+        base.eval()
+        try:
+            with torch.no_grad():
+                outputs = forward(stacked_state, inputs)
+        finally:
+            base.train()
+        stopped = torch.tensor(frozen, device=device)
+        return outputs.masked_fill(stopped.view(-1, *([1] * (outputs.ndim - 1))), math.nan)
+
     live = list(stacked_state)
     monitor = "val_loss" if X_val is not None else "train_loss"
     state = _MemberState(count, X_val is not None)
@@ -243,6 +286,7 @@ def train_ensemble(
     arange = torch.arange(count, device=device)[:, None]
     global_step = 0
     base.train()
+    frozen = [False] * count  # members stopped before the current epoch: predict() gives NaN for them
     for epoch in range(epochs):
         if step < n:
             perm = torch.stack([torch.randperm(n, generator=g) for g in generators]).to(device)
@@ -276,8 +320,21 @@ def train_ensemble(
             if state.diverged[e] or (patience is not None and state.stale[e] >= patience):
                 state.stop(e, epoch, epochs, patience)
                 final[e] = [t[e].detach().clone() for t in live]
+        if callback is not None:
+            callback(
+                EnsembleEpoch(
+                    epoch=epoch,
+                    train_loss=tuple(t if len(h) == epoch + 1 else math.nan for t, h in zip(train, state.train)),
+                    val_loss=()
+                    if val is None
+                    else tuple(v if len(h) == epoch + 1 else math.nan for v, h in zip(val, state.train)),
+                    active=tuple(state.running),
+                    predict=predict,
+                )
+            )
         if not state.active():
             break
+        frozen = [not running for running in state.running]
 
     restored = [False] * count
     for e, member in enumerate(members):
@@ -498,4 +555,4 @@ def _load(member: nn.Module, names: list[str], values: list[torch.Tensor]) -> No
         tensors[name].copy_(value)
 
 
-__all__ = ["EnsembleResult", "train_ensemble"]
+__all__ = ["EnsembleEpoch", "EnsembleResult", "train_ensemble"]
