@@ -9,10 +9,16 @@ from scipy import stats
 
 from structnets.experiments import get, names
 from structnets.experiments.lowrank_uci import (
+    DATASET_ROWS,
     EXPERIMENT,
+    FULL_RUN,
+    PAPER,
     LowRankUCIConfig,
     _chosen_architecture,
     _paired_test,
+    comparable,
+    protocol,
+    table,
 )
 
 TINY = LowRankUCIConfig(
@@ -33,9 +39,17 @@ TINY = LowRankUCIConfig(
 def _select_rows(config, scores):
     rows = []
     for (dataset, depth, width), (score, parameters) in scores.items():
-        rows.append({"key": f"select/{dataset}/depth={depth}/width={width}", "stage": "select",
-                     "dataset": dataset, "depth": depth, "width": width, "score": score,
-                     "parameters": parameters})
+        rows.append(
+            {
+                "key": f"select/{dataset}/depth={depth}/width={width}",
+                "stage": "select",
+                "dataset": dataset,
+                "depth": depth,
+                "width": width,
+                "score": score,
+                "parameters": parameters,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -109,7 +123,70 @@ def test_small_end_to_end_run_writes_table_and_figures(tmp_path, uci_data):
     assert (low["rank"] == 2).all()  # round(6 / 3)
     efficiency = results[results["stage"] == "efficiency"].set_index("dataset")
     assert (efficiency["flops_lowrank"] <= efficiency["flops_dense"]).all()
-    table = (tmp_path / "run" / "table.md").read_text()
-    assert "| iris | ACC |" in table and "| real-estate | RMSE |" in table
-    assert "94.7" in table  # the paper's value sits beside ours
+    written = (tmp_path / "run" / "table.md").read_text()
+    assert written == table(results) + "\n"  # the table is a function of the results alone
+    assert "| iris | ACC | reduced: 120 of 150 rows, 2 folds |" in written
+    assert "| real-estate | RMSE | reduced: 120 of 414 rows, 2 folds |" in written
+    assert "94.7" in written and "94 / 96 (-1.96)" in written  # the paper's and the full run's values beside ours
+    assert "Not comparable with the paper or the full run" in written
     assert (tmp_path / "run" / "figures" / "accuracy.png").stat().st_size > 0
+
+
+def _cv_rows(dataset, n, folds, task="regression"):
+    """CV rows of a K-fold split of n rows (fold sizes as scikit-learn's KFold makes them)."""
+    sizes = [n // folds + (1 if i < n % folds else 0) for i in range(folds)]
+    rows = []
+    for model in ("dense", "lowrank"):
+        for fold, size in enumerate(sizes):
+            rows.append(
+                {
+                    "stage": "cv",
+                    "dataset": dataset,
+                    "task": task,
+                    "model": model,
+                    "fold": fold,
+                    "seed": 0,
+                    "n_train": n - size,
+                    "n_test": size,
+                    "ratio": 1.0 if model == "dense" else 1 / 3,
+                    "rank": 10,
+                    "depth": 2,
+                    "width": 30,
+                    "rmse": 0.05 + 0.001 * fold + (model == "lowrank") * 1e-4 * (fold % 3),
+                    "accuracy": math.nan,
+                    "balanced_accuracy": math.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("dataset", "n", "folds", "expected"),
+    [
+        ("real-estate", 414, 10, True),  # the paper's protocol
+        ("real-estate", 414, 3, False),  # all rows, 3 folds (--quick)
+        ("bike-sharing", 2000, 10, False),  # 10 folds of a 2,000-row subsample
+    ],
+)
+def test_protocol_is_read_from_the_rows(dataset, n, folds, expected):
+    rows = _cv_rows(dataset, n, folds)
+    assert protocol(rows) == (n, DATASET_ROWS[dataset], folds)
+    assert comparable(rows) is expected
+    text = table(rows)
+    assert ("Not comparable with the paper" in text) is not expected
+    assert (f"| {dataset} | RMSE | paper's |" in text) is expected
+
+
+def test_paired_test_of_a_constant_difference_is_certain():
+    dense = pd.DataFrame({"fold": range(4), "seed": 0, "rmse": [0.1, 0.2, 0.3, 0.4]})
+    low = dense.assign(rmse=dense["rmse"] + 0.25)
+    assert _paired_test(low, dense, "rmse") == (math.inf, 0.0, 4)
+    assert _paired_test(dense, low, "rmse") == (-math.inf, 0.0, 4)
+    assert _paired_test(dense, dense, "rmse") == (0.0, 1.0, 4)
+
+
+def test_table_needs_cv_rows_and_knows_every_data_set():
+    with pytest.raises(ValueError, match="cross-validation"):
+        table(pd.DataFrame({"stage": ["select"], "dataset": ["iris"]}))
+    assert set(DATASET_ROWS) == set(FULL_RUN) == set(PAPER)
+    assert all(low > 1 for low, dense, _ in (FULL_RUN[d] for d in ("iris", "rice", "bank-marketing", "adult")))

@@ -17,6 +17,7 @@ from ..runner.resolve import set_default_registry
 # name -> module path; modules are imported on demand so `structnets list` stays fast.
 _MODULES: dict[str, str] = {
     "lowrank-uci": "structnets.experiments.lowrank_uci",
+    "lowrank-compress": "structnets.experiments.lowrank_compress",
     "dlor-blindspot": "structnets.experiments.dlor_blindspot",
     "dlor-sawtooth": "structnets.experiments.dlor_sawtooth",
     "swish-construction": "structnets.experiments.swish_construction",

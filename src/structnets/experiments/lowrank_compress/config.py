@@ -1,0 +1,134 @@
+"""Configuration of ``lowrank-compress``: which trained dense nets are compressed, how far, how tuned."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..._validation import check_choice, check_int, check_real
+from ...compression import METHODS
+
+DATASETS: tuple[str, ...] = ("mnist", "iris", "rice", "bank-marketing", "adult", "real-estate", "abalone",
+                             "wine-quality", "bike-sharing")  # fmt: skip
+"""Data sets the experiment accepts: MNIST and the eight UCI sets of ``lowrank-uci``."""
+
+MODELS: tuple[str, ...] = ("dense", "compressed", "finetuned", "scratch")
+"""The four models of every (data set, ratio, seed): the trained dense net; its compression with
+:func:`structnets.compress` (no further training); the compression fine-tuned; and a net of the
+compressed architecture trained from a fresh initialisation with the dense net's budget."""
+
+
+@dataclass(frozen=True)
+class LowRankCompressConfig:
+    """Configuration of ``lowrank-compress``; ``LowRankCompressConfig()`` is the full run.
+
+    The question it answers (Li et al., ICML 2025, Sec. 5; docs/design.md, "What it is"): can a
+    trained dense MLP be made r times cheaper by replacing its weights with truncated SVDs, and is
+    that better than training the cheap net from scratch?
+
+    Attributes:
+        datasets: data sets (see :data:`DATASETS`); MNIST uses its official 60,000 / 10,000 split,
+            a UCI set a seeded hold-out split of ``test_fraction`` (stratified for classification).
+        ratios: compression ratios in (0, 1]: ``compress(model, method, ratio=r)`` keeps at most the
+            fraction r of each compressed weight's parameters (and so of its FLOPs).
+        seeds: repetition seeds; a seed fixes the split (UCI), the subsample, the initialisations and
+            the minibatch order, so the four models of one seed form a paired observation.
+        width, depth: the dense Swish MLP, :func:`structnets.models.mlp` (``depth`` nonlinear layers).
+        method: ``"lowrank"`` (truncated SVD, every ``nn.Linear``) or ``"dlor"`` (αI + UVᵀ, square
+            layers only).
+        compress_output: also compress the output layer (a rank-r classifier head); by default it
+            stays dense, as in the paper's low-rank nets, whose first and last layers are dense.
+        epochs: epochs of the dense net and of the from-scratch net (the same budget).
+        finetune_epochs: epochs of fine-tuning after compression.
+        batch_size, lr, finetune_lr, weight_decay: Adam options of :func:`structnets.training.fit`.
+        max_train, max_test: subsample the training / test rows to at most this many (seeded);
+            None keeps all.
+        test_fraction: held-out share of a UCI set's rows.
+        activation: nonlinearity of every layer.
+    """
+
+    datasets: tuple[str, ...] = ("mnist", "bike-sharing")
+    ratios: tuple[float, ...] = (1.0, 1 / 2, 1 / 3, 1 / 4, 1 / 8)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    width: int = 256
+    depth: int = 3
+    method: str = "lowrank"
+    compress_output: bool = False
+    epochs: int = 10
+    finetune_epochs: int = 2
+    batch_size: int = 128
+    lr: float = 1e-3
+    finetune_lr: float = 2e-4
+    weight_decay: float = 0.0
+    max_train: int | None = None
+    max_test: int | None = None
+    test_fraction: float = 0.2
+    activation: str = "swish"
+
+    @classmethod
+    def quick(cls) -> LowRankCompressConfig:
+        """The ``--quick`` preset: 4,000 MNIST and 2,000 Bike Sharing training rows, 3 ratios, 2 seeds."""
+        return cls(
+            ratios=(1 / 2, 1 / 3, 1 / 8),
+            seeds=(0, 1),
+            width=128,
+            epochs=8,
+            finetune_epochs=2,
+            max_train=4000,
+            max_test=2000,
+        )
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.datasets if name not in DATASETS]
+        if unknown or not self.datasets or len(set(self.datasets)) != len(self.datasets):
+            raise ValueError(
+                f"`datasets` must be a non-empty subset of {list(DATASETS)} without repeats, got {self.datasets!r}"
+            )
+        if not self.ratios:
+            raise ValueError("`ratios` must list at least one ratio in (0, 1], got ()")
+        for ratio in self.ratios:
+            check_real("ratios", ratio, low=0.0, high=1.0, low_open=True)
+        keys = [ratio_key(r) for r in self.ratios]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"`ratios` must be distinct (to 4 significant digits), got {self.ratios!r}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"`seeds` must list at least one seed, without repeats, got {self.seeds!r}")
+        for seed in self.seeds:
+            check_int("seeds", seed, low=0, high=2**31 - 1)
+        check_int("width", self.width, low=2)
+        check_int("depth", self.depth, low=1, high=100)
+        check_choice("method", self.method, METHODS)
+        if not isinstance(self.compress_output, bool):
+            raise TypeError(f"`compress_output` must be a bool, got {self.compress_output!r}")
+        if self.method == "dlor" and self.depth < 2:
+            raise ValueError(
+                f"`depth` must be ≥ 2 for method='dlor' (its only square layers are hidden), got {self.depth}"
+            )
+        check_int("epochs", self.epochs, low=1)
+        check_int("finetune_epochs", self.finetune_epochs, low=1)
+        check_int("batch_size", self.batch_size, low=1)
+        check_real("lr", self.lr, low=0.0, low_open=True)
+        check_real("finetune_lr", self.finetune_lr, low=0.0, low_open=True)
+        check_real("weight_decay", self.weight_decay, low=0.0)
+        for name in ("max_train", "max_test"):
+            value = getattr(self, name)
+            if value is not None:
+                check_int(name, value, low=10)
+        check_real("test_fraction", self.test_fraction, low=0.05, high=0.5)
+        check_choice("activation", self.activation, _activations())
+
+
+def ratio_key(ratio: float) -> str:
+    """The ratio as it appears in unit keys: 4 significant digits (``0.3333``)."""
+    return f"{ratio:.4g}"
+
+
+def _activations() -> tuple[str, ...]:
+    from ...nn import ACTIVATIONS
+
+    return tuple(ACTIVATIONS)
+
+
+def closest_ratio(ratios: list[float], target: float) -> float:
+    """The ratio in ``ratios`` nearest ``target`` on a log scale (the 1/3 question: nearest 1/3)."""
+    return min(ratios, key=lambda r: abs(math.log(r) - math.log(target)))
