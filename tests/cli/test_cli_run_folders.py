@@ -124,7 +124,7 @@ def test_report_of_a_registered_or_explicit_experiment_works(
     toy_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = _copy_run(toy_folder, tmp_path / "run")
-    assert main(["report", str(out)]) == 0  # structnets' own toy spec is trusted
+    assert main(["report", str(out)]) == 0  # the toy is registered (tests/cli/conftest.py), so its spec is trusted
     table = (out / "table.md").read_text()
     _set_meta(out, experiment_ref="this:X")
     capsys.readouterr()
