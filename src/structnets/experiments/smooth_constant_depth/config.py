@@ -43,7 +43,7 @@ class SmoothConstantDepthConfig:
             targets=("sine:1:1", "sine:1:3", "sine:2:2"),
             activations=("gelu", "tanh"),
             Ks_1d=(4, 8, 16),
-            Ks_2d=(2, 4),
+            Ks_2d=(2, 3),
             grid_1d=4001,
             grid_2d=41,
             floor_points=256,
