@@ -91,7 +91,7 @@ def _exporter(module: nn.Module) -> Callable[[dict[str, object]], nn.Module] | N
         return None
     if not type(module).__module__.startswith("structnets."):
         return None
-    from .models.dlor_mlp import DLoRBranches
+    from .nn import DLoRBranches
 
     if type(module) is DLoRBranches:  # Σ_k (α_k I + U_k V_kᵀ) x + b is one affine map
         return lambda factory: _linear_from(module.to_dense(), module.bias)
