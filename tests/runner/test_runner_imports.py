@@ -12,8 +12,6 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 import structnets
 from structnets import protocol
 from structnets.runner import experiment as runner_experiment
