@@ -62,10 +62,22 @@ def _weight_decay(results: pd.DataFrame, config: Any) -> Evidence:
     )
 
 
+NORM_BOUNDS = ("spectral_sc", "pacbayes_sc")
+"""The norm-based bounds the paper compares with (spectral, PAC-Bayes), as sample complexities."""
+
+
+def _factorised(results: pd.DataFrame) -> pd.DataFrame:
+    """Trained rank-r (factorised) units: every layer but the output of fixed rank r, where r ≪ W."""
+    trained = _trained(results)
+    return trained[trained["variant"] != "dense"] if not trained.empty else trained
+
+
 def _width_slopes(rows: pd.DataFrame, column: str) -> list[float]:
+    """Least-squares log–log slope of ``column`` in width, per (dataset, variant, depth, weight decay, seed) group."""
     slopes = []
     for _, group in rows.groupby(["dataset", "variant", "depth", "weight_decay", "seed"]):
-        group = group[np.isfinite(group[column].astype(float)) & (group[column].astype(float) > 0)]
+        values = group[column].astype(float)
+        group = group[np.isfinite(values) & (values > 0)]
         if group["width"].nunique() < 2:
             continue
         slopes.append(
@@ -75,46 +87,83 @@ def _width_slopes(rows: pd.DataFrame, column: str) -> list[float]:
 
 
 def _width_scaling(results: pd.DataFrame, config: Any) -> Evidence:
-    trained = _trained(results)
-    if trained.empty or trained["width"].nunique() < 2:
-        return not_tested("needs trained units at two or more widths")
-    rs = _width_slopes(trained, "best_rs_sc")
-    norm = {c: _width_slopes(trained, c) for c in ("spectral_sc", "pacbayes_sc") if c in trained.columns}
-    norm = {c: s for c, s in norm.items() if s}
-    if not rs or not norm:
+    rows = _factorised(results)
+    if rows.empty or rows["width"].nunique() < 2:
+        return not_tested("needs trained rank-r units at two or more widths")
+    rs = _width_slopes(rows, "best_rs_sc")
+    others = {c: _width_slopes(rows, c) for c in ("param_sc", *NORM_BOUNDS) if c in rows.columns}
+    others = {c: v for c, v in others.items() if v}
+    if not rs or not others:
         return not_tested("no group with sample complexities at two widths")
     rs_mean = float(np.mean(rs))
-    flattest = all(rs_mean < float(np.mean(s)) for s in norm.values())
+    flattest = all(rs_mean < float(np.mean(v)) for v in others.values())
     verdict = (
         REPRODUCED if flattest and abs(rs_mean - 1) < abs(rs_mean - 2) else NOT_REPRODUCED if flattest else REFUTED
     )
     return Evidence(
-        f"rank-sparse slope {rs_mean:.2f} ({len(rs)} groups); "
-        + "; ".join(f"{c.removesuffix('_sc')}: {np.mean(s):.2f}" for c, s in norm.items()),
+        f"rank-r nets (r = {sorted(str(v) for v in rows['variant'].unique())}): rank-sparse slope {rs_mean:.2f} "
+        f"({len(rs)} groups); " + "; ".join(f"{c.removesuffix('_sc')}: {np.mean(v):.2f}" for c, v in others.items()),
         verdict,
-        "log–log slope of sample complexity in width: rank-sparse flatter than every norm bound and nearer 1 than 2",
-        len(trained),
+        "mean over (data set, rank, depth, weight decay, seed) groups of the log–log slope in W of each sample "
+        "complexity, on the rank-r nets (fixed r, the claim's setting): the rank-sparse one flatter than every other "
+        "bound (parameter count, spectral, PAC-Bayes) and nearer 1 than 2 reproduced; flatter but not nearer 1 not "
+        "reproduced; not flatter refuted (the rank-bounds report's yes / partly / no for that variant)",
+        len(rows),
     )
 
 
 def _ordering(results: pd.DataFrame, config: Any) -> Evidence:
-    trained = _trained(results)
-    factorised = trained[trained["variant"] != "dense"] if not trained.empty else trained
+    factorised = _factorised(results)
     if factorised.empty:
         return not_tested("no low-rank (factorised) trained units, where r ≪ W")
-    # The baseline for a factorised net is the parameters it stores, not its dense matrices'.
-    columns = [c for c in ("param_factorised_sc", "spectral_sc", "pacbayes_sc") if c in factorised.columns]
+    columns = [c for c in NORM_BOUNDS if c in factorised.columns]
+    if not columns:
+        return not_tested("no norm-based bound in the results")
     wins = {c: float((factorised["best_rs_sc"] < factorised[c] * (1 - 1e-9)).mean()) for c in columns}
     factor = {c: float(np.exp(np.mean(np.log(factorised[c] / factorised["best_rs_sc"])))) for c in columns}
-    verdict = REPRODUCED if min(wins.values()) > 0.5 else REFUTED if max(wins.values()) < 0.5 else NOT_REPRODUCED
+    verdict = REPRODUCED if min(wins.values()) > 0.5 else REFUTED if min(wins.values()) < 0.5 else NOT_REPRODUCED
+    stored = ""
+    if "param_factorised_sc" in factorised.columns:
+        share = float((factorised["best_rs_sc"] < factorised["param_factorised_sc"] * (1 - 1e-9)).mean())
+        stored = f"; below the stored-parameter count in {100 * share:.0f} % (not a claim of the paper)"
     return Evidence(
         "; ".join(
-            f"below {c.removesuffix('_sc')} in {100 * wins[c]:.0f} % of units (×{factor[c]:.3g})" for c in columns
-        ),
+            f"below {c.removesuffix('_sc')} in {100 * wins[c]:.0f} % of units (×{factor[c]:.3g} geometric mean)"
+            for c in columns
+        )
+        + stored,
         verdict,
-        "share of low-rank units whose best rank-sparse sample complexity is below each other bound's "
-        "(stored-parameter count for factorised nets): > 50 % for every bound reproduced, < 50 % for all refuted",
+        "share of rank-r units whose best rank-sparse sample complexity is below each norm-based bound's (spectral, "
+        "PAC-Bayes: the paper's comparison): > 50 % for every one reproduced, < 50 % for any one (that bound is "
+        "tighter on most units) refuted, else not reproduced. The rank-bounds report's 'partly' (beats the norm "
+        "bounds, not the stored-parameter count) is reproduced here: the paper does not compare with parameter counts",
         len(factorised),
+    )
+
+
+def _gain_growth(results: pd.DataFrame, config: Any) -> Evidence:
+    rows = _factorised(results)
+    if rows.empty or rows["width"].nunique() < 2:
+        return not_tested("needs trained rank-r units at two or more widths")
+    columns = [c for c in NORM_BOUNDS if c in rows.columns]
+    slopes = {}
+    for c in columns:
+        gain = rows.assign(gain=rows[c].astype(float) / rows["best_rs_sc"].astype(float))
+        found = _width_slopes(gain, "gain")
+        if found:
+            slopes[c] = float(np.mean(found))
+    if not slopes:
+        return not_tested("no group with both bounds at two widths")
+    worst = min(slopes.values())
+    verdict = REPRODUCED if worst >= 0.5 else REFUTED if worst <= 0 else NOT_REPRODUCED
+    return Evidence(
+        "log–log slope in W of the gain (norm bound / rank-sparse, sample complexity) at fixed r: "
+        + "; ".join(f"{c.removesuffix('_sc')}: {v:.2f}" for c, v in slopes.items()),
+        verdict,
+        "the gain W²L / (W r L²) = W/(rL) predicts slope 1 in W at fixed r (×√W where r = √W, ×W at r = O(1)); mean "
+        "over groups of the slope ≥ 0.5 (nearer 1 than 0) for every norm bound reproduced, ≤ 0 for any (no gain "
+        "growing with W) refuted, else not reproduced",
+        len(rows),
     )
 
 
@@ -146,9 +195,17 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "003-ordering",
         PAPER,
-        "For r ≪ W the rank-sparse bound beats spectral, PAC-Bayes and parameter-count bounds",
-        "×√W at r = √W, ×W at r = O(1)",
+        "For r ≪ W the rank-sparse bound is tighter than the norm-based (spectral, PAC-Bayes) bounds",
+        "rank-sparse bound smaller (Õ(WrL²) vs Õ(W²L))",
         "rank-bounds",
         _ordering,
+    ),
+    Claim(
+        "003-gain-growth",
+        PAPER,
+        "The rank-sparse bound's advantage over norm bounds grows like W/r: ×√W at r = √W, ×W at r = O(1)",
+        "gain ∝ W at fixed r",
+        "rank-bounds",
+        _gain_growth,
     ),
 )

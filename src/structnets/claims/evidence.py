@@ -9,7 +9,7 @@ applied and a verdict from :data:`VERDICTS`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,8 @@ class Evidence:
             raise ValueError(f"`units` must be ≥ 0, got {self.units}")
 
 
-Evaluate = Callable[[pd.DataFrame, Mapping[str, Any]], Evidence]
+Evaluate = Callable[[pd.DataFrame, Any], Evidence]
+"""``(results, config) -> Evidence``: ``config`` is the run's typed config (a dataclass) or ``None``."""
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED, Claim, Evidence, mean_spread, not_tested
+from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED, Claim, Evaluate, Evidence, mean_spread, not_tested
 
 PAPER = "1-Lipschitz ResNets (004)"
 EXACT = 1e-9  # an "exact" representation: sup error at float64 rounding level
 
 
-def _certified(column: str, models: tuple[str, ...]):
+UPPER_SLACK = 1e-12
+"""A certificate counts as ≤ 1 up to this slack (the lipschitz-moons report's "≤ 1 in fact" rule)."""
+LOWER_RTOL = 1e-5
+"""The measured lower bound (float32 Jacobians and secants) may exceed the certificate by this relative
+amount before it contradicts it (the lipschitz-moons report's rule)."""
+
+
+def _certified(column: str, models: tuple[str, ...]) -> Evaluate:
     def evaluate(results: pd.DataFrame, config: Any) -> Evidence:
         if results.empty or column not in results.columns:
             return not_tested(f"no results with a `{column}` column")
@@ -31,15 +38,17 @@ def _certified(column: str, models: tuple[str, ...]):
         if chosen.empty:
             return not_tested(f"no trained {', '.join(models)} model")
         upper, lower = chosen["lipschitz_upper"].to_numpy(float), chosen["lipschitz_lower"].to_numpy(float)
-        certified = int(np.sum(upper <= 1.0))
-        consistent = int(np.sum(lower <= upper))
+        certified = int(np.sum(upper <= 1.0 + UPPER_SLACK))
+        consistent = int(np.sum(lower <= upper * (1 + LOWER_RTOL)))
         verdict = REPRODUCED if certified == len(chosen) and consistent == len(chosen) else REFUTED
         return Evidence(
             f"certified ≤ 1 in {certified} of {len(chosen)} models (max {upper.max():.7g}); measured lower bound "
             f"≤ certificate in {consistent} (max lower {lower.max():.4f})",
             verdict,
-            "certified upper bound (product of rounded-up layer certificates) ≤ 1, and the measured lower bound "
-            "(Jacobian norms, ascent on secants) never above it",
+            f"every trained model's certified upper bound (product of rounded-up layer certificates) ≤ 1 + "
+            f"{UPPER_SLACK:g}, and its measured lower bound (Jacobian norms, ascent on secants) ≤ the certificate × "
+            f"(1 + {LOWER_RTOL:g}) (float32 measurement): all reproduced, any failure refuted (a certified bound that "
+            "fails, or a measurement above the certificate, contradicts the claim)",
             len(chosen),
         )
 
@@ -60,12 +69,16 @@ def _moons_accuracy(results: pd.DataFrame, config: Any) -> Evidence:
     return Evidence(
         f"best configuration (train {fraction:g}, depth {depth}, width {width}): {mean_spread(best, scale=100, digits=2)} %",
         verdict,
-        "mean test accuracy over seeds of the best certified configuration ≥ 99.5 %",
+        "mean test accuracy over seeds of the best configuration (by mean accuracy) of our constrained networks "
+        "≥ 99.5 % (perfect up to 0.5 % of the test points, for label noise at the moons' overlap) reproduced, else "
+        "not reproduced (no accuracy refutes a qualitative 'perfect')",
         len(ours),
     )
 
 
 def _mnist_accuracy(results: pd.DataFrame, config: Any) -> Evidence:
+    from ..experiments.lipschitz_mnist.config import TARGET_CLEAN
+
     if results.empty or "model" not in results.columns:
         return not_tested("no lipschitz-mnist units")
     ours = results[(results["model"] == "gradient-step") & (results["lipschitz_upper"] <= 1.0)]
@@ -76,9 +89,14 @@ def _mnist_accuracy(results: pd.DataFrame, config: Any) -> Evidence:
     text = f"best clean accuracy {100 * float(best['accuracy']):.2f} % (loss {best.get('loss', '—')}, lift {best.get('lift', '—')})"
     if radius is not None:
         text += f"; certified at ε = 1.58: {100 * float(ours[radius].max()):.2f} % (best published 1-Lipschitz: 62.8 %, GloRo)"
-    verdict = REPRODUCED if float(best["accuracy"]) >= 0.97 else NOT_REPRODUCED
+    verdict = REPRODUCED if float(best["accuracy"]) >= TARGET_CLEAN else NOT_REPRODUCED
     return Evidence(
-        text, verdict, "a certified (L ≤ 1) gradient-step network reaches ≥ 97 % clean test accuracy", len(ours)
+        text,
+        verdict,
+        f"the best certified (L ≤ 1) gradient-step network's clean test accuracy ≥ {100 * TARGET_CLEAN:.0f} % "
+        "reproduced, else not reproduced: the paper gives no number ('good'), so the bar is the project's clean-"
+        "accuracy target of lipschitz-mnist (its config's TARGET_CLEAN, which its report also applies)",
+        len(ours),
     )
 
 
@@ -88,12 +106,17 @@ def _exact(results: pd.DataFrame, config: Any) -> Evidence:
         return not_tested("no exact max-min units")
     worst = float(exact["sup_error"].max())
     upper = exact["lipschitz_upper"].to_numpy(float)
-    verdict = REPRODUCED if worst <= EXACT else REFUTED
+    # Exact, and what it computes is 1-Lipschitz (measured; its layer-wise certificate is the head's scale s ≥ 1).
+    measured = float(exact["lipschitz_measured"].max())
+    verdict = REPRODUCED if worst <= EXACT and measured <= 1 + EXACT else REFUTED
     return Evidence(
         f"max sup error {worst:.2g} over {len(exact)} targets; layer-wise certificate of the built network "
         f"{upper.min():.3g}–{upper.max():.3g} (measured secant ratio ≤ {float(exact['lipschitz_measured'].max()):.4f})",
         verdict,
-        f"sup error of the max-min network against the target on the evaluation grid ≤ {EXACT:g}",
+        f"sup error of the max-min network against the target on the evaluation grid ≤ {EXACT:g} (float64 "
+        f"rounding), and the largest secant ratio of its outputs ≤ 1 + {EXACT:g}: reproduced; else refuted. Its "
+        "layer-wise certificate is the head's scale s ≥ 1 (docs/lipschitz.md), so its 1-Lipschitz property is "
+        "measured, not certified",
         len(exact),
     )
 
@@ -109,15 +132,17 @@ def _density(results: pd.DataFrame, config: Any) -> Evidence:
         first, last = float(group["sup_error_median"].iloc[0]), float(group["sup_error_median"].iloc[-1])
         falling += int(last < first)
         parts.append(f"{target}: {first:.3g} → {last:.3g}")
-    certified = bool((trained["lipschitz_upper"].to_numpy(float) <= 1.0).all())
+    certified = bool((trained["lipschitz_upper"].to_numpy(float) <= 1.0 + UPPER_SLACK).all())
     widths = sorted({int(w) for w in trained["width"]})
     verdict = REFUTED if not certified else REPRODUCED if falling == len(targets) else NOT_REPRODUCED
     return Evidence(
         f"width {widths}, depths {sorted(int(d) for d in trained['depth'].unique())}; median sup error, shallowest → "
         f"deepest: " + "; ".join(parts) + f"; every model certified ≤ 1: {'yes' if certified else 'no'}",
         verdict,
-        "the median sup error over seeds falls from the shallowest to the deepest network for every target, "
-        "every trained model certified ≤ 1",
+        "the median sup error over seeds at the deepest network below that at the shallowest, for every target "
+        "(density: the error can be driven down by depth alone at width d + 3), reproduced; a trained model not "
+        "certified ≤ 1 (outside the class the theorem is about) refuted; else not reproduced (the theorem states no "
+        "rate, and training may not reach what depth allows)",
         len(trained),
     )
 

@@ -9,6 +9,7 @@ minimax estimation rate n^{−2s/(2s+d)} (Theorem 4.4) and the approximation rat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,67 +21,38 @@ from .evidence import NOT_REPRODUCED, OPTIMISATION_LIMITED, REFUTED, REPRODUCED,
 
 PAPER = "smoothness adaptivity (002)"
 SMOOTH = ("tanh", "gelu", "silu")
-SETTLED_SHARE = 0.8  # a cell is optimisation-limited when fewer of its members settled
+SETTLED_SHARE = 0.8  # a cell is optimisation-limited when fewer of its members settled (the report's rule)
 
 
 def members(results: pd.DataFrame, settle_tol: float) -> pd.DataFrame:
-    """One row per (unit, activation, seed) from the ``<activation>/<seed>/<field>`` columns.
+    """One row per (unit, activation, seed): the smoothness-rates report's ``long_table``.
 
     A member is *settled* when L-BFGS converged, or when the training MSE it gained in the second
-    half of its L-BFGS budget is at most ``settle_tol`` × its test MSE.
+    half of its L-BFGS budget is at most ``settle_tol`` × its test MSE. The rows are in the report's
+    canonical order, so the bootstrap intervals below are the report's.
     """
-    records = []
-    for _, row in results.iterrows():
-        for column, value in row.items():
-            if not isinstance(column, str) or not column.endswith("/test_mse") or pd.isna(value):
-                continue
-            name, seed, _ = column.split("/")
-            converged = bool(row.get(f"{name}/{seed}/converged", False) or False)
-            late_gain = row.get(f"{name}/{seed}/late_gain", np.nan)
-            late_gain = np.nan if late_gain is None else float(late_gain)
-            records.append(
-                {
-                    "part": row["part"],
-                    "d": int(row["d"]),
-                    "s": float(row["s"]),
-                    "depth": int(row["depth"]),
-                    "n": int(row["n"]),
-                    "parameters": int(row["parameters"]),
-                    "activation": name,
-                    "seed": int(seed),
-                    "test_mse": float(value),
-                    "settled": converged or (np.isfinite(late_gain) and late_gain <= settle_tol * float(value)),
-                }
-            )
-    return pd.DataFrame.from_records(records)
+    from ..experiments.smoothness_rates.report import long_table
+
+    return long_table(results, settle_tol) if not results.empty else pd.DataFrame()
 
 
 def _cells(long: pd.DataFrame, part: str, x: str, y: str, activations: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The report's ``slope_table`` rows of ``activations``, with ``limited`` by the report's 80 % rule."""
+    from ..experiments.smoothness_rates.report import slope_table
+
+    chosen = long[long["activation"].isin(activations)]
     out = []
-    chosen = long[(long["part"] == part) & long["activation"].isin(activations)]
-    for (d, s, depth, name), group in chosen.groupby(["d", "s", "depth", "activation"]):
-        values, xs = group[y].to_numpy(float), group[x].to_numpy(float)
-        keep = values > 0
-        if len(np.unique(xs[keep])) < 3:
-            continue
-        out.append(
-            {
-                "d": int(d),
-                "s": float(s),
-                "depth": int(depth),
-                "activation": name,
-                "fit": loglog_slope(xs[keep], values[keep], n_boot=1000),
-                "limited": int(group["settled"].sum()) < SETTLED_SHARE * len(group),
-            }
-        )
+    for row in slope_table(chosen, part, x, y):
+        out.append({**row, "limited": row["settled"] < SETTLED_SHARE * row["members"]})
     return out
 
 
-def _verdict_rate(cells: list[dict[str, Any]], rate_of) -> tuple[str, str]:
-    """A cell reproduces the rate when its bootstrap 95 % interval contains it. A slope significantly
-    steeper is consistent with the theorem's upper bound but is not its rate (a pre-asymptotic regime
-    or an easier target), so it does not count as reproduced either; a slope significantly slower
-    with unsettled training is flagged optimisation-limited."""
+def _verdict_rate(cells: list[dict[str, Any]], rate_of: Callable[[dict[str, Any]], float]) -> tuple[str, str]:
+    """A cell reproduces the rate when its bootstrap 95 % interval contains it (the report's 'contains
+    paper rate'). A slope significantly steeper is consistent with the theorem's upper bound but is not
+    its rate (a pre-asymptotic regime or an easier target), so it does not count as reproduced either;
+    where every slower cell is optimisation-limited and none is steeper, the miss is flagged
+    optimisation-limited. An asymptotic rate is never refuted by a finite grid."""
     inside = [c for c in cells if c["fit"].contains(rate_of(c))]
     slower = [c for c in cells if c["fit"].low > rate_of(c)]
     steeper = [c for c in cells if c["fit"].high < rate_of(c)]
@@ -137,10 +109,13 @@ def _relu_cap(results: pd.DataFrame, config: Any) -> Evidence:
     if long.empty:
         return not_tested("no approximation units")
     long = long.assign(rmse=np.sqrt(long["test_mse"]))
-    cells = _cells(long, "approximation", "parameters", "rmse", ("relu",))
+    cells = [
+        c
+        for c in _cells(long, "approximation", "parameters", "rmse", ("relu",))
+        if relu_depth_cap_exponent(c["s"], c["d"], c["depth"]) > -c["s"] / c["d"] + 1e-12
+    ]
     if not cells:
-        return not_tested("no ReLU approximation cell with ≥ 3 parameter counts")
-    # The cap is a lower bound on the error: a ReLU slope significantly below it would refute it.
+        return not_tested("no ReLU approximation cell with ≥ 3 parameter counts where the cap binds (L_w < s)")
     below = [c for c in cells if c["fit"].high < relu_depth_cap_exponent(c["s"], c["d"], c["depth"])]
     text = "; ".join(
         f"d={c['d']} s={c['s']:g} L_w={c['depth']}: {c['fit'].slope:.2f} [{c['fit'].low:.2f}, {c['fit'].high:.2f}] "
@@ -149,9 +124,12 @@ def _relu_cap(results: pd.DataFrame, config: Any) -> Evidence:
     )
     return Evidence(
         text,
-        REFUTED if below else REPRODUCED,
-        "no ReLU cell's slope interval lies entirely below the cap −min(L_w, s)/d",
-        len(cells),
+        NOT_REPRODUCED if below else REPRODUCED,
+        "in every ReLU cell where the cap binds (L_w < s), the bootstrap 95 % interval of the slope of RMSE in N "
+        "reaches the cap −min(L_w, s)/d or above, reproduced (corroborated: a lower bound on the error can only be "
+        "consistent with measurements); an interval entirely below it, not reproduced (a finite-range slope "
+        "steeper than an asymptotic cap with unknown constant does not contradict it)",
+        sum(int(c["members"]) for c in cells),
     )
 
 
@@ -188,13 +166,20 @@ def _separation(results: pd.DataFrame, config: Any) -> Evidence:
             parts.append(f"d={d} s={s:g} L_w={L} {name}: {fit.slope:.2f} [{fit.low:.2f}, {fit.high:.2f}]")
     if not tested:
         return not_tested("separation cells have fewer than 3 sample sizes")
-    verdict = (
-        REPRODUCED if faster == tested else REFUTED if slower else OPTIMISATION_LIMITED if limited else NOT_REPRODUCED
-    )
+    if faster == tested:
+        verdict = REPRODUCED
+    elif limited:
+        verdict = OPTIMISATION_LIMITED
+    else:
+        verdict = REFUTED if slower else NOT_REPRODUCED
     return Evidence(
         f"smooth faster in {faster} of {tested}: " + "; ".join(parts),
         verdict,
-        "slope in n of smooth/ReLU excess MSE (same data per seed), bootstrap 95 % interval below 0",
+        "per estimation cell where the ReLU cap predicts a gap (L_w < s) and smooth activation: log–log slope in n "
+        "of smooth/ReLU excess risk (same data per seed), bootstrap 95 % interval (the report's 'smooth faster'): "
+        "below 0 in every one reproduced; otherwise, if any member group is optimisation-limited (< 80 % settled), "
+        "optimisation-limited; else above 0 in any (smooth significantly slower with settled training) refuted, "
+        "else not reproduced",
         tested,
     )
 
@@ -204,27 +189,36 @@ def _constant_depth(results: pd.DataFrame, config: Any) -> Evidence:
 
     if results.empty or "bound" not in results.columns:
         return not_tested("no construction units")
-    held, cells, parts = int((results["error"] <= results["bound"]).sum()), 0, []
-    rate_ok = 0
+    held = int((results["error"] <= results["bound"]).sum())
+    cells, rate_ok, flat, parts = 0, 0, 0, []
     for (target, activation), group in results.groupby(["target", "activation"], sort=True):
         d, s = int(group["d"].iloc[0]), float(group["s"].iloc[0])
         if group["K"].nunique() < 2:
             continue
         slope = cell_slopes(group)["Kd_upper"]
         cells += 1
-        ok = abs(slope + s / d) <= TOLERANCE * s / d and group["depth"].nunique() == 1
+        # The report's per-cell verdict: rate within TOLERANCE, error ≤ bound at every K, one depth.
+        ok = (
+            abs(slope + s / d) <= TOLERANCE * s / d
+            and bool((group["error"] <= group["bound"]).all())
+            and group["depth"].nunique() == 1
+        )
         rate_ok += int(ok)
-        parts.append(f"{target} {activation}: {slope:.2f} vs {-s / d:.2f}")
+        flat += int(not slope < 0)
+        parts.append(f"{target} {activation}: {slope:.2f} vs {-s / d:.2f}{'' if ok else ' (not reproduced)'}")
     if not cells:
         return not_tested("no cell with two or more K")
-    verdict = REFUTED if held < len(results) else REPRODUCED if rate_ok == cells else NOT_REPRODUCED
+    verdict = REPRODUCED if rate_ok == cells else REFUTED if flat else NOT_REPRODUCED
     depths = sorted({int(v) for v in results["depth"]})
     return Evidence(
-        f"error ≤ bound in {held} of {len(results)} units; slope in K^d within {TOLERANCE:.0%} of −s/d in {rate_ok} "
-        f"of {cells} cells at depth {depths} (weight layers): " + "; ".join(parts),
+        f"error ≤ bound in {held} of {len(results)} units; {rate_ok} of {cells} cells reproduced, at depth {depths} "
+        "(weight layers); slope in K^d: " + "; ".join(parts),
         verdict,
-        "the explicit construction's sup error on a dense grid never above its computed bound, and its log–log "
-        f"slope in K^d (the rate in N once N ∝ K^d) within {TOLERANCE:.0%} of −s/d at a depth that does not grow",
+        "per (target, activation) cell, the smooth-constant-depth report's verdict: the explicit construction's "
+        f"log–log slope of sup error in K^d over the larger half of K (the rate in N once N ∝ K^d) within "
+        f"{TOLERANCE:.0%} of −s/d, its error never above its computed bound, at one depth; every cell reproduced "
+        "reproduced; the error not falling with K in some cell (slope ≥ 0) refuted; else not reproduced (an error "
+        "above our computed bound says our bound's constants are wrong, not the paper's rate)",
         len(results),
     )
 
