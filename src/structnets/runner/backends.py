@@ -128,17 +128,13 @@ def threads_per_job(jobs: int | None) -> int:
 def set_threads(threads: int) -> int:
     """Set torch's intra-op threads (and the OpenMP/MKL/BLAS variables children inherit) to ``threads``.
 
-    The one place the runner sizes thread pools, for every backend. Returns the previous torch
+    The one place the runner sizes thread pools, for every backend; the rule is
+    :func:`structnets.training.set_threads` with ``environment=True``. Returns the previous torch
     thread count, so that an in-process run can restore it.
     """
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(threads)
-    import torch
+    from ..training.threads import set_threads as set_torch_threads
 
-    previous = torch.get_num_threads()
-    if previous != threads:
-        torch.set_num_threads(threads)
-    return previous
+    return set_torch_threads(threads, environment=True)
 
 
 def worker_execute(ref: ExperimentRef, key: str, params: Mapping[str, Any], threads: int | None = None) -> Outcome:

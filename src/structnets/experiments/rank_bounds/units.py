@@ -133,18 +133,14 @@ def _model(in_features: int, out_features: int, width: int, depth: int, rank: in
 
 
 def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-    import torch
+    from ...training import torch_threads
 
     # One intra-op thread: these matrices are small and the units run side by side on shared
     # cores, where extra threads only spin. Restored afterwards, so an in-process caller keeps its own.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         if params.get("kind") == "deep-linear":
             return _run_linear_unit(params)
         return _run_unit_body(params)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
