@@ -8,7 +8,6 @@ trained width-(d + 3) network must be certified ≤ 1.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,7 @@ from structnets.constructive import (
     random_lattice_target_1d,
     random_maxmin_target,
 )
-from structnets.experiments import get, names
+from structnets.experiments import get
 from structnets.experiments.lipschitz_density import LipschitzDensityConfig
 from structnets.experiments.lipschitz_density.fixed_width import (
     _batched_forward,
@@ -227,39 +226,7 @@ def test_config_needs_a_target() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# The experiment, end to end through the runner
-
-
-def test_quick_preset_end_to_end(tmp_path: Path) -> None:
-    from structnets import runner
-
-    assert "lipschitz-density" in names()
-    experiment = get("lipschitz-density")
-    config = LipschitzDensityConfig.quick()
-    results = runner.run(experiment, config, tmp_path / "run", jobs=1)
-    targets = {"1d-K4-s0", "2d-G2x2-s0"}
-    assert set(results["target"]) == targets
-    assert len(results) == len(targets) * (1 + len(config.depths))
-    exact = results[results["model"] == "exact"]
-    trained = results[results["model"] == "trained"]
-    assert (exact["sup_error"] <= 1e-12).all() and (exact["rmse"] <= exact["sup_error"]).all()
-    assert (exact["lipschitz_measured"] <= 1 + 1e-12).all()
-    assert (results["target_lipschitz_measured"] <= 1 + 1e-12).all()
-    assert (trained["lipschitz_upper"] <= 1.0).all()
-    assert (trained["lipschitz_measured"] <= trained["lipschitz_upper"] * (1 + 1e-9)).all()
-    assert (trained["width"] == trained["dim"] + 3).all()
-    assert sorted(trained["depth"].unique()) == list(config.depths)
-    # the exact construction's depth is its number of MaxMin levels: log2 of padded group size and count
-    assert exact.set_index("target").loc["2d-G2x2-s0", "depth"] == 2
-    table = (tmp_path / "run" / "table.md").read_text()
-    assert "| 2d-G2x2-s0 | exact | 2 | 4 |" in table
-    assert "(≤ 1)" in table and "NOT ≤ 1" not in table
-    assert (tmp_path / "run" / "figures" / "density.png").stat().st_size > 0
-    # resuming the finished run recomputes nothing and gives the same rows
-    again = runner.run(experiment, config, tmp_path / "run", jobs=1)
-    pd.testing.assert_frame_equal(
-        again.sort_values("key").reset_index(drop=True), results.sort_values("key").reset_index(drop=True)
-    )
+# The report (the experiment end to end: tests/experiments/test_lipschitz_density.py)
 
 
 def test_report_is_built_from_rows_alone() -> None:

@@ -218,7 +218,9 @@ def _points(inputs: torch.Tensor | np.ndarray, name: str) -> torch.Tensor:
         try:
             array = np.asarray(inputs)
         except (TypeError, ValueError) as error:
-            raise TypeError(f"`{name}` must be a real (n, d) array or tensor, got {type(inputs).__name__}: {error}") from None
+            raise TypeError(
+                f"`{name}` must be a real (n, d) array or tensor, got {type(inputs).__name__}: {error}"
+            ) from None
         if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
             raise TypeError(f"`{name}` must be a real (n, d) array or tensor, got dtype {array.dtype}")
         x = torch.from_numpy(np.ascontiguousarray(array))

@@ -20,9 +20,10 @@ We fit random piecewise-affine 1-Lipschitz targets
   :func:`~structnets.analysis.lipschitz_upper_bound` in eval mode (≤ 1), and its sup error and RMSE
   are measured against the float64 target on a denser grid.
 
-Training is vectorised over seeds: the seeds' parameters are stacked and trained as one batched
-network with the library's parametrisation (A = V / max(1, ‖V‖₂), τ = 2·sigmoid(θ)/‖W‖₂²); the
-trained parameters are then loaded into library models, which are the ones certified and measured.
+Training is vectorised over seeds: the seeds' parameters are stacked into one seed-batched module
+with the library's parametrisation (A = V / max(1, ‖V‖₂), τ = 2·sigmoid(θ)/‖W‖₂²), trained by
+:func:`structnets.training.fit`; the trained parameters are then loaded into library models, which
+are the ones certified and measured.
 
 Each unit is one (target, model, depth); units are pure and seeded. Modules: :mod:`.config`,
 :mod:`.fixed_width` (the seeds' training and the error measures), :mod:`.units`, :mod:`.report`

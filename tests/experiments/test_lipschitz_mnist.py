@@ -1,0 +1,108 @@
+"""lipschitz-mnist end to end: run → results → report → figures, on a small config (one core, seconds).
+
+A certified ResNet must have every certified bound ≤ 1 with the measured lower bound below it, an
+unconstrained one must be certified with its own (larger) computed bound, certified accuracy must
+fall with the radius and stay below clean accuracy, the timing unit must report positive ratios,
+and the report, a function of the stored results table alone, must lay the published results
+(GloRo 62.8 %, BCOP 57.05 %, ...) beside ours.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from structnets import runner
+from structnets.experiments import get
+from structnets.experiments.lipschitz_mnist import PUBLISHED, TIMED_BOUNDS, LipschitzMNISTConfig
+
+SMALL = dataclasses.replace(
+    LipschitzMNISTConfig.quick(), depths=(1,), widths=(8,), models=("gradient-step", "unconstrained"),
+    losses=("margin-ce",), lifts=("orthogonal",), epochs=1, max_train=256, max_test=128, ascent_steps=2,
+    timing_pairs=2, batch_size=64,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
+    from structnets import data
+
+    try:
+        data.load("mnist")
+    except (FileNotFoundError, OSError) as error:  # no copy and no network
+        pytest.skip(f"MNIST not available: {error}")
+    out = tmp_path_factory.mktemp("mnist") / "run"
+    return out, runner.run(get("lipschitz-mnist"), SMALL, out, jobs=1)
+
+
+def test_every_unit_ran(finished: tuple[Path, pd.DataFrame]) -> None:
+    _, results = finished
+    assert sorted(results["key"]) == [
+        "timing/depth=1/width=8",
+        "train/gradient-step/margin-ce/orthogonal/depth=1/width=8/seed=0",
+        "train/unconstrained/scaled-ce/linear/depth=1/width=8/seed=0",
+    ]
+    train = results[results["stage"] == "train"]
+    assert (train["n_train"] == 256).all() and (train["n_test"] == 128).all() and (train["epochs"] == 1).all()
+
+
+def test_certified_model_is_certified_and_accuracies_are_ordered(finished: tuple[Path, pd.DataFrame]) -> None:
+    _, results = finished
+    train = results[results["stage"] == "train"].set_index("model")
+    ours = train.loc["gradient-step"]
+    assert 0 < ours["lipschitz_lower"] <= ours["lipschitz_upper"] * (1 + 1e-5)
+    assert ours["lipschitz_upper"] <= 1 + 1e-6 and ours["lipschitz_used"] == ours["lipschitz_upper"]
+    unconstrained = train.loc["unconstrained"]
+    assert unconstrained["lipschitz_used"] == unconstrained["lipschitz_upper"] > 1.0
+    assert unconstrained["lipschitz_lower"] <= unconstrained["lipschitz_upper"] * (1 + 1e-5)
+    for _, row in train.iterrows():
+        assert 0 <= row["certified_1.58"] <= row["certified_1"] <= row["certified_0.5"] <= row["accuracy"] <= 1
+        assert abs(row["accuracy"] * 128 - round(row["accuracy"] * 128)) < 1e-9  # a count over 128 rows
+
+
+def test_timing_unit_measures_both_bound_modes(finished: tuple[Path, pd.DataFrame]) -> None:
+    _, results = finished
+    (timing,) = results[results["stage"] == "timing"].itertuples()
+    for mode in TIMED_BOUNDS:
+        median, q1, q3 = (getattr(timing, f"ratio_{mode}{suffix}") for suffix in ("", "_q1", "_q3"))
+        assert 0 < q1 <= median <= q3
+
+
+def test_report_is_a_function_of_the_stored_table_and_shows_the_published_results(
+    finished: tuple[Path, pd.DataFrame],
+) -> None:
+    out, results = finished
+    table = (out / "table.md").read_text()
+    assert get("lipschitz-mnist").report(pd.read_csv(out / "results.csv"), SMALL).strip() == table.strip()
+    for method, _, clean, certified in PUBLISHED:
+        row = next(line for line in table.splitlines() if line.startswith("| published") and method in line)
+        assert row.split(" | ")[-4] == f"{certified:.2f}"
+        assert clean is None or f"{clean:.2f}" in row
+    ours = results[(results["stage"] == "train") & (results["model"] == "gradient-step")].iloc[0]
+    assert (
+        f"| ours | gradient-step | margin-ce | orthogonal | 1 | 8 | {int(ours['parameters'])} | 1 | "
+        f"{100 * ours['accuracy']:.2f} | {100 * ours['certified_0.5']:.2f} |"
+    ) in table
+    assert "Target (quick preset)" in table and "## Constraint cost" in table
+
+
+def test_figures_are_written(finished: tuple[Path, pd.DataFrame]) -> None:
+    out, _ = finished
+    assert (out / "figures" / "mnist.png").stat().st_size > 1000
+
+
+def test_cuda_on_a_machine_without_one_is_refused_before_any_unit(tmp_path: Path) -> None:
+    import torch
+
+    from structnets.runner.errors import DeviceUnavailableError
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(DeviceUnavailableError, match="CUDA is not available"):
+        runner.run(get("lipschitz-mnist"), SMALL, tmp_path / "run", jobs=1, device="cuda")
+    assert not (tmp_path / "run" / "results.db").exists()
+    units = get("lipschitz-mnist").units(SMALL, pd.DataFrame())
+    assert all("device" not in unit.params for unit in units)  # CPU params as before the field existed
