@@ -16,7 +16,7 @@ from structnets.experiments import dlor_blindspot as blindspot
 from structnets.experiments import dlor_sawtooth as sawtooth_exp
 from structnets.models import dlor_mlp, dlor_parameter_count, rank_one_mlp
 from structnets.models.batched_dlor import BatchedDLoRNet, build_batched
-from structnets.training.seed_batched import full_batch_adam, train_batched, train_vmapped
+from structnets.training.seed_batched import train_batched, train_vmapped
 
 F64 = torch.float64
 
@@ -235,14 +235,18 @@ def test_build_batched_seeds_each_network() -> None:
         torch.testing.assert_close(net(x)[s], model(x), rtol=1e-12, atol=1e-12)
 
 
-def test_one_adam_step_moves_each_coordinate_by_lr() -> None:
-    """Adam's first step is θ − lr·g/(|g| + ε) (bias-corrected moments m̂ = g, v̂ = g²)."""
-    theta = torch.tensor([1.0, -2.0, 0.5], dtype=F64, requires_grad=True)
-    start = theta.detach().clone()
-    weights = torch.tensor([3.0, 0.25, -1.0], dtype=F64)
-    full_batch_adam([theta], lambda: (weights * theta**2).sum(), epochs=1, lr=0.1, schedule="constant")
-    g = 2 * weights * start
-    torch.testing.assert_close(theta.detach(), start - 0.1 * g / (g.abs() + 1e-8), rtol=0, atol=1e-15)
+def test_one_batched_step_moves_each_coordinate_by_lr() -> None:
+    """Adam's first step is θ − lr·g/(|g| + ε) (bias-corrected moments m̂ = g, v̂ = g²), with g the
+    gradient of Σ_s MSE_s, whose part for seed s is the gradient of that seed's own MSE."""
+    torch.manual_seed(0)
+    net = BatchedDLoRNet([dlor_mlp(1, 1, 4, 2, 1, "deep", "tanh", dtype=F64) for _ in range(2)])
+    X, y = torch.rand(12, 1, dtype=F64), torch.rand(12, dtype=F64)
+    start = [p.detach().clone() for p in net.parameters()]
+    loss = ((net(X) - y.reshape(1, -1, 1)) ** 2).mean(dim=(1, 2)).sum()
+    grads = torch.autograd.grad(loss, list(net.parameters()))
+    train_batched(net, X, y, X, y, epochs=1, lr=0.01, eval_every=1, schedule="constant")
+    for p, p0, g in zip(net.parameters(), start, grads, strict=True):
+        torch.testing.assert_close(p.detach(), p0 - 0.01 * g / (g.abs() + 1e-8), rtol=0, atol=1e-15)
 
 
 def test_bad_input_is_named() -> None:
@@ -257,13 +261,12 @@ def test_bad_input_is_named() -> None:
         BatchedDLoRNet([model, dlor_mlp(1, 1, 4, 2, 1, "deep", "tanh")])
     with pytest.raises(ValueError, match="`seeds`"):
         build_batched([], 1, 4, 1, 1, "deep", "tanh")
-    theta = torch.zeros(2, requires_grad=True)
-    for kwargs, name in (({"epochs": 0}, "epochs"), ({"lr": -1.0}, "lr"), ({"schedule": "step"}, "schedule")):
-        arguments = {"epochs": 1, "lr": 0.1} | kwargs
-        with pytest.raises(ValueError, match=f"`{name}`"):
-            full_batch_adam([theta], lambda: (theta**2).sum(), **arguments)
     X, y = torch.rand(5, 1), torch.rand(5)
     net = BatchedDLoRNet([model])
+    for kwargs, name in (({"epochs": 0}, "epochs"), ({"lr": -1.0}, "lr"), ({"schedule": "step"}, "schedule")):
+        arguments = {"epochs": 1, "lr": 0.1, "eval_every": 1} | kwargs
+        with pytest.raises(ValueError, match=f"`{name}`"):
+            train_batched(net, X, y, X, y, **arguments)
     with pytest.raises(ValueError, match="`eval_every`"):
         train_batched(net, X, y, X, y, epochs=1, lr=0.1, eval_every=0)
     with pytest.raises(ValueError, match="`threshold`"):

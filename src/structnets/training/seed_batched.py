@@ -1,22 +1,21 @@
-"""Full-batch Adam for seed-batched models: S networks of one architecture trained at once.
+"""Training S networks of one architecture at once, for the DLoR experiments; every step is the library's.
 
 A seed-batched model maps inputs shared by all seeds, (n, d), to (S, n, k): S networks side by
-side (e.g. :class:`structnets.models.batched_dlor.BatchedDLoRNet`, whose parameters carry a seed
-axis, or S modules stacked and run under ``torch.func.vmap``). Minimising the sum of the per-seed
-losses, L(θ) = Σ_s MSE_s(θ_s), gives each seed the gradient of its own loss (∂L/∂θ_s = ∇MSE_s),
-and Adam is elementwise, so one run equals S independent full-batch trainings (tests check it
-to rounding) at about the cost of one. Used by the DLoR experiments (Chen, Li, Kim, Lavaei,
-arXiv 2605.05659; ``docs/dlor.md``).
+side. Minimising the sum of the per-seed losses, L(θ) = Σ_s MSE_s(θ_s), gives each seed the
+gradient of its own loss (∂L/∂θ_s = ∇MSE_s), and Adam is elementwise, so one run equals S
+independent full-batch trainings (tests check it to rounding) at about the cost of one (Chen,
+Li, Kim, Lavaei, arXiv 2605.05659, experiments; ``docs/dlor.md``).
 
-Every function here is full-batch Adam with, by default, cosine decay of the learning rate from
-``lr`` to ``lr``/100 over the T epochs: lr_t = lr/100 + (lr − lr/100)(1 + cos(π t/T))/2.
-:func:`train_vmapped` (S modules) is the library's batched-ensemble trainer
-:func:`~structnets.training.train_ensemble` and :func:`train_dense` (one module) is
-:func:`~structnets.training.fit`. :func:`train_batched` trains a model whose parameters already
-carry the seed axis (``torch.optim.Adam`` and ``CosineAnnealingLR`` on its few stacked tensors)
-and records the test MSE every few epochs without keeping a best state, which ``train_ensemble``
-does not offer; it is also faster on the dlor-sawtooth networks (``benchmarks/dlor_seed_batched.py``:
-``train_ensemble`` over the S ``dlor_mlp`` networks took 1.8–4.2× as long per run).
+All three functions are full-batch Adam with, by default, cosine decay of the learning rate from
+``lr`` to ``lr``/100 over the T epochs, lr_t = lr/100 + (lr − lr/100)(1 + cos(π t/T))/2, run by
+the library's trainers: :func:`train_vmapped` (S separate modules) by
+:func:`~structnets.training.train_ensemble` (``stack_module_state`` + ``vmap``); :func:`train_dense`
+(one module) and :func:`train_batched` (one module whose parameters already carry the seed axis,
+e.g. :class:`structnets.models.batched_dlor.BatchedDLoRNet`) by :func:`~structnets.training.fit`,
+:func:`train_batched` recording every seed's test MSE every few epochs through ``fit``'s callback.
+The dlor-sawtooth networks use the seed-stacked model rather than ``train_ensemble`` over S
+``dlor_mlp`` networks, which took 1.8–4.2× as long per run (``benchmarks/dlor_seed_batched.py``)
+and records no test curve without restoring a best state.
 """
 
 from __future__ import annotations
@@ -24,62 +23,20 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from .._validation import MAX_STEPS, check_choice, check_int, check_real
+from .._validation import check_choice, check_int, check_real
 
 SCHEDULES: tuple[str, ...] = ("cosine", "constant")
-"""Learning-rate schedules of :func:`full_batch_adam`."""
+"""Learning-rate schedules of :func:`train_batched`: cosine decay to lr/100, or constant."""
 
 DEFAULT_THRESHOLD = 1e-3
 """Test MSE counted as success by :func:`train_batched` unless told otherwise."""
-
-
-def full_batch_adam(
-    parameters: Iterable[torch.Tensor],
-    loss_fn: Callable[[], torch.Tensor],
-    *,
-    epochs: int,
-    lr: float,
-    schedule: str = "cosine",
-    after_step: Callable[[int], None] | None = None,
-) -> None:
-    """Take ``epochs`` Adam steps on the scalar ``loss_fn()``, optionally with cosine decay.
-
-    Args:
-        parameters: the leaf tensors to train (``requires_grad``), updated in place.
-        loss_fn: returns the scalar loss of the current parameters (full batch).
-        epochs: number of steps, an int in [1, 10⁸].
-        lr: initial learning rate (> 0).
-        schedule: ``"cosine"`` (decay to lr/100 over ``epochs``: the module docstring's formula)
-            or ``"constant"``.
-        after_step: called as ``after_step(epoch)`` after step ``epoch`` = 1 … ``epochs``.
-
-    Returns:
-        None; the parameters hold the trained values.
-    """
-    epochs = check_int("epochs", epochs, low=1, high=MAX_STEPS)
-    lr = check_real("lr", lr, low=0.0, low_open=True)
-    check_choice("schedule", schedule, SCHEDULES)
-    optimizer = torch.optim.Adam(parameters, lr=lr)
-    scheduler = (
-        torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs, eta_min=lr / 100)
-        if schedule == "cosine"
-        else None
-    )
-    for epoch in range(1, epochs + 1):
-        optimizer.zero_grad(set_to_none=True)
-        loss_fn().backward()
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        if after_step is not None:
-            after_step(epoch)
 
 
 @dataclass(frozen=True)
@@ -123,14 +80,20 @@ def train_batched(
     threshold: float = DEFAULT_THRESHOLD,
     schedule: str = "cosine",
 ) -> BatchedHistory:
-    """Full-batch Adam on Σ_s MSE_s of a seed-batched ``net``, with periodic test evaluation.
+    """Full-batch Adam on Σ_s MSE_s of a seed-batched ``net`` (:func:`~structnets.training.fit`), with
+    periodic test evaluation.
+
+    ``fit`` runs the steps (its fused Adam, the schedule in closed form) and, through its callback,
+    this function records every seed's test MSE at epoch 0, every ``eval_every`` epochs and at the
+    end, without keeping a best state. Should Σ_s MSE_s become non-finite, ``fit`` stops all seeds
+    there and the last evaluation is at that epoch.
 
     Args:
         net: maps (n, d) to (S, n, 1); e.g. a :class:`~structnets.models.batched_dlor.BatchedDLoRNet`.
         X, y: (n, d) training inputs and (n,) targets, shared by all seeds.
         X_test, y_test: (n_test, d) and (n_test,) test data.
         epochs: Adam steps (full batch), an int in [1, 10⁸].
-        lr: initial learning rate (> 0), decayed as :func:`full_batch_adam` says.
+        lr: initial learning rate (> 0), decayed as the module docstring says.
         eval_every: test evaluations at epoch 0, every ``eval_every``-th epoch and the last (≥ 1).
         threshold: test MSE counted as success (> 0); ``epochs_to_threshold`` is the first
             evaluation epoch at or below it.
@@ -139,8 +102,11 @@ def train_batched(
     Returns:
         a :class:`BatchedHistory`; the trained parameters are in ``net``.
     """
+    from .fit import fit
+
     eval_every = check_int("eval_every", eval_every, low=1)
     threshold = check_real("threshold", threshold, low=0.0, low_open=True)
+    check_choice("schedule", schedule, SCHEDULES)
     start = time.perf_counter()
     y, y_test = y.reshape(1, -1, 1), y_test.reshape(1, -1, 1)
     eval_epochs: list[int] = []
@@ -159,15 +125,18 @@ def train_batched(
             if reached[s] is None and value <= threshold:
                 reached[s] = epoch
 
-    def after_step(epoch: int) -> None:
-        if epoch % eval_every == 0 or epoch == epochs:
-            evaluate(epoch)
+    def after_epoch(epoch: int, logs: object) -> None:  # fit's epoch is 0-based: epoch + 1 steps done
+        if (epoch + 1) % eval_every == 0 or epoch + 1 == epochs:
+            evaluate(epoch + 1)
 
     evaluate(0)
-    full_batch_adam(
-        net.parameters(), lambda: _per_seed_mse(net(X), y).sum(), epochs=epochs, lr=lr, schedule=schedule,
-        after_step=after_step,
+    result = fit(
+        net, X, y[0, :, 0], loss=lambda output, target: _per_seed_mse(output, target.reshape(1, -1, 1)).sum(),
+        epochs=epochs, batch_size=None, lr=lr, schedule=schedule, min_lr=lr / 100 if schedule == "cosine" else 0.0,
+        callback=after_epoch,
     )  # fmt: skip
+    if eval_epochs[-1] != result.epochs_run:  # stopped early: the loss became non-finite
+        evaluate(result.epochs_run)
     with torch.no_grad():
         train_mse = _per_seed_mse(net(X), y)
     best = np.min(np.asarray(curve), axis=0)
@@ -245,7 +214,6 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "SCHEDULES",
     "BatchedHistory",
-    "full_batch_adam",
     "train_batched",
     "train_dense",
     "train_vmapped",
