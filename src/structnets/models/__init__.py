@@ -1,5 +1,6 @@
 """Builders that assemble layers into models."""
 
+from .batched_dlor import BatchedDLoRNet, build_batched  # noqa: F401
 from .dlor_mlp import dlor_mlp, dlor_parameter_count, rank_one_mlp
 from .ensemble_mlp import EnsembleMLP  # noqa: F401
 from .lipschitz_resnet import UnconstrainedResidual, export_model, lipschitz_resnet
