@@ -46,6 +46,7 @@ bench: setup
 	$(PY) benchmarks/certificate_cache.py
 	$(PY) benchmarks/forward_rounding.py
 	$(PY) benchmarks/ensemble_trainer.py
+	$(PY) benchmarks/dlor_seed_batched.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
