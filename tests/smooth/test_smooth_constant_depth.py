@@ -247,3 +247,12 @@ def test_bad_input_raises_naming_the_argument() -> None:
         smooth_constant_depth_approximator(f, 3.0, 4, "gelu")  # above the target's smoothness
     with pytest.raises(ValueError, match="`tau`"):
         smooth_constant_depth_approximator(f, 2.0, 4, "gelu", tau=0.0)
+
+
+@pytest.mark.parametrize("activation", ACTS)
+def test_structured_rounding_bound_is_below_the_unit_by_unit_one(activation: str) -> None:
+    # both bound the float64 error; the structured one passes a form's error through a gadget by
+    # its slope instead of Σ|w_i||i|/λ, so it is the smaller where products cancel
+    for d, s, K in ((1, 4.0, 16), (2, 3.0, 4)):
+        cert = smooth_constant_depth_approximator(sine_target(d, s), s, K, activation).certificate
+        assert 0 < cert.rounding <= cert.constants["rounding_unstructured"]

@@ -37,8 +37,13 @@ O(K) sigmoid units + O(κ) gadget units; d = 2: O(#γ·K) products), dense param
   (a product's error ≤ |y|·sup|e′|/2 is proportional to its localised factor y, so the sum over
   the K cells costs Λ, not K). For a polynomial f of degree ≤ κ, R = 0 and T = 0: the network
   reproduces f up to G + ρ.
-* ρ (rounding): a forward error analysis of the float64 evaluation of the assembled network
-  (:func:`~.smooth_constant_depth_gadgets.rounding_bound`).
+* ρ (rounding): a forward error analysis of the float64 evaluation, carried quantity by
+  quantity as the network is built (:class:`_Layer`): a form's error passes through a gadget
+  multiplied by the gadget's slope (all its stencil nodes read the same form), and every unit adds
+  its own dot-product and activation rounding. The unit-by-unit analysis of the assembled network
+  (:func:`~.smooth_constant_depth_gadgets.rounding_bound`, which multiplies propagated errors by
+  Σ_i|w_i||i|/λ instead) is also a valid bound, 1–20× larger; it is kept in
+  ``constants["rounding_unstructured"]``.
 
 **Where this departs from the paper.** The partition of unity is a telescoping sum of
 sigmoids rather than the paper's weight functions with band regions; the approximation in each
@@ -66,16 +71,19 @@ from torch import nn
 from .._validation import check_int, check_real
 from .smooth_constant_depth_gadgets import (
     ACTIVATIONS,
+    UNIT_ROUNDOFF,
     Gadget,
+    derivative_sup,
     make_gadget,
     partition_moments,
     rounding_bound,
     sigmoid_parts,
     torch_activation,
+    unit_magnitude,
 )
 from .swish_approximator import multi_indices, taylor_constant
 
-Form = tuple[dict[int, float], float]  # Σ coef·unit + const over one layer's outputs
+Form = tuple[dict[int, float], float, float]  # (Σ coef·unit, const, bound on its float64 error)
 # How much the gadget chooser weighs rounding (u·Σ|w_i|) against truncation; at d = 2 the products
 # of hidden layers 2 and 3 are summed over K + 1 cells in rows of length O(K), so the worst-case
 # rounding grows like K² and their scales are chosen with weight ∝ (K + 1)².
@@ -91,7 +99,8 @@ class ConstantDepthCertificate:
     Attributes:
         taylor: T = C_T R K^{−s} d Λ^{d−1} W_s.
         gadgets: G, the propagated truncation of the one-layer gadgets.
-        rounding: ρ, the float64 rounding bound of the assembled network on [0,1]^d.
+        rounding: ρ, the float64 rounding bound of the network on [0,1]^d (structured analysis,
+            see the module docstring).
         depth: weight layers (d + 2); ``paper_depth`` = depth + 1 (the paper's L).
         widths: hidden widths. parameters: dense parameter count N (every weight and bias of
             every ``nn.Linear``, zeros included: no sparsity is assumed). nonzero_parameters.
@@ -149,29 +158,57 @@ class SmoothConstantDepthApproximation:
 
 
 class _Layer:
-    """Units σ(Σ_j a_j h_j + b) of one hidden layer, with their pre-activation intervals."""
+    """Units σ(Σ_j a_j h_j + b) of one hidden layer, their pre-activation intervals and output
+    magnitude bounds, and the float64 error of every quantity built from them.
 
-    def __init__(self) -> None:
+    Rounding (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1): a unit's
+    pre-activation, a dot product of length m with weights stored to relative u, errs by
+    ≤ γ_{m+2}(Σ_j |a_j||h_j| + |b|) plus Σ_j a_j (h̃_j − h_j), the error of the form it reads; the
+    latter is the same for every stencil node of a gadget (they read one form), so it passes
+    through the gadget multiplied by sup|g′| (mean value theorem), not by Σ_i |w_i||i|/λ; each
+    node adds |w_i|(sup|σ′|·γ_{m+2}(…) + 8u(|σ(y)| + |y|)) (the activation evaluated to a few
+    ulps of its inputs).
+    """
+
+    def __init__(self, name: str, previous: _Layer | None, d: int) -> None:
+        self.name = name
         self.rows: list[tuple[dict[int, float], float]] = []
         self.ranges: list[tuple[float, float]] = []
+        self.magnitudes: list[float] = []
+        # the previous layer's list itself: its units all exist before this layer reads them
+        self.inputs = previous.magnitudes if previous is not None else [1.0] * d
+        self.lipschitz = derivative_sup(name, 1)
 
-    def unit(self, coeffs: dict[int, float], bias: float, lo: float, hi: float) -> int:
+    def unit(self, coeffs: dict[int, float], bias: float, lo: float, hi: float) -> tuple[int, float]:
+        """Add a unit; returns its index and the error it adds per unit output weight."""
         self.rows.append((coeffs, bias))
         self.ranges.append((lo, hi))
-        return len(self.rows) - 1
+        magnitude = float(unit_magnitude(self.name, np.array([lo]), np.array([hi]))[0])
+        self.magnitudes.append(magnitude)
+        length = len(coeffs) + 2
+        fresh = _gamma(length) * (sum(abs(v) * self.inputs[j] for j, v in coeffs.items()) + abs(bias))
+        added = self.lipschitz * fresh + 8 * UNIT_ROUNDOFF * (magnitude + max(abs(lo), abs(hi)))
+        return len(self.rows) - 1, added
 
     def gadget(self, form: Form, g: Gadget, scale: float = 1.0) -> Form:
         """scale·g(form) as a form over this layer (form: over the previous layer; |form| ≤ g.range)."""
         out: dict[int, float] = {}
-        coeffs, const = form
+        coeffs, const, err_in = form
+        reach_in = g.range + err_in
+        if g.exact:
+            slope = 1.0
+        else:
+            slope = g.power * reach_in ** (g.power - 1) + g.slope_error * (reach_in / g.range) ** (2 * g.half_width + 2)
+        err = abs(scale) * slope * err_in
         for i, w in zip(g.nodes, g.weights):
             c = i / g.scale
-            reach = abs(c) * g.range
-            index = self.unit(
+            reach = abs(c) * reach_in
+            index, added = self.unit(
                 {j: c * v for j, v in coeffs.items()}, g.centre + c * const, g.centre - reach, g.centre + reach
             )
             out[index] = scale * w
-        return out, scale * g.const
+            err += abs(scale * w) * added
+        return out, scale * g.const, err
 
     def product(self, a: Form, b: Form, square: Gadget) -> Form:
         """(g₂(a + b) − g₂(a − b))/4 ≈ a·b (|a| + |b| ≤ square.range)."""
@@ -180,11 +217,19 @@ class _Layer:
         return _combine(plus, minus, 1.0)
 
 
+def _gamma(m: int) -> float:
+    return m * UNIT_ROUNDOFF / (1 - m * UNIT_ROUNDOFF)
+
+
 def _combine(a: Form, b: Form, sign: float) -> Form:
     out = dict(a[0])
     for j, v in b[0].items():
         out[j] = out.get(j, 0.0) + sign * v
-    return out, a[1] + sign * b[1]
+    return out, a[1] + sign * b[1], a[2] + b[2]
+
+
+def _scaled(a: Form, factor: float) -> Form:
+    return {j: factor * v for j, v in a[0].items()}, factor * a[1], abs(factor) * a[2]
 
 
 def _linear(rows: list[tuple[dict[int, float], float]], n_in: int) -> nn.Linear:
@@ -267,21 +312,24 @@ def _sigmoid_forms(layer: _Layer, name: str, tau: float, K: int, coord: int) -> 
     forms: list[Form] = []
     for k in range(1, K + 1):
         out: dict[int, float] = {}
+        err = 0.0
         for a, c, w in parts:
             bias = a * tau * (0.5 - k) + c
             top = a * tau * (K - k + 0.5) + c
-            out[layer.unit({coord: a * tau * K}, bias, min(bias, top), max(bias, top))] = w
-        forms.append((out, c0))
+            index, added = layer.unit({coord: a * tau * K}, bias, min(bias, top), max(bias, top))
+            out[index] = w
+            err += abs(w) * added
+        forms.append((out, c0, err))
     return forms
 
 
 def _phi_combination(S: list[Form], coeffs: np.ndarray) -> Form:
     """Σ_k c_k φ_k = c_0 + Σ_{k≥1} (c_k − c_{k−1}) S_k (telescoped)."""
-    out: Form = ({}, float(coeffs[0]))
+    out: Form = ({}, float(coeffs[0]), 0.0)
     for k in range(1, len(coeffs)):
         delta = float(coeffs[k] - coeffs[k - 1])
         if delta != 0.0:
-            out = _combine(out, ({j: delta * v for j, v in S[k - 1][0].items()}, delta * S[k - 1][1]), 1.0)
+            out = _combine(out, _scaled(S[k - 1], delta), 1.0)
     return out
 
 
@@ -342,10 +390,10 @@ def smooth_constant_depth_approximator(
     lam_all, lam_one, moment = partition_moments(activation, tau, K, s)
     taylor = taylor_constant(d, kappa) * R * K ** (-s) * d * lam_all ** (d - 1) * moment
 
-    layer1 = _Layer()
+    layer1 = _Layer(activation, None, d)
     S = [_sigmoid_forms(layer1, activation, tau, K, i) for i in range(d)]
     power_gadgets = [make_gadget(activation, j, 1.0) for j in range(1, kappa + 1)]
-    powers = [[layer1.gadget(({i: 2.0}, -1.0), g) for g in power_gadgets] for i in range(d)]
+    powers = [[layer1.gadget(({i: 2.0}, -1.0, 0.0), g) for g in power_gadgets] for i in range(d)]
     consts: dict[str, float] = {
         "Lambda": lam_all,
         "Lambda_1": lam_one,
@@ -359,11 +407,11 @@ def smooth_constant_depth_approximator(
         consts[f"power{g.power}_n"], consts[f"power{g.power}_lambda"] = g.half_width, g.scale
     if d == 1:
         layers, readout, gadget_error, weight_parts = _plan_1d(
-            activation, S[0], powers[0], power_gadgets, coeffs, lam_all, lam_one, consts
+            layer1, S[0], powers[0], power_gadgets, coeffs, lam_all, lam_one, consts
         )
     else:
         layers, readout, gadget_error, weight_parts = _plan_2d(
-            activation, S, powers, power_gadgets, coeffs, indices, lam_all, lam_one, consts
+            layer1, S, powers, power_gadgets, coeffs, indices, lam_all, lam_one, consts
         )
     all_layers = [layer1, *layers]
     modules: list[nn.Module] = []
@@ -371,10 +419,15 @@ def smooth_constant_depth_approximator(
     for layer in all_layers:
         modules += [_linear(layer.rows, n_in), torch_activation(activation)]
         n_in = len(layer.rows)
-    modules.append(_linear([readout], n_in))
+    modules.append(_linear([(readout[0], readout[1])], n_in))
     network = nn.Sequential(*modules).to(torch.float64)
+    last = all_layers[-1]
+    output_fresh = _gamma(len(readout[0]) + 2) * (
+        sum(abs(v) * last.magnitudes[j] for j, v in readout[0].items()) + abs(readout[1])
+    )
+    rounding = readout[2] + output_fresh
     ranges = [np.array(layer.ranges, dtype=np.float64) for layer in all_layers]
-    rounding = rounding_bound(network, ranges, activation, d)
+    consts["rounding_unstructured"] = rounding_bound(network, ranges, activation, d)
     linears = [m for m in network if isinstance(m, nn.Linear)]
     max_weight = max(float(p.detach().abs().max()) for p in network.parameters())
     weight_bound = max(
@@ -416,7 +469,7 @@ def _weight_parts(gadgets: list[Gadget], coefficient: float) -> list[float]:
 
 
 def _plan_1d(
-    name: str,
+    layer1: _Layer,
     S: list[Form],
     powers: list[Form],
     power_gadgets: list[Gadget],
@@ -427,8 +480,9 @@ def _plan_1d(
 ) -> tuple[list[_Layer], tuple[dict[int, float], float], float, list[float]]:
     """Hidden 2: u^j·Φ_j (j ≥ 1) and identity(Φ₀); readout: their sum."""
     eps_pow = [g.truncation for g in power_gadgets]
-    layer2 = _Layer()
-    readout: Form = ({}, 0.0)
+    name = layer1.name
+    layer2 = _Layer(name, layer1, 0)
+    readout: Form = ({}, 0.0, 0.0)
     error = 0.0
     used: list[Gadget] = []
     c_max = float(np.max(np.abs(coeffs))) if coeffs.size else 0.0
@@ -460,7 +514,7 @@ def _plan_1d(
 
 
 def _plan_2d(
-    name: str,
+    layer1: _Layer,
     S: list[list[Form]],
     powers: list[list[Form]],
     power_gadgets: list[Gadget],
@@ -473,8 +527,10 @@ def _plan_2d(
     """Hidden 2: φ_{k₁}(x₁)·g_{γ,k₁}(x₂) and u^γ; hidden 3: u^γ·Φ_γ and identity(Φ₀)."""
     eps_pow = [g.truncation for g in power_gadgets]
     K = coeffs.shape[0] - 1
-    layer2, layer3 = _Layer(), _Layer()
-    readout: Form = ({}, 0.0)
+    name = layer1.name
+    layer2 = _Layer(name, layer1, 0)
+    layer3 = _Layer(name, layer2, 0)
+    readout: Form = ({}, 0.0, 0.0)
     error = 0.0
     used: list[Gadget] = []
     c_max = float(np.max(np.abs(coeffs)))
@@ -484,7 +540,7 @@ def _plan_2d(
         G = lam_all * a_gamma  # sup |g_{γ,k₁}(x₂)|
         square2 = make_gadget(name, 2, G + lam_one, _ROUNDING_WEIGHT * (K + 1) ** 2)
         used.append(square2)
-        Phi: Form = ({}, 0.0)
+        Phi: Form = ({}, 0.0, 0.0)
         for k1 in range(K + 1):
             g_form = _phi_combination(S[1], coeffs[k1, :, g_index])
             Phi = _combine(Phi, layer2.product(g_form, phis[k1], square2), 1.0)

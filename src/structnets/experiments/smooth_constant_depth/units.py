@@ -158,6 +158,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "taylor": cert.taylor,
         "gadgets": cert.gadgets,
         "rounding": cert.rounding,
+        "rounding_unstructured": cert.constants["rounding_unstructured"],
         "bound": cert.total,
         "parameters": cert.parameters,
         "nonzero_parameters": cert.nonzero_parameters,
