@@ -477,7 +477,7 @@ def _plan_1d(
     lam_all: float,
     lam_one: float,
     consts: dict[str, float],
-) -> tuple[list[_Layer], tuple[dict[int, float], float], float, list[float]]:
+) -> tuple[list[_Layer], Form, float, list[float]]:
     """Hidden 2: u^j·Φ_j (j ≥ 1) and identity(Φ₀); readout: their sum."""
     eps_pow = [g.truncation for g in power_gadgets]
     name = layer1.name
@@ -523,7 +523,7 @@ def _plan_2d(
     lam_all: float,
     lam_one: float,
     consts: dict[str, float],
-) -> tuple[list[_Layer], tuple[dict[int, float], float], float, list[float]]:
+) -> tuple[list[_Layer], Form, float, list[float]]:
     """Hidden 2: φ_{k₁}(x₁)·g_{γ,k₁}(x₂) and u^γ; hidden 3: u^γ·Φ_γ and identity(Φ₀)."""
     eps_pow = [g.truncation for g in power_gadgets]
     K = coeffs.shape[0] - 1
