@@ -67,9 +67,10 @@ def lipschitz_upper_bound(model: nn.Module) -> float:
 
 
 def _upper_bound(module: nn.Module, path: str) -> float:
-    if hasattr(module, "lipschitz_bound"):
+    bound_method = getattr(module, "lipschitz_bound", None)
+    if callable(bound_method):
         try:
-            return float(module.lipschitz_bound())
+            return float(bound_method())
         except ValueError as error:
             raise ValueError(f"layer `{path}` ({type(module).__name__}) has no valid certificate: {error}") from None
     if isinstance(module, nn.Sequential):

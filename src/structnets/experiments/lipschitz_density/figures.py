@@ -25,7 +25,7 @@ def figures(results: pd.DataFrame, config: LipschitzDensityConfig, out_dir: Path
     exact = results[results["model"] == "exact"]
     for ax, dim in zip(axes[0], dims):
         part = trained[trained["dim"] == dim].sort_values(["target_pieces", "target"], kind="stable")
-        for color, name in zip(plt.cm.tab10.colors, part["target"].unique()):
+        for color, name in zip([f"C{i}" for i in range(10)], part["target"].unique()):
             rows = part[part["target"] == name].sort_values("depth")
             ax.plot(rows["depth"], rows["sup_error"], marker="o", color=color, label=f"{name} sup")
             ax.plot(rows["depth"], rows["rmse"], marker=".", ls="--", color=color, label=f"{name} RMSE")

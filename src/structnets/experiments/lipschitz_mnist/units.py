@@ -98,12 +98,12 @@ def build(
         return _deel_mlp(784, 10, width, depth)
     if model == "unconstrained":
         return lipschitz_resnet(784, 10, width, depth, variant="unconstrained")
-    options = {"bound": bound, "lift": lift, "maxmin": maxmin}
     if model == "cpl":
         return lipschitz_resnet(
-            784, 10, width, depth, variant="gradient-step", step=2.0, learnable_step=False, **options
-        )
-    return lipschitz_resnet(784, 10, width, depth, variant=model, **options)
+            784, 10, width, depth, variant="gradient-step", step=2.0, learnable_step=False, bound=bound, lift=lift,
+            maxmin=maxmin,
+        )  # fmt: skip
+    return lipschitz_resnet(784, 10, width, depth, variant=model, bound=bound, lift=lift, maxmin=maxmin)
 
 
 def _deel_mlp(in_features: int, out_features: int, width: int, depth: int) -> Any:
