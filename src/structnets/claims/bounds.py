@@ -25,7 +25,7 @@ def _trained(results: pd.DataFrame) -> pd.DataFrame:
 
 def _bottleneck(results: pd.DataFrame, config: Any) -> Evidence:
     dense = _trained(results)
-    dense = dense[dense["variant"] == "dense"]
+    dense = dense[dense["variant"] == "dense"] if not dense.empty else dense
     if dense.empty or dense["depth"].nunique() < 2:
         return not_tested("needs dense units at two or more depths")
     by_depth = dense.groupby("depth")["mean_activation_rank_ratio"].mean()
@@ -41,6 +41,8 @@ def _bottleneck(results: pd.DataFrame, config: Any) -> Evidence:
 
 def _weight_decay(results: pd.DataFrame, config: Any) -> Evidence:
     linear = results[results["variant"] == "deep-linear"] if "variant" in results.columns else results.iloc[0:0]
+    if linear.empty:
+        return not_tested("no deep-linear units")
     positive = linear[linear["weight_decay"] > 0]
     # Judged only where gradient flow predicts the imbalance to have decayed to ≤ 1 % of its start.
     converged = positive[positive["flow_factor"] <= 0.01]

@@ -64,6 +64,8 @@ def _sawtooth_claim(column: str, what: str):
     def evaluate(results: pd.DataFrame, config: Any) -> Evidence:
         from ..experiments.dlor_sawtooth import cell_comparisons
 
+        if rows(results, stage="train").empty:
+            return not_tested("no train units")
         cells = cell_comparisons(results, config)
         if cells.empty:
             return not_tested("no (target, budget) cell with both deep and wide networks trained")

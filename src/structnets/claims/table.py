@@ -52,8 +52,9 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
     """Read a finished run folder for the claims table.
 
     Raises:
-        ClaimsError: the folder does not exist, has no ``run_info.json`` or ``results.db``, or its run
-            is not finished (the message says how many units are missing and how to finish it).
+        ClaimsError: the folder does not exist, has no readable ``run_info.json``, its run is not
+            finished (the message says how many units are finished and how to finish it), or its
+            ``results.db`` is missing or unreadable (the message says how to replace it).
     """
     from .. import experiments  # noqa: F401  (importing it registers the experiments with the runner)
     from ..runner import RunnerError, load_results
@@ -82,7 +83,10 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
     try:
         experiment, config, results = load_results(path)
     except RunnerError as e:
-        raise ClaimsError(f"{path}: {e}") from None
+        raise ClaimsError(
+            f"{path}: {e}; re-run the experiment into a new folder (`structnets run "
+            f"{info.get('experiment', 'NAME')} --out NEW_DIR`) or leave this folder out"
+        ) from None
     return Run(path, experiment.name, config, results, _preset(experiment.config_class, config))
 
 
