@@ -67,7 +67,7 @@ class LowRankCompressConfig:
 
     @classmethod
     def quick(cls) -> LowRankCompressConfig:
-        """The ``--quick`` preset: 4,000 MNIST and 2,000 Bike Sharing training rows, 3 ratios, 2 seeds."""
+        """The ``--quick`` preset: at most 4,000 training and 2,000 test rows per set, width 128, 3 ratios, 2 seeds."""
         return cls(
             ratios=(1 / 2, 1 / 3, 1 / 8),
             seeds=(0, 1),

@@ -307,7 +307,7 @@ def _run_efficiency(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
 
     dataset = data.load(params["dataset"])
     d = dataset.X.shape[1]
-    out = len(dataset.classes) if dataset.task == "classification" else 1
+    out = len(dataset.classes) if dataset.task == "classification" and dataset.classes is not None else 1
     depth, width, ratio = int(params["depth"]), int(params["width"]), float(params["bottleneck"])
     batch = int(params["batch"])
     device = _unit_device(params)
