@@ -52,7 +52,12 @@ def long_table(results: pd.DataFrame, settle_tol: float = 0.1) -> pd.DataFrame:
                     "settled": converged or (np.isfinite(late_gain) and late_gain <= settle_tol * float(value)),
                 }
             )
-    return pd.DataFrame.from_records(records)
+    long = pd.DataFrame.from_records(records)
+    if long.empty:
+        return long
+    # Canonical order (stable: seeds keep their column order), so slopes and bootstrap intervals do
+    # not depend on the order in which the units ran: within each (cell, activation), ascending n or N.
+    return long.sort_values(["part", "d", "s", "depth", "activation", "n", "parameters"], kind="stable")
 
 
 def slope_table(long: pd.DataFrame, part: str, x: str, y: str) -> list[dict[str, Any]]:

@@ -1,0 +1,76 @@
+"""smoothness-rates end to end on a tiny grid: package layout, certified floors, report from the table alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from structnets.experiments import get
+from structnets.experiments import smoothness_rates as rates
+from structnets.experiments.smoothness_rates import SmoothnessRatesConfig
+
+TINY = SmoothnessRatesConfig(
+    targets=((1, 1.0),),
+    sizes=(20, 40, 80),
+    seeds=(0, 1),
+    depths=(2,),
+    steps=20,
+    lbfgs_iters=30,
+    separation_cells=(),
+    approx_targets=((1, 3.0),),
+    approx_parameters=(10, 20, 40),
+    approx_steps=20,
+    approx_lm_iters=15,
+    approx_train=64,
+    approx_seeds=(0,),
+    levels=4,
+    test_points=256,
+)
+
+
+def test_old_names_still_import() -> None:
+    from structnets.experiments._rates_training import EnsembleMLP, batched_lbfgs
+    from structnets.models.ensemble_mlp import EnsembleMLP as LibraryEnsemble
+    from structnets.training.lbfgs import batched_lbfgs as library_lbfgs
+
+    assert EnsembleMLP is LibraryEnsemble and batched_lbfgs is library_lbfgs
+    assert get("smoothness-rates") is rates.EXPERIMENT
+    assert rates._units is rates.make_units and rates._report is rates.report_markdown
+
+
+def test_smoothness_rates_end_to_end(tmp_path: Path) -> None:
+    results = rates.run(TINY, tmp_path / "run")
+    parts = results["part"].value_counts().to_dict()
+    assert parts == {"estimation": 3, "approximation": 3, "relu-floor": 3}
+    estimation = results[results["part"] == "estimation"].sort_values("n")
+    # Widths follow the parameter budget N ∝ n^{d/(2s+d)} = n^{1/3}: non-decreasing in n.
+    assert list(estimation["width"]) == sorted(estimation["width"])
+    for name in ("relu", "tanh", "gelu", "silu"):
+        for seed in (0, 1):
+            prefix = f"{name}/{seed}"
+            # L-BFGS accepts only decreases: the final training MSE is at most Adam's.
+            assert (estimation[f"{prefix}/train_mse"] <= estimation[f"{prefix}/adam_train_mse"]).all()
+            assert (estimation[f"{prefix}/iterations"] <= TINY.lbfgs_iters).all()
+            assert (estimation[f"{prefix}/late_gain"] >= 0).all()
+    # Certified: no ReLU network with this depth and width has a test MSE below the floor.
+    floors = results[results["part"] == "relu-floor"].set_index("width")
+    approx = results[results["part"] == "approximation"].set_index("width")
+    for width in floors.index:
+        assert floors.loc[width, "pieces"] == width + 1
+        assert approx.loc[width, "relu/0/test_mse"] >= floors.loc[width, "floor_mse"] * (1 - 1e-9)
+    # The report is a function of the results table (and config) alone: re-rendering it from the
+    # saved results.csv gives table.md exactly.
+    run_dir = tmp_path / "run"
+    saved = pd.read_csv(run_dir / "results.csv")
+    table = (run_dir / "table.md").read_text()
+    assert rates.report_markdown(saved, TINY).strip() == table.strip()
+    assert "| 1 | 1 | 2 | relu | -0.667 |" in table and "(c) The ReLU depth cap, certified" in table
+    # Resuming the finished run recomputes nothing and returns the same rows.
+    again = rates.run(TINY, run_dir)
+    columns = [c for c in results.columns if c.endswith("/test_mse")]
+    np.testing.assert_array_equal(
+        again.sort_values("key")[columns].to_numpy(), results.sort_values("key")[columns].to_numpy()
+    )
+    assert {p.name for p in (run_dir / "figures").iterdir()} >= {"estimation.png", "approximation.png"}
