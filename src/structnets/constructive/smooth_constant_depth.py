@@ -42,7 +42,7 @@ O(K) sigmoid units + O(κ) gadget units; d = 2: O(#γ·K) products), dense param
   multiplied by the gadget's slope (all its stencil nodes read the same form), and every unit adds
   its own dot-product and activation rounding. The unit-by-unit analysis of the assembled network
   (:func:`~.smooth_constant_depth_gadgets.rounding_bound`, which multiplies propagated errors by
-  Σ_i|w_i||i|/λ instead) is also a valid bound, 1–20× larger; it is kept in
+  Σ_i|w_i||i|/λ instead) is also a valid bound, 1.1–25× larger here; it is kept in
   ``constants["rounding_unstructured"]``.
 
 **Where this departs from the paper.** The partition of unity is a telescoping sum of
