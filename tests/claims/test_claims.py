@@ -1,10 +1,12 @@
-"""The claims table: verdict logic on tables with known answers, run-folder errors, and one real run."""
+"""The claims table: statistics, run-folder errors, real quick runs against their reports, and the CLI."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ from scipy import stats
 
 from structnets.claims import (
     CLAIMS,
-    NOT_REPRODUCED,
+    COLUMNS,
     NOT_TESTED,
     REFUTED,
     REPRODUCED,
@@ -27,8 +29,6 @@ from structnets.claims import (
     claims_table,
     paired_t_test,
 )
-from structnets.claims import lipschitz as lipschitz_claims
-from structnets.claims import lowrank as lowrank_claims
 
 CLAIMS_BY_ID = {claim.id: claim for claim in CLAIMS}
 
@@ -69,85 +69,6 @@ def test_evidence_rejects_an_unknown_verdict() -> None:
         Evidence("x", "sort of", "t", 1)
 
 
-def _cv_rows(dataset: str, task: str, low: np.ndarray, dense: np.ndarray) -> pd.DataFrame:
-    metric = "accuracy" if task == "classification" else "rmse"
-    records = []
-    for fold, (lo, de) in enumerate(zip(low, dense)):
-        for model, value in (("lowrank", lo), ("dense", de)):
-            records.append(
-                {
-                    "stage": "cv",
-                    "dataset": dataset,
-                    "task": task,
-                    "model": model,
-                    "fold": fold,
-                    "seed": 0,
-                    metric: value,
-                }
-            )
-    return pd.DataFrame(records)
-
-
-@pytest.mark.parametrize(
-    ("shift", "expected"),
-    [(0.0, REPRODUCED), (-0.05, REFUTED), (+0.05, REPRODUCED)],
-)
-def test_uci_no_degradation_claim(shift: float, expected: str) -> None:
-    rng = np.random.default_rng(1)
-    dense = 0.9 + 0.01 * rng.normal(size=10)
-    low = dense + shift + 0.001 * rng.normal(size=10)
-    evidence = CLAIMS_BY_ID["000-uci-iris"].evaluate(_cv_rows("iris", "classification", low, dense), None)
-    # a significant loss of accuracy refutes "not significantly worse"; a significant gain does not
-    assert evidence.verdict == expected
-    assert evidence.units == 20
-
-
-@pytest.mark.parametrize(
-    ("shift", "expected"),
-    [(-0.03, REPRODUCED), (+0.03, REFUTED), (0.0, NOT_REPRODUCED)],
-)
-def test_bike_sharing_claim_needs_low_rank_significantly_better(shift: float, expected: str) -> None:
-    rng = np.random.default_rng(2)
-    dense = 0.1 + 0.005 * rng.normal(size=10)
-    low = dense + shift + (0.0005 * rng.normal(size=10) if shift else 0.0)
-    evidence = CLAIMS_BY_ID["000-uci-bike-sharing"].evaluate(_cv_rows("bike-sharing", "regression", low, dense), None)
-    assert evidence.verdict == expected
-
-
-def test_uci_claim_without_rows_is_not_tested() -> None:
-    evidence = CLAIMS_BY_ID["000-uci-adult"].evaluate(_cv_rows("iris", "classification", np.ones(3), np.ones(3)), None)
-    assert evidence.verdict == NOT_TESTED
-
-
-def test_construction_claims_detect_a_violated_bound_and_a_wide_bottleneck() -> None:
-    ok = pd.DataFrame(
-        {
-            "error": [0.1, 0.2],
-            "bound": [0.2, 0.2],
-            "ranks": ["1", "4 3"],
-            "width": [12, 12],
-            "unpadded_width": [12, 12],
-            "padding": [0, 0],
-            "paper_width": [20, 20],
-        }
-    )
-    assert lowrank_claims._construction_bound(ok, None).verdict == REPRODUCED
-    assert lowrank_claims._construction_bottleneck(ok, None).verdict == REPRODUCED
-    broken = ok.assign(error=[0.1, 0.2000001], ranks=["1", "5 3"])
-    assert lowrank_claims._construction_bound(broken, None).verdict == REFUTED
-    assert lowrank_claims._construction_bottleneck(broken, None).verdict == REFUTED  # 3·5 > 12
-
-
-def test_certificate_claim_refutes_a_bound_above_one_or_a_lower_bound_above_the_certificate() -> None:
-    evaluate = lipschitz_claims._certified("model", ("gradient-step",))
-    frame = pd.DataFrame(
-        {"model": ["gradient-step", "unconstrained"], "lipschitz_upper": [1.0, 50.0], "lipschitz_lower": [0.99, 20.0]}
-    )
-    assert evaluate(frame, None).verdict == REPRODUCED  # the unconstrained model is not judged
-    assert evaluate(frame.assign(lipschitz_upper=[1.0000001, 50.0]), None).verdict == REFUTED
-    assert evaluate(frame.assign(lipschitz_lower=[1.0, 20.0], lipschitz_upper=[0.999, 50.0]), None).verdict == REFUTED
-
-
 def test_no_run_folder_is_an_error() -> None:
     with pytest.raises(ClaimsError, match="at least one run folder"):
         claims_table([])
@@ -171,58 +92,149 @@ def test_missing_and_unfinished_run_folders_are_named(tmp_path: Path) -> None:
         claims_table([unfinished])
 
 
+RUNS = ("lipschitz-density", "dlor-universality", "smooth-constant-depth")
+"""Three cheap experiments (≈ 10–50 s each at their quick presets) run once for this module."""
+
+
 @pytest.fixture(scope="module")
-def density_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real, small run of lipschitz-density through the command line."""
-    out = tmp_path_factory.mktemp("claims") / "density"
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real quick runs of :data:`RUNS` through the command line, one folder each."""
+    base = tmp_path_factory.mktemp("claims")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    subprocess.run(
-        [sys.executable, "-m", "structnets", "run", "lipschitz-density", "--quick", "--jobs", "1", "--out", str(out)],
-        check=True,
-        capture_output=True,
-        env=env,
-        timeout=600,
-    )
+    out = {}
+    for name in RUNS:
+        out[name] = base / name
+        subprocess.run(
+            [sys.executable, "-m", "structnets", "run", name, "--quick", "--jobs", "1", "--out", str(out[name])],
+            check=True,
+            capture_output=True,
+            env=env,
+            timeout=900,
+        )
     return out
 
 
-def test_claims_from_a_real_run(density_run: Path) -> None:
-    table = claims_table([density_run])
+@pytest.fixture(scope="module")
+def table(runs: dict[str, Path]) -> pd.DataFrame:
+    return claims_table(list(runs.values()))
+
+
+def _report(runs: dict[str, Path], name: str) -> str:
+    return (runs[name] / "table.md").read_text(encoding="utf-8")
+
+
+def test_claims_from_real_runs(runs: dict[str, Path], table: pd.DataFrame) -> None:
     assert list(table["id"]) == [claim.id for claim in CLAIMS]
     assert set(table["verdict"]) <= set(VERDICTS)
-    decided = table[table["experiment"] == "lipschitz-density"]
-    assert set(decided["preset"]) == {"quick"}
-    # the exact max-min construction is exact in float64 on every quick target
-    exact = table.set_index("id").loc["004-maxmin-exact"]
-    assert exact["verdict"] == REPRODUCED and exact["units"] > 0
-    others = table[table["experiment"] != "lipschitz-density"]
-    assert (others["verdict"] == NOT_TESTED).all()
+    decided = table[table["experiment"].isin(RUNS)]
+    assert set(decided["preset"]) <= {"quick", "custom"}
+    # the columns every claim of these experiments reads exist in the real results: none is "not tested"
+    assert (decided["verdict"] != NOT_TESTED).all(), decided[decided["verdict"] == NOT_TESTED]["id"].tolist()
+    assert (decided["units"] > 0).all()
+    others = table[~table["experiment"].isin(RUNS)]
+    assert (others["verdict"] == NOT_TESTED).all() and (others["run"] == "—").all()
     page = claims_markdown(table)
     line = page.split("Verdicts: ")[1].split("\n")[0].rstrip(".")
-    counted = sum(int(part.rsplit(": ", 1)[1]) for part in line.split("; "))
-    assert counted == len(CLAIMS)
-    assert str(density_run) in page
+    assert sum(int(part.rsplit(": ", 1)[1]) for part in line.split("; ")) == len(CLAIMS)
+    for path in runs.values():
+        assert str(path) in page
 
 
-def test_two_runs_of_one_experiment_are_refused(density_run: Path) -> None:
-    with pytest.raises(ClaimsError, match="two runs of 'lipschitz-density'"):
-        claims_table([density_run, density_run])
+def test_verdicts_agree_with_the_smooth_constant_depth_report(runs: dict[str, Path], table: pd.DataFrame) -> None:
+    found = re.search(r"rate reproduced in (\d+) of (\d+) cells", _report(runs, "smooth-constant-depth"))
+    assert found is not None
+    reproduced, cells = int(found[1]), int(found[2])
+    row = table.set_index("id").loc["002-constant-depth-construction"]
+    assert f"{reproduced} of {cells} cells reproduced" in row["ours"]
+    assert (row["verdict"] == REPRODUCED) == (reproduced == cells)
 
 
-def test_the_cli_prints_and_writes_the_table(density_run: Path, tmp_path: Path) -> None:
-    out = tmp_path / "claims.md"
-    result = subprocess.run(
-        [sys.executable, "-m", "structnets", "claims", str(density_run), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
+def test_verdicts_agree_with_the_dlor_universality_report(runs: dict[str, Path], table: pd.DataFrame) -> None:
+    report = _report(runs, "dlor-universality")
+    by_id = table.set_index("id")
+    cheaper = "deep is cheaper in every target" in report
+    assert cheaper or "deep is not cheaper in every target" in report
+    assert (by_id.loc["001-depth-over-width", "verdict"] == REPRODUCED) == cheaper
+    # the blind spot: the report says whether the rank-1 DLoR network goes below the floor on the saddle
+    below = "goes below it from J" in report
+    assert below or "goes below it at no J run" in report
+    if not below:
+        assert by_id.loc["001-universality", "verdict"] != REPRODUCED
+
+
+def test_verdicts_agree_with_the_lipschitz_density_report(runs: dict[str, Path], table: pd.DataFrame) -> None:
+    report = _report(runs, "lipschitz-density")
+    by_id = table.set_index("id")
+    found = re.search(r"Exact construction: largest sup error ([0-9.e+-]+);", report)
+    assert found is not None
+    assert (by_id.loc["004-maxmin-exact", "verdict"] == REPRODUCED) == (float(found[1]) <= 1e-9)
+    certified = re.search(r"Every trained model certified: largest `L upper` [0-9.e+-]+ \((≤ 1|NOT ≤ 1)\)", report)
+    assert certified is not None
+    assert (by_id.loc["004-fixed-width-density", "verdict"] == REFUTED) == (certified[1] == "NOT ≤ 1")
+
+
+def test_two_runs_of_one_experiment_are_refused(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = runs["lipschitz-density"]
+    with pytest.raises(ClaimsError, match=r"two runs of 'lipschitz-density' .*pass one per experiment"):
+        claims_table([run, run])
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    with pytest.raises(ClaimsError, match=r"two runs of 'lipschitz-density'.*copy"):
+        claims_table([run, copy])
+
+
+def test_a_run_no_claim_uses_is_refused(runs: dict[str, Path]) -> None:
+    only_uci = [claim for claim in CLAIMS if claim.experiment == "lowrank-uci"]
+    with pytest.raises(
+        ClaimsError, match=r"density.* holds 'lipschitz-density', which no claim uses; claims use: lowrank-uci"
+    ):
+        claims_table([runs["lipschitz-density"]], only_uci)
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "truncated"])
+def test_a_finished_run_with_a_bad_results_database_is_refused(
+    runs: dict[str, Path], tmp_path: Path, damage: str
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(runs["lipschitz-density"], copy)
+    database = copy / "results.db"
+    if damage == "missing":
+        database.unlink()
+    elif damage == "garbage":
+        database.write_bytes(b"not a database at all")
+    else:
+        database.write_bytes(database.read_bytes()[:3000])
+    with pytest.raises(ClaimsError, match=r"run\b.*results\.db.*re-run the experiment into a new folder") as caught:
+        claims_table([copy])
+    assert str(copy) in str(caught.value)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "structnets", "claims", *args], capture_output=True, text=True, timeout=300
     )
+
+
+def test_the_cli_prints_and_writes_the_table(runs: dict[str, Path], tmp_path: Path) -> None:
+    out, csv = tmp_path / "claims.md", tmp_path / "claims.csv"
+    result = _cli(*(str(p) for p in runs.values()), "--out", str(out), "--csv", str(csv))
     assert result.returncode == 0, result.stderr
-    assert "004-maxmin-exact" in out.read_text()
-    missing = subprocess.run(
-        [sys.executable, "-m", "structnets", "claims", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert missing.returncode != 0 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    assert "004-maxmin-exact" in out.read_text() and "004-maxmin-exact" in result.stdout
+    assert list(pd.read_csv(csv).columns) == list(COLUMNS)
+
+
+def test_the_cli_reports_a_bad_folder_in_one_line_with_status_2(runs: dict[str, Path], tmp_path: Path) -> None:
+    unfinished = tmp_path / "unfinished"
+    unfinished.mkdir()
+    (unfinished / "run_info.json").write_text(json.dumps({"experiment": "lipschitz-density", "status": "running"}))
+    run = runs["lipschitz-density"]
+    for args, message in (
+        ([str(tmp_path / "nope")], "does not exist"),
+        ([str(unfinished)], "incomplete run"),
+        ([str(run), str(run)], "two runs of"),
+    ):
+        result = _cli(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr, result.stderr
+        assert result.stdout == ""

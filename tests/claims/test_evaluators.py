@@ -17,7 +17,6 @@ import pytest
 
 from structnets.analysis import minimax_exponent
 from structnets.analysis.rates import relu_depth_cap_exponent, relu_estimation_exponent
-from structnets.claims import lowrank as lowrank_claims
 from structnets.claims import (
     CLAIMS,
     NOT_REPRODUCED,
@@ -28,7 +27,7 @@ from structnets.claims import (
     VERDICTS,
     Evidence,
 )
-
+from structnets.claims import lowrank as lowrank_claims
 from structnets.experiments.lowrank_uci.config import DATASET_ROWS
 
 BY_ID = {claim.id: claim for claim in CLAIMS}
@@ -336,9 +335,7 @@ def test_depth_over_width() -> None:
 SMOOTH = ("tanh", "gelu", "silu")
 
 
-def _rates(
-    part: str, d: int, s: float, depth: int, slopes: dict[str, float], *, settled: bool = True
-) -> pd.DataFrame:
+def _rates(part: str, d: int, s: float, depth: int, slopes: dict[str, float], *, settled: bool = True) -> pd.DataFrame:
     """Units of ``part`` at four sizes: each activation's error ∝ size^slope (RMSE for approximation).
 
     The three seeds scatter by factors e^{−0.05}, 1, e^{0.05}, rotated across sizes, so that the
@@ -422,7 +419,9 @@ def test_separation() -> None:
     assert verdict("002-separation", no_gap, SETTLE) == NOT_TESTED
 
 
-def _constant_depth(slope_factor: float, *, above_bound: bool = False, depths: tuple[int, int] = (3, 3)) -> pd.DataFrame:
+def _constant_depth(
+    slope_factor: float, *, above_bound: bool = False, depths: tuple[int, int] = (3, 3)
+) -> pd.DataFrame:
     """One cell, d = 1, s = 2: sup error = K^(−s·slope_factor); bound = 2 × error (or ½ ×)."""
     rows = []
     for i, K in enumerate((2, 4, 8, 16)):
@@ -580,7 +579,11 @@ def test_mnist_accuracy() -> None:
 
     def table(accuracy: float, upper: float = 1.0) -> pd.DataFrame:
         return pd.DataFrame(
-            {"model": ["gradient-step", "unconstrained"], "lipschitz_upper": [upper, 40.0], "accuracy": [accuracy, 0.99]}
+            {
+                "model": ["gradient-step", "unconstrained"],
+                "lipschitz_upper": [upper, 40.0],
+                "accuracy": [accuracy, 0.99],
+            }
         )
 
     assert verdict("004-mnist-accuracy", table(TARGET_CLEAN)) == REPRODUCED
@@ -588,7 +591,9 @@ def test_mnist_accuracy() -> None:
     assert verdict("004-mnist-accuracy", table(0.99, upper=1.1)) == NOT_TESTED  # no certified model
 
 
-def _density(exact_error: float, medians: tuple[float, float], upper: float = 1.0, measured: float = 0.9) -> pd.DataFrame:
+def _density(
+    exact_error: float, medians: tuple[float, float], upper: float = 1.0, measured: float = 0.9
+) -> pd.DataFrame:
     rows = [
         {"target": "1d", "model": "exact", "depth": 3, "width": 8, "sup_error": exact_error,
          "sup_error_median": exact_error, "lipschitz_upper": 1.7, "lipschitz_measured": measured},
