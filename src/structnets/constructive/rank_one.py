@@ -57,7 +57,9 @@ def rank_one_interpolant(
 
     Raises:
         ValueError: duplicate inputs (naming the two indices), mismatched lengths, non-finite
-            values, no points, or a solve whose residual exceeds 1e-9·max(1, max|y|): the message
+            values, no points, or a solve whose residual exceeds max(1e-9, 8u·spread/gap)·max(1, max|y|) (rounding
+            amplified by the ratio of the inputs' spread to their smallest gap, while that ratio
+            leaves float64 at least 1e-6 relative accuracy; else 1e-9): the message
             gives the residual and condition number and, when the two closest projected inputs are
             within 1e-6 of the spread, names them as nearly coincident and says to merge or
             rescale them (and, for activations other than ReLU, that ReLU's triangular solve may
@@ -98,7 +100,7 @@ def rank_one_interpolant(
     else:
         coefficients = torch.linalg.solve(matrix, ys)
     residual = float((matrix @ coefficients - ys).abs().max())
-    allowed = 1e-9 * max(1.0, float(ys.abs().max()))
+    allowed = _allowed_residual(ts, gap, ys)
     if not math.isfinite(residual) or residual > allowed:
         raise ValueError(_interpolation_failure(activation, inputs, t, order, matrix, coefficients, residual, allowed))
 
@@ -156,6 +158,21 @@ def _interpolation_failure(
     if activation != "relu":
         text += ", or use activation='relu', whose system is triangular and solved by forward substitution"
     return text + "."
+
+
+def _allowed_residual(ts: torch.Tensor, gap: float, ys: torch.Tensor) -> float:
+    """The residual a float64 interpolant may keep: 1e-9, or rounding amplified by spread/gap.
+
+    The hidden units' values differ by about the smallest gap δ between projected inputs while
+    they range over the spread S, so the output weights grow like |Δy|/δ and the sum that
+    evaluates f(t_i) loses about u·S/δ relative accuracy (u = 2⁻⁵³) however it is solved. The
+    tolerance is max(1e-9, 8u·S/δ)·max(1, max|y|) while 8u·S/δ ≤ 1e-6; past that, the inputs are
+    too close for float64 at their scale and the strict 1e-9 applies (the failure then names them).
+    """
+    scale = max(1.0, float(ys.abs().max()))
+    spread = float(ts[-1] - ts[0]) if len(ts) > 1 else 0.0
+    amplification = 8.0 * 2.0**-53 * spread / gap if spread > 0 and gap > 0 else 0.0
+    return (amplification if 1e-9 < amplification <= 1e-6 else 1e-9) * scale
 
 
 # Bounded, step-like activations: neurons σ(κ(t − β_j)) with β_j just below t_(j).
