@@ -168,20 +168,28 @@ def test_ratio_sensitivity_corrects_for_many_tests() -> None:
     assert verdict("000-ratio-sensitivity", table) == REPRODUCED
 
 
-def _efficiency(latency: list[float], q1: list[float], memory: float | None = None) -> pd.DataFrame:
+EFFICIENCY_SETS = ("adult", "iris", "abalone")
+
+
+def _efficiency(latency: list[float], q1: list[float], memory: float | None = None, folds: int = 10) -> pd.DataFrame:
+    """Efficiency rows at the chosen architectures of ``EFFICIENCY_SETS``, beside CV rows run with ``folds``."""
     records = [
         {
             "stage": "efficiency",
             "role": "chosen",
-            "dataset": "adult" if i == 0 else f"set{i}",
+            "dataset": dataset,
             "latency_ratio": m,
             "latency_ratio_q1": q,
             "memory_lowrank": 68.0 if memory is None else memory,
             "memory_dense": 100.0,
         }
-        for i, (m, q) in enumerate(zip(latency, q1))
+        for dataset, m, q in zip(EFFICIENCY_SETS, latency, q1)
     ]
-    return pd.DataFrame(records)
+    cv = [
+        uci(dataset, {"lowrank": np.full(folds, 0.9), "dense": np.full(folds, 0.9)}, folds=folds)
+        for dataset in EFFICIENCY_SETS
+    ]
+    return pd.concat([pd.DataFrame(records), *cv], ignore_index=True)
 
 
 def test_forward_time() -> None:
@@ -191,6 +199,9 @@ def test_forward_time() -> None:
     # median ratio above 1 but the lower quartiles below it: some pairs were faster, inconclusive
     assert verdict(claim, _efficiency([1.1, 1.05, 0.9], [0.9, 0.95, 0.8])) == NOT_REPRODUCED
     assert verdict(claim, _efficiency([0.8, 0.8, 0.8], [0.75, 0.75, 0.75])) == NOT_REPRODUCED
+    # architectures chosen on a reduced protocol decide nothing
+    assert verdict(claim, _efficiency([0.6, 0.62, 0.7], [0.55, 0.58, 0.65], folds=3)) == NOT_REPRODUCED
+    assert verdict(claim, _efficiency([1.1, 1.05, 0.9], [1.02, 1.01, 0.8], folds=3)) == NOT_REPRODUCED
     assert verdict(claim, _efficiency([], [])) == NOT_TESTED
 
 
@@ -199,7 +210,8 @@ def test_memory_on_adult() -> None:
     assert verdict(claim, _efficiency([0.6], [0.5], memory=68.0)) == REPRODUCED
     assert verdict(claim, _efficiency([0.6], [0.5], memory=100.0)) == REFUTED
     assert verdict(claim, _efficiency([0.6], [0.5], memory=80.0)) == NOT_REPRODUCED
-    assert verdict(claim, _efficiency([0.6], [0.5]).assign(dataset="iris")) == NOT_TESTED
+    assert verdict(claim, _efficiency([0.6], [0.5], memory=100.0, folds=3)) == NOT_REPRODUCED
+    assert verdict(claim, _efficiency([0.6, 0.6], [0.5, 0.5])[lambda f: f["dataset"] != "adult"]) == NOT_TESTED
 
 
 def _construction(**changes: list[Any]) -> pd.DataFrame:

@@ -34,7 +34,9 @@ def _bottleneck(results: pd.DataFrame, config: Any) -> Evidence:
     return Evidence(
         "; ".join(f"L={int(d)}: {v:.2f}" for d, v in by_depth.items()) + " (mean hidden-activation rank / W)",
         verdict,
-        "activation rank / W below 1 and falling from the shallowest to the deepest nets",
+        "mean hidden-activation numerical rank / W of the dense nets, by depth: below 1 and lower at the deepest than "
+        "at the shallowest reproduced; below 1 but not falling with depth not reproduced; ≥ 1 at the deepest (no "
+        "bottleneck at all) refuted (the rank-bounds report's yes / partly / no)",
         len(dense),
     )
 
@@ -59,7 +61,9 @@ def _weight_decay(results: pd.DataFrame, config: Any) -> Evidence:
         + (f"; without weight decay ≥ {100 * float(kept.min()):.0f} %" if not zero.empty else ""),
         REPRODUCED if ok else NOT_REPRODUCED,
         "deep linear nets, full-batch GD in float64: the ratio's excess over 1 falls to ≤ 10 % of its start with "
-        "weight decay (and stays ≥ 50 % without)",
+        "weight decay (and stays ≥ 50 % without), judged only on units that gradient flow predicts to have converged "
+        "(flow factor ≤ 0.01), reproduced; else not reproduced (GD may stop short of the optimum the claim is "
+        "about); the rank-bounds report's rule",
         len(linear),
     )
 

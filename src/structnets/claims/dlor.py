@@ -31,7 +31,8 @@ def _interpolation(results: pd.DataFrame, config: Any) -> Evidence:
     return Evidence(
         f"max training error {worst:.2g} over n ∈ {sorted(int(n) for n in stage['n'])}",
         verdict,
-        f"largest |f(xᵢ) − yᵢ| of the rank-1 interpolant on scalar data ≤ {ROUNDING:g}",
+        f"largest |f(xᵢ) − yᵢ| of the rank-1 interpolant on scalar data ≤ {ROUNDING:g} (rounding level for targets "
+        "of order 1: the construction is exact in exact arithmetic) reproduced, else refuted",
         len(stage),
     )
 
