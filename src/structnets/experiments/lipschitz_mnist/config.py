@@ -61,7 +61,7 @@ class LipschitzMNISTConfig:
         epochs, batch_size, lr: Adam with a cosine schedule (paper: batch 256).
         fixed_width_lr: the learning rate of the ``fixed-width`` models, whose 2·depth + 2
             norm-constrained maps in a row need a smaller step.
-        radii: ℓ₂ radii for certified accuracy (paper and issue: 0.5, 1.0, 1.58), each > 0.
+        radii: ℓ₂ radii for certified accuracy (paper: 0.5, 1.0, 1.58), each > 0.
         max_train, max_test: subsample the 60,000 / 10,000 rows (None keeps all).
         seeds: repetition seeds.
         ascent_steps: gradient-ascent steps of the Lipschitz lower bound.

@@ -2,7 +2,7 @@
 
 Reproduces the two-moons experiment of Murari, Furuya, Schönlieb, *Approximation theory for
 1-Lipschitz ResNets* (NeurIPS 2025, arXiv 2505.12003): 4000 points, noise 0.1, 20% for training
-(and, as our issue asks, also 80%); a depth sweep at width 5 and a width sweep at depth 10; Adam
+(and also 80%); a depth sweep at width 5 and a width sweep at depth 10; Adam
 with a cosine schedule, batch 256. Every map of our networks (lift, residual blocks, head) is
 constrained, so for each trained model we report clean accuracy, certified robust accuracy at
 several ℓ₂ radii, the certified upper bound of the Lipschitz constant (product of layer

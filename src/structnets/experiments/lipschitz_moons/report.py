@@ -23,8 +23,8 @@ def report(results: pd.DataFrame, config: LipschitzMoonsConfig) -> str:
         f"Paper / authors' code: trained two-moons models of the authors' public code measured "
         f"Lipschitz constants of about {PAPER_LIPSCHITZ_AUTHORS_CODE[0]:g} and "
         f"{PAPER_LIPSCHITZ_AUTHORS_CODE[1]:g} (lift unconstrained, τ from an undershooting power "
-        "estimate), against the intended 1. The paper's accuracies are not restated in our issue, "
-        "so they are left blank rather than guessed. Ours must satisfy L lower ≤ L upper ≤ 1.",
+        "estimate), against the intended 1. The paper's two-moons accuracies are not checked here against "
+        "the paper, so they are left blank rather than guessed. Ours must satisfy L lower ≤ L upper ≤ 1.",
         "",
     ]
     if results.empty:
