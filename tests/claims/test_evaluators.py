@@ -236,6 +236,32 @@ def test_construction_claims() -> None:
     assert verdict("000-construction-width", _construction(width=[21, 12])) == NOT_REPRODUCED
 
 
+def _m_sweep(exponent: float, *, taylor: float = 1.0) -> pd.DataFrame:
+    """An M sweep of one target, β = 1.5: sup error = M^exponent, scattered by e^{±0.02} alternately."""
+    Ms = (2, 3, 4, 6, 8, 12)
+    return pd.DataFrame(
+        {
+            "target": "power:1:1.5",
+            "sweep": "M",
+            "beta": 1.5,
+            "M": Ms,
+            "error": [M**exponent * np.exp(0.02 * (-1) ** i) for i, M in enumerate(Ms)],
+            "taylor": taylor,
+            "leakage": 0.01,
+            "product": 0.01,
+        }
+    )
+
+
+def test_construction_rate() -> None:
+    assert verdict("000-construction-rate", _m_sweep(-1.5)) == REPRODUCED
+    assert verdict("000-construction-rate", _m_sweep(-2.0)) == REPRODUCED  # faster than the bound's rate
+    assert verdict("000-construction-rate", _m_sweep(-0.75)) == NOT_REPRODUCED
+    assert verdict("000-construction-rate", _m_sweep(0.3)) == REFUTED
+    # no M where the Taylor term dominates the bound: the rate is not predicted there
+    assert verdict("000-construction-rate", _m_sweep(-1.5, taylor=0.1)) == NOT_TESTED
+
+
 # --- 001: dlor-blindspot, dlor-sawtooth, dlor-universality ---------------------------------------
 
 
