@@ -653,6 +653,11 @@ def test_maxmin_exact() -> None:
 
 def test_fixed_width_density() -> None:
     assert verdict("004-fixed-width-density", _density(1e-13, (0.1, 0.05))) == REPRODUCED
+    # lower at the deepest, but the fit over every depth rises: not reproduced
+    rising = pd.concat(
+        [_density(1e-13, (0.1, 0.09)), _density(1e-13, (0.5, 0.5)).query("model == 'trained'").assign(depth=[4, 6])]
+    )
+    assert verdict("004-fixed-width-density", rising) == NOT_REPRODUCED
     assert verdict("004-fixed-width-density", _density(1e-13, (0.1, 0.2))) == NOT_REPRODUCED
     assert verdict("004-fixed-width-density", _density(1e-13, (0.1, 0.05), upper=1.001)) == REFUTED
     assert verdict("004-fixed-width-density", _density(1e-13, (0.1, 0.05)).query("depth != 8")) == NOT_TESTED

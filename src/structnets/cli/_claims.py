@@ -16,7 +16,9 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         help="the table of every paper claim, ours beside the paper's",
         description="Decide every headline claim of the five papers from finished run folders (one per experiment; "
         "a claim whose experiment has no run is 'not tested') and print the Markdown table: the claim, the paper's "
-        "value, ours, the test, the evidence and the verdict. Only the runs' results.db are read.",
+        "value, ours, the test, the evidence and the verdict. Only the runs' results.db are read. A folder that is "
+        "missing, unfinished, unreadable, given twice or of an experiment no claim uses is an error (one line, exit "
+        "status 2).",
     )
     claims.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     claims.add_argument(
