@@ -138,6 +138,7 @@ def test_claims_from_real_runs(runs: dict[str, Path], table: pd.DataFrame) -> No
     assert sum(int(part.rsplit(": ", 1)[1]) for part in line.split("; ")) == len(CLAIMS)
     for path in runs.values():
         assert str(path) in page
+    assert "How a verdict is decided. Each claim has one stated test" in page and ":class:" not in page
 
 
 def test_verdicts_agree_with_the_smooth_constant_depth_report(runs: dict[str, Path], table: pd.DataFrame) -> None:
@@ -221,6 +222,8 @@ def test_the_cli_prints_and_writes_the_table(runs: dict[str, Path], tmp_path: Pa
     assert result.returncode == 0, result.stderr
     assert "004-maxmin-exact" in out.read_text() and "004-maxmin-exact" in result.stdout
     assert list(pd.read_csv(csv).columns) == list(COLUMNS)
+    quiet = _cli("-q", str(runs["lipschitz-density"]))
+    assert quiet.returncode == 0 and "004-maxmin-exact" in quiet.stdout and quiet.stderr == ""
 
 
 def test_the_cli_reports_a_bad_folder_in_one_line_with_status_2(runs: dict[str, Path], tmp_path: Path) -> None:

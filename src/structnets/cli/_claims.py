@@ -42,6 +42,5 @@ def _cmd_claims(args: argparse.Namespace) -> int:
         write_text(args.out, page + "\n")
     if args.csv is not None:
         write_csv(args.csv, table)
-    if getattr(args, "verbosity", 0) >= 0:
-        print(page)
+    print(page)  # the result: printed under -q too ("only errors and results")
     return EXIT_OK
