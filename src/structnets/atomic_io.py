@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._validation import check_bool
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -40,6 +42,16 @@ def umask() -> int:
     return mask
 
 
+def _check_path(path: Any) -> Path:
+    """``path`` as a Path to a file name, or raise naming it (an int would be taken as a file descriptor)."""
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"`path` must be a str or os.PathLike, got {path!r:.80} ({type(path).__name__})")
+    target = Path(path)
+    if os.fspath(path) == "" or target.name in ("", ".", ".."):
+        raise ValueError(f"`path` must name a file, got {os.fspath(path)!r}")
+    return target
+
+
 def file_mode(path: str | os.PathLike[str]) -> int:
     """The permission bits a rewrite of ``path`` gets.
 
@@ -49,6 +61,7 @@ def file_mode(path: str | os.PathLike[str]) -> int:
     Returns:
         The existing file's mode bits (``st_mode & 0o7777``), else ``0o666 & ~umask()``.
     """
+    path = _check_path(path)
     try:
         return os.stat(path).st_mode & 0o7777
     except OSError:
@@ -67,13 +80,19 @@ def write_bytes(
         suffix: the temporary file's suffix (its name is ``.<target name>.<random><suffix>``).
 
     Raises:
-        TypeError: ``data`` is not bytes-like.
+        TypeError/ValueError: ``data`` is not bytes-like, ``path`` is not a str/PathLike naming a
+            file, ``parents`` is not a bool or ``suffix`` holds a path separator.
         OSError: the folder is missing (with ``parents=False``) or not writable; the target is untouched
             and the temporary file removed.
     """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"`data` must be bytes, bytearray or memoryview, got {type(data).__name__}")
-    target = Path(path)
+    target = _check_path(path)
+    parents = check_bool("parents", parents)
+    if not isinstance(suffix, str) or any(c in suffix for c in ("/", os.sep, "\0")):
+        raise ValueError(f"`suffix` must be a str without path separators or NUL, got {suffix!r}")
+    if target.is_dir():
+        raise ValueError(f"`path` must name a file, got the folder {str(target)!r}")
     if parents:
         target.parent.mkdir(parents=True, exist_ok=True)
     mode = file_mode(target)
@@ -103,6 +122,7 @@ def write_text(path: str | os.PathLike[str], text: str, *, parents: bool = False
     """
     if not isinstance(text, str):
         raise TypeError(f"`text` must be a str, got {type(text).__name__}")
+    _check_path(path)
     write_bytes(path, text.encode("utf-8"), parents=parents)
 
 
@@ -113,6 +133,7 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
         path: the target file.
         obj: the value to serialise, keys in their given order.
     """
+    _check_path(path)
     write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
@@ -123,4 +144,9 @@ def write_csv(path: str | os.PathLike[str], frame: pd.DataFrame) -> None:
         path: the target file.
         frame: the table to write.
     """
+    import pandas
+
+    _check_path(path)
+    if not isinstance(frame, pandas.DataFrame):
+        raise TypeError(f"`frame` must be a pandas.DataFrame, got {type(frame).__name__}")
     write_text(path, frame.to_csv(index=False, lineterminator="\n"))

@@ -36,6 +36,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import numbers
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +80,12 @@ class Unit:
     key: str
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not self.key:
+            raise TypeError(f"`key` must be a non-empty str, got {self.key!r:.80} ({type(self.key).__name__})")
+        if not isinstance(self.params, Mapping):
+            raise TypeError(f"`params` must be a mapping of keyword arguments, got {type(self.params).__name__}")
+
 
 @runtime_checkable
 class Experiment(Protocol):
@@ -114,6 +122,8 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     Returns:
         Its fields, recursively converted to dicts, lists and scalars.
     """
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"`config` must be a dataclass instance, got {config!r:.80} ({type(config).__name__})")
     return dataclasses.asdict(config)
 
 
@@ -193,13 +203,24 @@ def save_figure(fig: Any, path: Path, *, dpi: int = 120) -> Path:
     Args:
         fig: a matplotlib figure.
         path: where to write it (the suffix is replaced by the current format's).
-        dpi: resolution of PNG files (and of raster parts of vector files).
+        dpi: resolution of PNG files (and of raster parts of vector files), an int in [1, 10000].
 
     Returns:
         The path written.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
+    if not isinstance(fig, Figure):
+        raise TypeError(f"`fig` must be a matplotlib Figure, got {type(fig).__name__}")
+    if not isinstance(path, str | os.PathLike) or Path(path).name in ("", ".", ".."):
+        raise TypeError(f"`path` must be a str or os.PathLike naming a file, got {path!r:.80}")
+    # (checked here, not with structnets._validation: this module imports nothing else of structnets)
+    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Integral):
+        raise TypeError(f"`dpi` must be an int in [1, 10000], got {dpi!r} ({type(dpi).__name__})")
+    if not 1 <= dpi <= 10_000:
+        raise ValueError(f"`dpi` must be an int in [1, 10000], got {dpi}")
+    dpi = int(dpi)
     figure_format = _FORMAT.get()
     path = Path(path).with_suffix(f".{figure_format}")
     fig.tight_layout()

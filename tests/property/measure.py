@@ -1,4 +1,4 @@
-"""Count the outcomes of every generated bad-input call: ``python -m tests.property.measure``.
+"""Count the outcomes of every generated bad-input call: ``python -m tests.property.measure [prefix ...]``.
 
 Runs the same cases and values as ``test_bad_input.py`` without stopping at a failure, under an
 address-space limit (so a call that tries to allocate without bound fails instead of swapping),
@@ -13,7 +13,8 @@ import sys
 import time
 
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .strategies import BAD_INPUT, CASES, XFAIL, elsewhere, outcome
 
@@ -38,22 +39,30 @@ def main() -> int:
     by_owner = {True: collections.Counter(), False: collections.Counter()}
     findings: dict[str, list[str]] = collections.defaultdict(list)
     start = time.perf_counter()
+    only = tuple(sys.argv[1:])  # optional entry-point prefixes, e.g. ``nn.ZeroPad training.``
     for case in CASES:
+        if only and not case.entry.startswith(only):
+            continue
         before = totals.copy()
         _drive(case, totals, findings)
         by_owner[elsewhere(case)].update(totals - before)
     elapsed = time.perf_counter() - start
     calls = sum(totals.values())
-    entries = len({case.entry.split("[")[0] for case in CASES})
-    print(f"{calls} generated bad-input calls over {entries} public entry points ({len(CASES)} arguments) in {elapsed:.0f} s")
+    chosen = [case for case in CASES if not only or case.entry.startswith(only)]
+    entries = len({case.entry.split("[")[0] for case in chosen})
+    print(
+        f"{calls} generated bad-input calls over {entries} public entry points ({len(chosen)} arguments) in {elapsed:.0f} s"
+    )
     for kind in ("clear", "unnamed", "other-error", "accepted", "hang"):
         print(f"  {kind:12s} {totals[kind]:6d}  {100 * totals[kind] / max(calls, 1):6.2f} %")
     for other, label in ((False, "entry points in this suite's own files"), (True, "entry points owned elsewhere")):
         counts = by_owner[other]
         n = sum(counts.values())
-        n_entries = len({c.entry.split("[")[0] for c in CASES if elsewhere(c) == other})
-        print(f"{label}: {n} calls over {n_entries} entry points, {counts['clear']} clear "
-              f"({100 * counts['clear'] / max(n, 1):.2f} %)")
+        n_entries = len({c.entry.split("[")[0] for c in chosen if elsewhere(c) == other})
+        print(
+            f"{label}: {n} calls over {n_entries} entry points, {counts['clear']} clear "
+            f"({100 * counts['clear'] / max(n, 1):.2f} %)"
+        )
     for case_id, details in sorted(findings.items()):
         mark = " [xfail]" if case_id in XFAIL else ""
         print(f"\n{case_id}{mark}: {len(details)} not clear")

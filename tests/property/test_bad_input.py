@@ -9,7 +9,8 @@ a hang, and never a silently returned result.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .strategies import BAD_INPUT, CASES, XFAIL, outcome
 

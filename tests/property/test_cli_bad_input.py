@@ -60,7 +60,9 @@ def _one_line_error(code: int, err: str) -> str:
 @given(field=st.sampled_from(["epochs", "batch_size", "patience", "folds"]), value=BAD_INT)
 def test_run_refuses_a_bad_int_field_before_the_folder_exists(field: str, value: str, tmp_path_factory, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path_factory.mktemp("run") / "out"
-    code, err = _call(["run", "lowrank-uci", "--quick", "--jobs", "1", "--out", str(out), "--set", f"{field}={value}"], capsys)
+    code, err = _call(
+        ["run", "lowrank-uci", "--quick", "--jobs", "1", "--out", str(out), "--set", f"{field}={value}"], capsys
+    )
     line = _one_line_error(code, err)
     assert f"`{field}`" in line
     assert not out.exists()
@@ -68,7 +70,9 @@ def test_run_refuses_a_bad_int_field_before_the_folder_exists(field: str, value:
 
 @SETTINGS
 @given(field=st.sampled_from(["lr", "weight_decay"]), value=BAD_REAL)
-def test_run_refuses_a_bad_real_field_before_the_folder_exists(field: str, value: str, tmp_path_factory, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_run_refuses_a_bad_real_field_before_the_folder_exists(
+    field: str, value: str, tmp_path_factory, capsys
+) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path_factory.mktemp("run") / "out"
     argv = ["run", "lowrank-uci", "--quick", "--jobs", "1", "--out", str(out), "--set", f"{field}={value}"]
     code, err = _call(argv, capsys)
@@ -80,8 +84,9 @@ def test_run_refuses_a_bad_real_field_before_the_folder_exists(field: str, value
 @SETTINGS
 @given(key=st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12))
 def test_run_refuses_an_unknown_key_naming_it(key: str, tmp_path_factory, capsys) -> None:  # type: ignore[no-untyped-def]
-    from structnets.experiments.lowrank_uci import LowRankUCIConfig
     import dataclasses
+
+    from structnets.experiments.lowrank_uci import LowRankUCIConfig
 
     if key in {f.name for f in dataclasses.fields(LowRankUCIConfig)}:
         return
@@ -114,7 +119,10 @@ def test_unknown_experiment_names_list_the_valid_ones(name: str, command: str, t
 
 
 @SETTINGS
-@given(name=st.text(alphabet="abcdefghij_-.", min_size=1, max_size=12), command=st.sampled_from(["report", "compare", "analyze"]))
+@given(
+    name=st.text(alphabet="abcdefghij_-.", min_size=1, max_size=12),
+    command=st.sampled_from(["report", "compare", "analyze"]),
+)
 def test_folder_and_file_commands_refuse_missing_paths(name: str, command: str, tmp_path_factory, capsys) -> None:  # type: ignore[no-untyped-def]
     base = tmp_path_factory.mktemp("missing")
     missing = str(base / f"x{name}")

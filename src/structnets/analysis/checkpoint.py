@@ -53,7 +53,7 @@ def load_state_dict(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
         content = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError, ...
         raise ValueError(
-            f"checkpoint {str(path)!r} cannot be loaded with torch.load(weights_only=True): "
+            f"`path`: checkpoint {str(path)!r} cannot be loaded with torch.load(weights_only=True): "
             f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         ) from error
     if isinstance(content, Mapping):
@@ -64,12 +64,14 @@ def load_state_dict(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
                 break
     if not isinstance(content, Mapping) or not content:
         raise ValueError(
-            f"checkpoint {str(path)!r} is not a state dict: expected a non-empty mapping from "
+            f"`path`: checkpoint {str(path)!r} is not a state dict: expected a non-empty mapping from "
             f"parameter names to tensors, got {type(content).__name__}"
         )
     bad = [str(k) for k, v in content.items() if not isinstance(k, str) or not isinstance(v, torch.Tensor)]
     if bad:
-        raise ValueError(f"checkpoint {str(path)!r} is not a state dict: entries {bad[:5]} are not name → tensor pairs")
+        raise ValueError(
+            f"`path`: checkpoint {str(path)!r} is not a state dict: entries {bad[:5]} are not name → tensor pairs"
+        )
     return dict(content)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from .._validation import check_int
+from ._arrays import is_complex
 
 if TYPE_CHECKING:
     from ..nn import DLoRLinear
@@ -58,6 +59,8 @@ class DLoRFactor:
 
 def _as_matrix(W: Any, name: str = "W") -> torch.Tensor:
     """``W`` as an (N, N) float64 tensor, N ≥ 2, all entries finite; else ValueError/TypeError."""
+    if is_complex(W):
+        raise TypeError(f"`{name}` must be a real square matrix, got a complex one (dtype {W.dtype})")
     try:
         if isinstance(W, torch.Tensor):
             matrix = W.detach().to(device="cpu", dtype=F64)

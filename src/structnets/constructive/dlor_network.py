@@ -75,6 +75,8 @@ def dlor_network_from_dense(
         an ``nn.Sequential``: as built by :func:`structnets.models.dlor_mlp` for deep and summed;
         the layout above for parallel.
     """
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"`dtype` must be a floating-point torch.dtype, got {dtype!r}")
     from ..models.dlor_mlp import dlor_mlp, resolve_mode
     from ..nn import DLoRBranches, DLoRLinear, DLoRParallel, TakeFirst, ZeroPad
 

@@ -57,7 +57,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import check_choice, check_fits_in_memory, check_int, check_real
 from ..nn import DLoRLinear
 from .dlor_factor import DLoRFactor, _load_factor
 from .dlor_network import _value_and_slope
@@ -152,10 +152,10 @@ def grid(in_features: int, points_per_axis: int, low: float = -1.0, high: float 
     """The tensor grid of ``points_per_axis``ⁿ points on [low, high]ⁿ, (points, n) float64."""
     in_features = check_int("in_features", in_features, low=1)
     points_per_axis = check_int("points_per_axis", points_per_axis, low=2)
-    if points_per_axis**in_features > 4_000_000:
+    if in_features >= 22 or points_per_axis**in_features > 4_000_000:  # 2**22 > 4e6: no huge power formed
         raise ValueError(
-            f"`points_per_axis` must keep points_per_axis**in_features <= 4,000,000, got "
-            f"{points_per_axis}**{in_features} = {points_per_axis**in_features}"
+            f"`points_per_axis`={points_per_axis} and `in_features`={in_features} must keep "
+            f"points_per_axis**in_features <= 4,000,000 grid points"
         )
     axis = torch.linspace(low, high, points_per_axis, dtype=F64)
     mesh = torch.meshgrid(*([axis] * in_features), indexing="ij")
@@ -232,6 +232,9 @@ def fit_shallow(
     """
     in_features = check_int("in_features", in_features, low=1)
     neurons = check_int("neurons", neurons, low=1)
+    check_fits_in_memory(
+        f"`neurons`={neurons}, `in_features`={in_features}", neurons * (in_features + 2), what="weights"
+    )
     low, high = _check_box(low, high)
     check_choice("activation", activation, _activations())
     scale = check_real("scale", scale, low=0.0, low_open=True)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int, check_real
+from .._validation import check_fits_in_memory, check_int, check_real
+from ._arrays import real_array
 from .maxmin import evaluate_maxmin, lattice_pieces_1d
 
 Pieces = tuple[tuple[tuple[tuple[float, ...], float], ...], ...]
@@ -92,6 +93,12 @@ def grid_points(dim: int, points_per_axis: int, low: float = -1.0, high: float =
     dim = check_int("dim", dim, low=1)
     points_per_axis = check_int("points_per_axis", points_per_axis, low=2)
     low, high = _check_domain(low, high)
+    # nᵈ points of d coordinates; compared in logarithms first (nᵈ is slow to form for a huge d)
+    if dim > 64 or dim * math.log2(points_per_axis) > 64:
+        raise ValueError(f"`dim`={dim} and `points_per_axis`={points_per_axis} ask for more than 2**64 grid points")
+    check_fits_in_memory(
+        f"`dim`={dim}, `points_per_axis`={points_per_axis}", points_per_axis**dim * dim, what="coordinates"
+    )
     axis = np.linspace(low, high, points_per_axis)
     mesh = np.meshgrid(*([axis] * dim), indexing="ij")
     return np.stack([m.reshape(-1) for m in mesh], axis=-1)
@@ -117,6 +124,7 @@ def random_lattice_target_1d(
         a :class:`LipschitzTarget` with ``knots`` and ``values`` set.
     """
     n_pieces = check_int("n_pieces", n_pieces, low=1)
+    check_fits_in_memory(f"`n_pieces`={n_pieces}", 4 * n_pieces, what="knots and values")
     seed = check_int("seed", seed, low=0)
     low, high = _check_domain(low, high)
     min_cell = check_real("min_cell", min_cell, low=0.0, high=1.0)
@@ -177,6 +185,9 @@ def random_maxmin_target(
     dim = check_int("dim", dim, low=1)
     n_groups = check_int("n_groups", n_groups, low=1)
     group_size = check_int("group_size", group_size, low=1)
+    check_fits_in_memory(
+        f"`dim`={dim}, `n_groups`={n_groups}, `group_size`={group_size}", dim * n_groups * group_size, what="slopes"
+    )
     seed = check_int("seed", seed, low=0)
     low, high = _check_domain(low, high)
     min_slope = check_real("min_slope", min_slope, low=0.0, high=1.0)
@@ -213,10 +224,10 @@ def max_secant_ratio(points: np.ndarray, values: np.ndarray, *, chunk: int = 204
     Returns:
         the largest secant ratio (0.0 if all points coincide).
     """
-    x = np.asarray(points, dtype=np.float64)
+    x = real_array("points", points)
     if x.ndim == 1:
         x = x[:, None]
-    f = np.asarray(values, dtype=np.float64).reshape(-1)
+    f = real_array("values", values).reshape(-1)
     if x.ndim != 2 or x.shape[0] != f.size or f.size < 2:
         raise ValueError(
             f"`points` must be (n, d) and `values` (n,) with n ≥ 2, got {np.shape(points)} and {np.shape(values)}"
@@ -248,6 +259,7 @@ def check_target(
         ValueError: naming ``name``, when it is not callable, raises, returns the wrong shape or
             non-finite values on the probe points.
     """
+    dim = check_int("dim", dim, low=1)
     if not callable(target):
         raise ValueError(f"`{name}` must be a callable (n, {dim}) array -> (n,) array, got {target!r}")
     probe = grid_points(dim, 17 if dim <= 2 else 5, low, high)

@@ -35,6 +35,7 @@ from torch import nn
 
 from ..functional import spectral_norm_bound
 from ..nn import MaxMin, NormConstrainedLinear
+from ._arrays import real_array
 
 Piece = tuple[Sequence[float] | np.ndarray, float]
 """One affine piece (a, c): x ↦ aᵀx + c, with ‖a‖₂ ≤ 1."""
@@ -82,7 +83,12 @@ def evaluate_maxmin(pieces: Sequence[Sequence[Piece]], x: np.ndarray) -> np.ndar
         (n,) values.
     """
     groups, dim = _validate(pieces)
-    x = np.asarray(x, dtype=np.float64).reshape(-1, dim)
+    x = real_array("x", x)
+    if not ((x.ndim <= 1 and dim == 1) or (x.ndim == 2 and x.shape[1] == dim)):
+        raise ValueError(f"`x` must be (n, {dim}) points{' or (n,)' if dim == 1 else ''}, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError("`x` must be finite, got NaN or inf coordinates")
+    x = x.reshape(-1, dim)
     values = [np.min(np.stack([x @ a + c for a, c in group]), axis=0) for group in groups]
     return np.max(np.stack(values), axis=0)
 
@@ -99,6 +105,8 @@ def maxmin_network(pieces: Sequence[Sequence[Piece]], *, dtype: torch.dtype = to
         an ``nn.Sequential`` ``(*, d) → (*, 1)`` of ``NormConstrainedLinear``, ``MaxMin`` and a
         final scalar ``nn.Linear(1, 1)`` whose output equals f (see the module docstring).
     """
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"`dtype` must be a floating-point torch.dtype, got {dtype!r}")
     groups, dim = _validate(pieces)
     size = 1 << max(0, math.ceil(math.log2(max(len(g) for g in groups))))
     padded = [g + [g[-1]] * (size - len(g)) for g in groups]
@@ -146,8 +154,8 @@ def lattice_pieces_1d(knots: Sequence[float] | np.ndarray, values: Sequence[floa
     Returns:
         ``pieces`` for :func:`maxmin_network` / :func:`evaluate_maxmin`.
     """
-    t = np.asarray(knots, dtype=np.float64)
-    v = np.asarray(values, dtype=np.float64)
+    t = real_array("knots", knots)
+    v = real_array("values", values)
     if t.ndim != 1 or t.size < 2 or not np.all(np.diff(t) > 0):
         raise ValueError(f"`knots` must be strictly increasing with at least 2 entries, got {knots!r}")
     if v.shape != t.shape or not np.isfinite(v).all():

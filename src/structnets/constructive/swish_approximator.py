@@ -58,7 +58,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_int, check_real
+from .._validation import check_fits_in_memory, check_int, check_real
 from .swish_bump import (
     absolute_sum_excess,
     bump_moment,
@@ -218,6 +218,11 @@ def swish_approximator(
     d = check_int("d", d, low=1)
     beta = check_real("beta", beta, low=0.0, low_open=True)
     M = check_int("M", M, low=1)
+    # the construction holds (M+1)^d grid points (and 6(M+1)^d neurons); logarithms first, since
+    # (M+1)^d is slow to form for a huge d
+    if d > 64 or d * math.log2(M + 1) > 64:
+        raise ValueError(f"`d`={d} and `M`={M} ask for (M+1)^d > 2**64 grid points")
+    check_fits_in_memory(f"`d`={d}, `M`={M}", 6 * (M + 1) ** d * (d + 1), what="weights")
     tau = check_real("tau", tau, low=0.0, low_open=True)
     lam = check_real("lam", lam, low=0.0, low_open=True)
     R = check_real("R", R, low=0.0, low_open=True)

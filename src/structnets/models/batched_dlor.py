@@ -16,6 +16,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from .._validation import check_int
 from ..nn import DLoRBranches, DLoRLinear, DLoRParallel, TakeFirst, ZeroPad
 from .dlor_mlp import dlor_mlp
 
@@ -220,11 +221,16 @@ def build_batched(
     """
     from ..training import seeded
 
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
+        raise TypeError(f"`seeds` must be a sequence of ints >= 0, got {seeds!r:.80} ({type(seeds).__name__})")
     if not seeds:
         raise ValueError("`seeds` must hold at least one seed, got 0")
+    checked = [check_int(f"seeds[{index}]", seed, low=0, high=2**63 - 1) for index, seed in enumerate(seeds)]
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"`dtype` must be a floating-point torch.dtype, got {dtype!r}")
     models = []
-    for seed in seeds:
-        with seeded(int(seed)):
+    for seed in checked:
+        with seeded(seed):
             models.append(dlor_mlp(in_features, 1, width, depth, rank, mode, activation, branches, dtype=dtype))
     return BatchedDLoRNet(models)
 

@@ -7,7 +7,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from .._validation import check_int
+from .._validation import MAX_LAYERS, check_fits_in_memory, check_int
 from .dlor_linear import DLoRLinear
 
 
@@ -43,13 +43,22 @@ class DLoRBranches(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        self.branches_count = check_int("branches", branches, low=1)
+        self.branches_count = check_int("branches", branches, low=1, high=MAX_LAYERS)
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
         alpha = 1.0 / self.branches_count if alpha is None else alpha
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
+        first_branch = DLoRLinear(features, rank, bias=False, alpha=alpha, **factory)
+        per_branch = sum(p.numel() for p in first_branch.parameters())
+        check_fits_in_memory(
+            f"`branches`={self.branches_count}, `features`={first_branch.features}, `rank`={first_branch.rank}",
+            self.branches_count * per_branch,
+            itemsize=first_branch.U.element_size(),
+            what="parameters",
+        )
         self.branches = nn.ModuleList(
-            DLoRLinear(features, rank, bias=False, alpha=alpha, **factory) for _ in range(self.branches_count)
+            [first_branch]
+            + [DLoRLinear(features, rank, bias=False, alpha=alpha, **factory) for _ in range(self.branches_count - 1)]
         )
         first = cast(DLoRLinear, self.branches[0])
         self.features, self.rank, self.initial_alpha = first.features, first.rank, first.initial_alpha

@@ -23,6 +23,8 @@ class ResidualExport(nn.Module):
 
     def __init__(self, body: nn.Module) -> None:
         super().__init__()
+        if not isinstance(body, nn.Module):
+            raise TypeError(f"`body` must be a torch.nn.Module, got {body!r:.80} ({type(body).__name__})")
         self.body = body
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:

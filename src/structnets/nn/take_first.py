@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validation import check_int
+from .._validation import check_fits_in_memory, check_int, itemsize_of
 
 
 class TakeFirst(nn.Module):
@@ -32,12 +32,16 @@ class TakeFirst(nn.Module):
     ) -> None:
         super().__init__()
         self.width = check_int("width", width, low=1)
+        # one input row holds `width` numbers: a width no machine can hold is refused here
+        check_fits_in_memory(f"`width`={self.width}", self.width, itemsize=itemsize_of(dtype))
         self.out_features = check_int("out_features", out_features, low=1, high=self.width)
 
     def reset_parameters(self) -> None:
         """No parameters: nothing to initialise."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if not isinstance(input, torch.Tensor):
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
         if input.dim() == 0 or input.shape[-1] != self.width:
             raise ValueError(f"`input` must have last dimension width={self.width}, got shape {tuple(input.shape)}")
         return input[..., : self.out_features]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validation import check_int
+from .._validation import check_fits_in_memory, check_int, itemsize_of
 
 
 class ZeroPad(nn.Module):
@@ -33,12 +33,17 @@ class ZeroPad(nn.Module):
     ) -> None:
         super().__init__()
         self.in_features = check_int("in_features", in_features, low=1)
+        # one output row holds `width` numbers: a width no machine can hold is refused here
+        check_fits_in_memory(f"`in_features`={self.in_features}", self.in_features, itemsize=itemsize_of(dtype))
         self.width = check_int("width", width, low=self.in_features)
+        check_fits_in_memory(f"`width`={self.width}", self.width, itemsize=itemsize_of(dtype))
 
     def reset_parameters(self) -> None:
         """No parameters: nothing to initialise."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if not isinstance(input, torch.Tensor):
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
         if input.dim() == 0 or input.shape[-1] != self.in_features:
             raise ValueError(
                 f"`input` must have last dimension in_features={self.in_features}, got shape {tuple(input.shape)}"

@@ -33,10 +33,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from .._validation import check_int, check_real
+from .._validation import MAX_STEPS, check_fits_in_memory, check_int, check_real
 
 LossFn = Callable[[torch.Tensor], torch.Tensor]
 ValueAndGrad = Callable[[torch.Tensor, torch.Tensor | None], tuple[torch.Tensor, torch.Tensor]]
@@ -64,6 +65,30 @@ class LBFGSResult:
     loss_half: torch.Tensor
 
 
+def _check_x(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as an (E, P) floating-point tensor, or raise naming it."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"`x` must be an (E, P) torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"`x` must be an (E, P) tensor, got shape {tuple(x.shape)}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"`x` must be a floating-point tensor, got dtype {x.dtype}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("`x` must be finite, got NaN or inf entries")
+    return x
+
+
+def _check_functions(loss_fn: Any, value_and_grad: Any) -> None:
+    if loss_fn is None and value_and_grad is None:
+        raise ValueError("`loss_fn` must be given when `value_and_grad` is None, got None for both")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"`loss_fn` must be a callable x -> losses, got {loss_fn!r:.80} ({type(loss_fn).__name__})")
+    if value_and_grad is not None and not callable(value_and_grad):
+        raise TypeError(
+            f"`value_and_grad` must be a callable (x, members) -> (losses, gradients), got {type(value_and_grad).__name__}"
+        )
+
+
 def adam_phase(
     loss_fn: LossFn | None,
     x: torch.Tensor,
@@ -88,10 +113,10 @@ def adam_phase(
     Returns:
         the (E, P) parameters after ``steps`` steps (detached).
     """
-    steps = check_int("steps", steps, low=0)
+    steps = check_int("steps", steps, low=0, high=MAX_STEPS)
     lr = check_real("lr", lr, low=0.0, low_open=True)
-    if loss_fn is None and value_and_grad is None:
-        raise ValueError("`loss_fn` must be given when `value_and_grad` is None, got None for both")
+    _check_functions(loss_fn, value_and_grad)
+    x = _check_x(x)
     x = x.detach().clone().requires_grad_(value_and_grad is None)
     if steps == 0:
         return x.detach()
@@ -160,18 +185,18 @@ def batched_lbfgs(
     (clipped to [0.1t, 0.5t]). So each member runs plain backtracking L-BFGS, and the batch pays
     one loss-and-gradient evaluation per iteration however many members backtrack.
     """
-    max_iter = check_int("max_iter", max_iter, low=0)
+    max_iter = check_int("max_iter", max_iter, low=0, high=MAX_STEPS)
     history = check_int("history", history, low=1)
     ftol = check_real("ftol", ftol, low=0.0)
     gtol = check_real("gtol", gtol, low=0.0)
-    patience = check_int("patience", patience, low=1)
-    max_backtracks = check_int("max_backtracks", max_backtracks, low=1)
-    if loss_fn is None and value_and_grad is None:
-        raise ValueError("`loss_fn` must be given when `value_and_grad` is None, got None for both")
-    if x.dim() != 2:
-        raise ValueError(f"`x` must be an (E, P) tensor, got shape {tuple(x.shape)}")
-    x = x.detach().clone()
+    patience = check_int("patience", patience, low=1, high=MAX_STEPS)
+    c1 = check_real("c1", c1, low=0.0, high=1.0, low_open=True, high_open=True)
+    max_backtracks = check_int("max_backtracks", max_backtracks, low=1, high=MAX_STEPS)
+    _check_functions(loss_fn, value_and_grad)
+    x = _check_x(x).detach().clone()
     E, P = x.shape
+    # the curvature pairs S and Y hold history × E × P numbers each
+    check_fits_in_memory(f"`history`={history}, `x` of shape {(E, P)}", 2 * history * E * P, itemsize=x.element_size())
 
     def evaluate(point: torch.Tensor, active: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Losses and gradients at ``point``; rows of inactive members are left at f and g."""

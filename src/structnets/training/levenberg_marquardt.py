@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import MAX_STEPS, check_choice, check_fits_in_memory, check_int, check_real
 
 ResidualFn = Callable[[torch.Tensor], torch.Tensor]
 JacobianFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
@@ -97,17 +97,28 @@ def batched_levenberg_marquardt(
     Returns:
         (x, result): the final (E, P) parameters and a :class:`LevenbergMarquardtResult`.
     """
-    max_iter = check_int("max_iter", max_iter, low=0)
+    max_iter = check_int("max_iter", max_iter, low=0, high=MAX_STEPS)
     ftol = check_real("ftol", ftol, low=0.0)
     gtol = check_real("gtol", gtol, low=0.0)
-    patience = check_int("patience", patience, low=1)
+    patience = check_int("patience", patience, low=1, high=MAX_STEPS)
     initial_damping = check_real("initial_damping", initial_damping, low=0.0, low_open=True)
     max_damping = check_real("max_damping", max_damping, low=0.0, low_open=True)
     check_choice("solver", solver, ("qr", "cholesky"))
+    for name, function in (("residual_fn", residual_fn), ("jacobian_fn", jacobian_fn)):
+        if not callable(function):
+            raise TypeError(f"`{name}` must be callable, got {function!r:.80} ({type(function).__name__})")
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"`x` must be an (E, P) torch.Tensor, got {type(x).__name__}")
     if x.dim() != 2:
         raise ValueError(f"`x` must be an (E, P) tensor, got shape {tuple(x.shape)}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"`x` must be a floating-point tensor, got dtype {x.dtype}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("`x` must be finite, got NaN or inf entries")
     x = x.detach().clone()
     E, P = x.shape
+    # the normal equations hold one P × P matrix per member
+    check_fits_in_memory(f"`x` of shape {(E, P)}", E * P * P, itemsize=x.element_size())
     r, J = jacobian_fn(x)
     n = r.shape[1]
     g = torch.bmm(J.transpose(1, 2), r[:, :, None]).squeeze(-1)  # Jᵀr (E, P)

@@ -41,7 +41,20 @@ def cosine_lr(step: int, total_steps: int, lr: float, min_lr: float = 0.0) -> fl
 
     Returns:
         the learning rate of step t.
+
+    Raises:
+        TypeError/ValueError: ``step`` not an int ≥ 0, ``total_steps`` not an int ≥ 1, ``lr`` not
+            a finite real > 0 or ``min_lr`` not a finite real in [0, ``lr``] (the message names it).
     """
+    step = check_int("step", step, low=0)
+    total_steps = check_int("total_steps", total_steps, low=1)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
+    min_lr = check_real("min_lr", min_lr, low=0.0, high=lr)
+    return _cosine_lr(step, total_steps, lr, min_lr)
+
+
+def _cosine_lr(step: int, total_steps: int, lr: float, min_lr: float) -> float:
+    # the closed form of cosine_lr on checked arguments (called once per optimiser step)
     return min_lr + (lr - min_lr) * (1.0 + math.cos(math.pi * step / total_steps)) / 2.0
 
 
@@ -57,10 +70,27 @@ def warmup_cosine_lr(step: int, total_steps: int, warmup_steps: int, lr: float, 
 
     Returns:
         the learning rate of step t.
+
+    Raises:
+        TypeError/ValueError: ``step`` not an int ≥ 0, ``warmup_steps`` not an int ≥ 1,
+            ``total_steps`` not an int ≥ ``warmup_steps``, ``lr`` not a finite real > 0 or
+            ``min_lr`` not a finite real in [0, ``lr``] (the message names it).
     """
+    step = check_int("step", step, low=0)
+    warmup_steps = check_int("warmup_steps", warmup_steps, low=1)
+    if isinstance(total_steps, int) and not isinstance(total_steps, bool) and total_steps < warmup_steps:
+        raise ValueError(f"`total_steps` must be >= `warmup_steps`={warmup_steps}, got {total_steps}")
+    total_steps = check_int("total_steps", total_steps, low=1)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
+    min_lr = check_real("min_lr", min_lr, low=0.0, high=lr)
+    return _warmup_cosine_lr(step, total_steps, warmup_steps, lr, min_lr)
+
+
+def _warmup_cosine_lr(step: int, total_steps: int, warmup_steps: int, lr: float, min_lr: float) -> float:
+    # the closed form of warmup_cosine_lr on checked arguments (called once per optimiser step)
     if step < warmup_steps:
         return lr * ((step + 1) / warmup_steps)  # exactly lr at step W − 1
-    return cosine_lr(step - warmup_steps, max(1, total_steps - warmup_steps), lr, min_lr)
+    return _cosine_lr(step - warmup_steps, max(1, total_steps - warmup_steps), lr, min_lr)
 
 
 def check_schedule(
@@ -143,10 +173,10 @@ class StepRates:
     def rates(self, step: int) -> list[float]:
         """η_t of every parameter group at optimiser step ``step`` (the module docstring's formulas)."""
         if self.schedule == "cosine":
-            return [cosine_lr(step, self.total_steps, lr, self.min_lr) for lr in self.base_rates]
+            return [_cosine_lr(step, self.total_steps, lr, self.min_lr) for lr in self.base_rates]
         if self.schedule == "warmup_cosine":
             return [
-                warmup_cosine_lr(step, self.total_steps, self.warmup_steps, lr, self.min_lr) for lr in self.base_rates
+                _warmup_cosine_lr(step, self.total_steps, self.warmup_steps, lr, self.min_lr) for lr in self.base_rates
             ]
         return list(self.base_rates)
 
