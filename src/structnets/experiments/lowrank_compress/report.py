@@ -56,13 +56,12 @@ def _cell(values: pd.Series, scale: float, digits: int) -> str:
     return f"{values.mean():.{digits}f} ± {values.std(ddof=1):.{digits}f}"
 
 
-def _verdict(mean: float, p: float, higher_is_better: bool, what: str) -> str:
+def _verdict(mean: float, p: float, higher_is_better: bool) -> str:
     if math.isnan(p):
-        return f"one seed only: no test ({what})"
+        return "one pair only: no test"
     if p >= 0.05:
-        return f"no significant difference ({what})"
-    better = (mean > 0) == higher_is_better
-    return f"{'better' if better else 'worse'} (p < 0.05; {what})"
+        return "no significant difference"
+    return f"{'better' if (mean > 0) == higher_is_better else 'worse'} (p < 0.05)"
 
 
 def table(results: pd.DataFrame) -> str:
@@ -167,6 +166,6 @@ def _third_question(
         spread = "—" if math.isnan(std) else f"{scale * std:.{digits}f}"
         lines.append(
             f"| {_LABELS[a]} − {_LABELS[b]} | {scale * mean:+.{digits}f} ± {spread} | {t:.2f} | {p:.3g} | {n} | "
-            f"{_verdict(mean, p, higher, f'{_LABELS[a]} vs {_LABELS[b]}')} |"
+            f"{_verdict(mean, p, higher)} |"
         )
     return [*lines, ""]
