@@ -28,10 +28,14 @@ import structnets.data as data
 import structnets.models as models
 import structnets.nn as snn
 import structnets.protocol as protocol
+import structnets.runner as runner
+import structnets.runner.resolve as resolve
 import structnets.training as training
 import structnets.training.lbfgs as lbfgs
 import structnets.training.levenberg_marquardt as levenberg_marquardt
+import structnets.training.seed_batched as seed_batched
 from structnets.models.batched_dlor import build_batched
+from structnets.models.ensemble_mlp import EnsembleMLP
 
 from .strategies import (
     NOT_A_MODEL,
@@ -144,11 +148,71 @@ XFAIL_MORE: dict[str, str] = {
     "claims.load_run:run_dir": "non-path types raise os TypeError; '' raises ClaimsError not naming `run_dir`",
     "claims.claims_table:run_dirs": "a str is iterated per character; ints/None raise errors not naming `run_dirs`",
     "claims.claims_markdown:table": "a non-table or a table without the COLUMNS raises KeyError/TypeError not naming `table`",
+    # models/ensemble_mlp.py (being edited by another helper) and training/seed_batched.py (edited by another
+    # helper during this session): reported, not edited here
+    "models.ensemble_mlp.EnsembleMLP:activations": "activations=None raises 'NoneType' object is not iterable",
+    "models.ensemble_mlp.EnsembleMLP:d": "a huge d reaches torch.rand: TypeError (overflow) not naming `d`",
+    "models.ensemble_mlp.EnsembleMLP:width": "a huge width reaches torch.rand: TypeError (overflow) not naming `width`",
+    "models.ensemble_mlp.EnsembleMLP:depth": "a huge depth raises OverflowError/MemoryError",
+    "models.ensemble_mlp.EnsembleMLP:dtype": "a non-float dtype reaches Tensor.to(): RuntimeError/TypeError not naming `dtype`",
+    "models.ensemble_mlp.EnsembleMLP:generator": "generator=None is accepted (documented as required, it seeds the initialisation)",
+    "training.seed_batched.train_batched:net": "a non-module net raises '... object is not callable' not naming `net`",
+    "training.seed_batched.train_batched:X": "an (n, d, 2) X raises a torch RuntimeError (expand) not naming `X`",
+    "training.seed_batched.train_batched:y": "a non-tensor y raises AttributeError (reshape)",
+    "training.seed_batched.train_batched:X_test": "a non-tensor X_test reaches pad(): TypeError naming pad's `input`, not `X_test`",
+    "training.seed_batched.train_batched:y_test": "non-tensor y_test raises AttributeError; wrong length a RuntimeError; NaN y_test accepted",
+    "training.seed_batched.train_batched:lr": "text lr raises '/' TypeError not naming `lr` (checked only inside fit)",
+    "training.seed_batched.train_dense:lr": "text lr raises '/' TypeError not naming `lr`",
+    "training.seed_batched.train_vmapped:lr": "text lr raises '/' TypeError not naming `lr`",
+    # runner/resolve.py and runner/config.py: messages pinned by tests elsewhere (tests/runner/test_runner_registry.py
+    # lines 28 and 92, tests/runner/test_runner_config.py line 76, tests/cli/test_cli_commands.py line 91)
+    "runner.resolve_experiment:spec": "an unknown name or unimportable spec is named by value ('unknown experiment ...'), not as `spec`",
+    "runner.run:experiment": "an unknown name is named by value ('unknown experiment ...'); a non-experiment says 'experiment is not an experiment'",
+    "runner.load_results:experiment": "as runner.run:experiment",
+    "runner.report:experiment": "as runner.run:experiment",
+    "runner.compare_runs:experiment": "as runner.run:experiment",
+    "runner.parse_overrides:assignments": "a bad entry is named by its text or key ('--set expects key=value, got ...', '`arms` must be an int'), not as `assignments`",
+    "runner.apply_overrides:assignments": "as runner.parse_overrides:assignments",
+    "runner.config_from_json:data": "a bad entry is named by its key ('saved config key ...'), not as `data`",
     "constructive.rank_one_interpolant:x": "text raises float() ValueError not naming `x` (rank_one.py is being edited by another helper)",
     "constructive.rank_one_interpolant:y": "text raises float() ValueError not naming `y` (rank_one.py is being edited by another helper)",
     "constructive.rank_one_interpolant:dtype": "a non-float dtype reaches Module.to(): RuntimeError/TypeError not naming `dtype` (rank_one.py is being edited by another helper)",
 }
 """``entry:arg`` -> what is wrong, for the cases above that still fail (measured with measure.py)."""
+
+
+def _not_3d(value: Any) -> bool:
+    # an (n, d, 2) X feeds a model of d inputs (it maps the last axis); the mismatch is then y's
+    return not (isinstance(value, np.ndarray) and value.ndim == 3)
+
+
+def _toy() -> Any:
+    """The staged toy experiment of ``tests/runner`` (imported by its folder, as its conftest does)."""
+    import sys
+
+    folder = str(Path(__file__).resolve().parents[1] / "runner")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import toy_experiment
+
+    return toy_experiment
+
+
+def _set_default_registry(registry: Any) -> None:
+    previous = resolve._default_registry
+    try:
+        runner.set_default_registry(registry)
+    finally:
+        resolve._default_registry = previous
+
+
+_RUNS = iter(range(10**9))
+
+
+def _toy_run(**kw: Any) -> Any:
+    kw.setdefault("out_dir", SCRATCH / f"toy-{next(_RUNS)}")
+    kw.setdefault("jobs", 1)
+    return runner.run(**kw)
 
 
 def build_more_cases() -> list[Case]:
@@ -226,6 +290,105 @@ def build_more_cases() -> list[Case]:
         )
     )
     add(_cases("nn.ResidualExport", snn.ResidualExport, {"body": nn.Linear(2, 2)}, {"body": NOT_A_MODEL}))
+    torch.manual_seed(0)
+    square_layers = {
+        "nn.DLoRBranches.forward": snn.DLoRBranches(4, 1, 2),
+        "nn.DLoRParallel.forward": snn.DLoRParallel(4, 1, 2),
+        "nn.PowerClampedResidual.forward": snn.PowerClampedResidual(4, 3),
+        "nn.UnconstrainedResidual.forward": snn.UnconstrainedResidual(4, 3),
+    }
+    for entry, layer in square_layers.items():
+        add(
+            _cases(
+                entry,
+                lambda input, layer=layer: layer(input),
+                {"input": torch.ones(2, 4)},
+                {"input": st.sampled_from([None, "x", 3.0, np.ones((2, 4)), torch.ones(2, 3), torch.ones(4, 2)])},
+            )
+        )
+
+    # structnets.models.ensemble_mlp and structnets.training.seed_batched (seed-batched trainers, public modules)
+    ensemble_valid = {
+        "activations": ["tanh", "relu"],
+        "d": 2,
+        "width": 3,
+        "depth": 2,
+        "generator": torch.Generator().manual_seed(0),
+    }
+    add(
+        _cases(
+            "models.ensemble_mlp.EnsembleMLP",
+            EnsembleMLP,
+            ensemble_valid,
+            {
+                "activations": st.sampled_from([None, "tanh", [], ["nope"], [3], ("tanh", 3)]),
+                "d": bad_int(1),
+                "width": bad_int(1),
+                "depth": bad_int(2),
+                "generator": st.sampled_from([None, 0, "seed", np.random.default_rng(0)]),
+                "input_scale": bad_real(0.0, low_open=True),
+                "dtype": BAD_DTYPE,
+            },
+        )
+    )
+    torch.manual_seed(0)
+    batched = build_batched([0, 1], 2, 4, 2, 1, "deep", "tanh")
+    Xb, yb = torch.rand(8, 2), torch.rand(8)
+    add(
+        _cases(
+            "training.seed_batched.train_batched",
+            seed_batched.train_batched,
+            {"net": batched, "X": Xb, "y": yb, "X_test": Xb, "y_test": yb, "epochs": 1, "lr": 0.01, "eval_every": 1},
+            {
+                "net": NOT_A_MODEL,
+                "X": st.one_of(bad_matrix(8, 2), st.just(torch.ones(8, 3))),
+                "y": st.sampled_from([None, "y", torch.ones(5), torch.full((8,), math.nan), torch.ones(8, 2)]),
+                "X_test": st.one_of(bad_matrix(8, 2), st.just(torch.ones(8, 3))),
+                "y_test": st.sampled_from([None, "y", torch.ones(5), torch.full((8,), math.nan)]),
+                "epochs": bad_int(1),
+                "lr": bad_real(0.0, low_open=True),
+                "eval_every": bad_int(1, huge=False),
+                "threshold": bad_real(0.0, low_open=True),
+                "schedule": bad_choice(("cosine", "constant")),
+            },
+        )
+    )
+    add(
+        _cases(
+            "training.seed_batched.train_dense",
+            seed_batched.train_dense,
+            {"model": _regressor(2), "X": Xb, "y": yb, "epochs": 1, "lr": 0.01},
+            {
+                "model": NOT_A_MODEL,
+                "X": st.one_of(bad_matrix(8, 2).filter(_not_3d), st.just(torch.ones(8, 3))),
+                "y": st.sampled_from([None, "y", torch.ones(5), torch.full((8,), math.nan)]),
+                "epochs": bad_int(1),
+                "lr": bad_real(0.0, low_open=True),
+            },
+        )
+    )
+    add(
+        _cases(
+            "training.seed_batched.train_vmapped",
+            seed_batched.train_vmapped,
+            {
+                "models": [_regressor(2), _regressor(2)],
+                "X": Xb,
+                "y": yb,
+                "X_test": Xb,
+                "y_test": yb,
+                "epochs": 1,
+                "lr": 0.01,
+            },
+            {
+                "models": st.sampled_from([None, "mlp", [], [None], [_regressor(2), "mlp"]]),
+                "X": st.one_of(bad_matrix(8, 2).filter(_not_3d), st.just(torch.ones(8, 3))),
+                "y": st.sampled_from([None, "y", torch.ones(5), torch.full((8,), math.nan)]),
+                "epochs": bad_int(1),
+                "lr": bad_real(0.0, low_open=True),
+            },
+        )
+    )
 
     # structnets.models.batched_dlor (the seed-batched DLoR builder)
     add(
@@ -922,6 +1085,144 @@ def build_more_cases() -> list[Case]:
             {
                 "key": st.sampled_from([None, 3, "", b"a", ["a"]]),
                 "params": st.sampled_from([None, 3, "abc", [("a", 1)]]),
+            },
+        )
+    )
+
+    # structnets.runner (the toy experiment of tests/runner: one finished run folder for the readers)
+    toy = _toy()
+    config = toy.ToyConfig(arms=1, seeds=(0,), repeats=1, plot=False)
+    run_dir = SCRATCH / "toy-run"
+    runner.run("toy", config, run_dir, jobs=1, registry=toy.REGISTRY)
+    not_a_config = st.sampled_from([None, 3, "arms=2", {"arms": 2}, object(), toy.ToyConfig])
+    not_a_class = st.sampled_from([None, 3, "ToyConfig", config, dict])
+    assignments = st.sampled_from([None, 3, "arms=2", ["arms"], ["arms=x"], ["nope=1"], ["arms=2", 3], [b"arms=2"]])
+    add(_cases("runner.validate_config", runner.validate_config, {"config": config}, {"config": not_a_config}))
+    add(_cases("runner.config_to_json", runner.config_to_json, {"config": config}, {"config": not_a_config}))
+    add(
+        _cases(
+            "runner.describe_config",
+            runner.describe_config,
+            {"config_class": toy.ToyConfig},
+            {"config_class": not_a_class},
+        )
+    )
+    add(
+        _cases(
+            "runner.config_from_json",
+            runner.config_from_json,
+            {"config_class": toy.ToyConfig, "data": {"arms": 2}},
+            {
+                "config_class": not_a_class,
+                "data": st.sampled_from([None, 3, "arms", ["arms"], {"nope": 1}, {"arms": "x"}, {"arms": 0}, {3: 1}]),
+            },
+        )
+    )
+    add(
+        _cases(
+            "runner.parse_overrides",
+            runner.parse_overrides,
+            {"config_class": toy.ToyConfig, "assignments": ["arms=2"]},
+            {"config_class": not_a_class, "assignments": assignments},
+        )
+    )
+    add(
+        _cases(
+            "runner.apply_overrides",
+            runner.apply_overrides,
+            {"config": config, "assignments": ["arms=2"]},
+            {"config": not_a_config, "assignments": assignments},
+        )
+    )
+    add(
+        _cases(
+            "runner.resolve_device",
+            runner.resolve_device,
+            {"device": "cpu"},
+            {
+                "device": st.sampled_from([None, 3, "", "gpu", "cuda:x", "CPU ", "tpu"]),
+                "backend": bad_choice(("local", "ray")),
+                "gpus_per_unit": bad_real(0.0, low_open=True).filter(lambda v: v is not None),
+            },
+        )
+    )
+    add(
+        _cases(
+            "runner.resolve_experiment",
+            runner.resolve_experiment,
+            {"spec": "toy", "registry": toy.REGISTRY},
+            {
+                "spec": st.sampled_from([None, 3, "", "nope", "toy_experiment:NOPE", "no_such_module:X", ["toy"]]),
+                "registry": st.sampled_from([3, "toy", ["toy"], {"toy": 3}]),
+            },
+        )
+    )
+    add(
+        _cases(
+            "runner.set_default_registry",
+            _set_default_registry,
+            {"registry": toy.REGISTRY},
+            {"registry": st.sampled_from([None, 3, "toy", ["toy"]])},
+        )
+    )
+    readers_valid = {"run_dir": run_dir, "registry": toy.REGISTRY}
+    # (a missing or non-run folder is the documented StoreError, not driven)
+    bad_run_dir = NOT_A_PATH
+    add(
+        _cases(
+            "runner.load_results",
+            runner.load_results,
+            readers_valid,
+            {
+                "run_dir": bad_run_dir,
+                "experiment": st.sampled_from([3, "nope", ["toy"]]),
+                "registry": st.sampled_from([3, "toy", ["toy"]]),
+            },
+        )
+    )
+    add(
+        _cases(
+            "runner.report",
+            runner.report,
+            readers_valid,
+            {
+                "run_dir": bad_run_dir,
+                "experiment": st.sampled_from([3, "nope", ["toy"]]),
+                "figure_format": bad_choice(protocol.FIGURE_FORMATS),
+                "registry": st.sampled_from([3, "toy", ["toy"]]),
+            },
+        )
+    )
+    add(
+        _cases(
+            "runner.compare_runs",
+            runner.compare_runs,
+            {"run_a": run_dir, "run_b": run_dir, "registry": toy.REGISTRY},
+            {
+                "run_a": bad_run_dir,
+                "run_b": bad_run_dir,
+                "experiment": st.sampled_from([3, "nope", ["toy"]]),
+                "registry": st.sampled_from([3, "toy", ["toy"]]),
+            },
+        )
+    )
+    add(
+        _cases(
+            "runner.run",
+            _toy_run,
+            {"experiment": "toy", "config": config, "registry": toy.REGISTRY},
+            {
+                "experiment": st.sampled_from([None, 3, "", "nope", ["toy"]]),
+                "config": not_a_config.filter(lambda v: v is not None),  # None: the full default config
+                "out_dir": NOT_A_PATH,
+                "backend": bad_choice(("local", "ray")),
+                "jobs": bad_int(1, huge=False, none_ok=True),
+                "progress": st.sampled_from([3, "print", [print]]),
+                "device": st.sampled_from([3, "", "gpu", "tpu"]),
+                "gpus_per_unit": bad_real(0.0, low_open=True).filter(lambda v: v is not None),
+                "on_unit": st.sampled_from([3, "print", [print]]),
+                "figure_format": bad_choice(protocol.FIGURE_FORMATS),
+                "registry": st.sampled_from([3, "toy", ["toy"]]),
             },
         )
     )

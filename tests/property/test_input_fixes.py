@@ -230,3 +230,58 @@ def test_constructions_refuse_text_complex_and_unholdable_sizes():
     with pytest.raises(ValueError, match="`d`"):
         constructive.swish_approximator(math.sin, lambda a, x: x, HUGE, 1.5, 2, R=1.0)
     assert constructive.grid_points(2, 3).shape == (9, 2)
+
+
+def test_runner_entry_points_refuse_bad_folders_callbacks_devices_and_registries(tmp_path):
+    import structnets.runner as runner
+
+    with pytest.raises(ValueError, match="`backend` must be one of local, ray, got 'LOCAL'"):
+        runner.resolve_device("cpu", backend="LOCAL")
+    with pytest.raises(ValueError, match="`gpus_per_unit` must be a finite number > 0 or None"):
+        runner.resolve_device("cpu", gpus_per_unit=math.nan)
+    assert runner.resolve_device("cpu") == "cpu"
+    assert runner.resolve_device("auto", backend="ray", gpus_per_unit=0.5) == "cuda"
+    with pytest.raises(TypeError, match="`assignments` must be an iterable of 'key=value' strings"):
+        runner.parse_overrides(_Config, "seed=1")  # a str would be split into characters
+    with pytest.raises(TypeError, match=r"`assignments\[1\]` must be a 'key=value' str"):
+        runner.parse_overrides(_Config, ["seed=1", 2])
+    assert runner.parse_overrides(_Config, ["seed=1"]) == {"seed": 1}
+    with pytest.raises(TypeError, match="`data` \\(a saved config\\) must be a JSON object, got list"):
+        runner.config_from_json(_Config, [("seed", 1)])
+    with pytest.raises(TypeError, match="`registry` must map names to 'module.path:OBJECT' strings"):
+        runner.resolve_experiment("toy", {"toy": 3})
+    for call, name in (
+        (lambda: runner.run("toy", None, 3, registry={}), "out_dir"),
+        (lambda: runner.run("toy", None, tmp_path / "r", progress="print", registry={}), "progress"),
+        (lambda: runner.run("toy", None, tmp_path / "r", on_unit=[print], registry={}), "on_unit"),
+        (lambda: runner.load_results(1.5), "run_dir"),
+        (lambda: runner.report(None), "run_dir"),
+        (lambda: runner.compare_runs(tmp_path, object()), "run_b"),
+    ):
+        with pytest.raises(TypeError, match=f"`{name}` must be"):
+            call()
+    with pytest.raises(ValueError, match="`run_a` must name a folder"):
+        runner.compare_runs("", tmp_path)
+    assert not (tmp_path / "r").exists()  # refused before the run folder is created
+
+
+def test_square_layers_name_a_bad_forward_input():
+    from structnets.nn import DLoRLinear, GradientStepResidual, PowerClampedResidual, UnconstrainedResidual
+
+    torch.manual_seed(0)
+    x = torch.randn(5, 4, dtype=torch.float64)
+    for layer in (
+        DLoRLinear(4, 1, dtype=torch.float64),
+        DLoRBranches(4, 1, 2, dtype=torch.float64),
+        DLoRParallel(4, 1, 2, dtype=torch.float64),
+        GradientStepResidual(4, 3, dtype=torch.float64),
+        PowerClampedResidual(4, 3, dtype=torch.float64),
+        UnconstrainedResidual(4, 3, dtype=torch.float64),
+    ):
+        with pytest.raises(TypeError, match="`input` must be a torch.Tensor, got ndarray"):
+            layer(x.numpy())
+        with pytest.raises(ValueError, match=r"`input` must have last dimension features=4, got shape \(5, 3\)"):
+            layer(x[:, :3])
+        assert layer(x).shape == (5, 4)
+    dlor = DLoRLinear(4, 1, dtype=torch.float64)
+    torch.testing.assert_close(dlor(x), x @ dlor.to_dense().T + dlor.bias, rtol=1e-12, atol=1e-12)

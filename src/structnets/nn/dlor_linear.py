@@ -89,6 +89,12 @@ class DLoRLinear(nn.Module):
             nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if not isinstance(input, torch.Tensor):
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
+        if input.dim() == 0 or input.shape[-1] != self.features:
+            raise ValueError(
+                f"`input` must have last dimension features={self.features}, got shape {tuple(input.shape)}"
+            )
         low_rank = nn.functional.linear(input @ self.V, self.U, self.bias)
         return low_rank + self.alpha * input
 

@@ -168,7 +168,9 @@ class GradientStepResidual(nn.Module):
         return _tau_round_down(step, square, self.weight.dtype)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        if input.shape[-1] != self.features:
+        if not isinstance(input, torch.Tensor):
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
+        if input.dim() == 0 or input.shape[-1] != self.features:
             raise ValueError(
                 f"`input` must have last dimension features={self.features}, got shape {tuple(input.shape)}"
             )

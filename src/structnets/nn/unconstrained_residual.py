@@ -58,6 +58,12 @@ class UnconstrainedResidual(nn.Module):
         self.outer.reset_parameters()
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if not isinstance(input, torch.Tensor):
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
+        if input.dim() == 0 or input.shape[-1] != self.features:
+            raise ValueError(
+                f"`input` must have last dimension features={self.features}, got shape {tuple(input.shape)}"
+            )
         return input + self.outer(torch.relu(self.inner(input)))
 
     @torch.no_grad()

@@ -53,6 +53,15 @@ class RunComparison:
     shared: int
 
 
+def _folder(name: str, value: Any) -> Path:
+    """``value`` as the Path of a folder argument, or ``TypeError`` naming ``name`` (and ``ValueError`` for "")."""
+    if not isinstance(value, str | os.PathLike):
+        raise TypeError(f"`{name}` must be a str or os.PathLike folder, got {value!r:.80} ({type(value).__name__})")
+    if os.fspath(value) == "":
+        raise ValueError(f"`{name}` must name a folder, got ''")
+    return Path(value)
+
+
 def _stored_experiment(run_dir: Path) -> str:
     from .store import ResultStore
 
@@ -98,7 +107,7 @@ def compare_runs(
     from .config import config_to_json
     from .orchestrate import load_results
 
-    run_a, run_b = Path(run_a), Path(run_b)
+    run_a, run_b = _folder("run_a", run_a), _folder("run_b", run_b)
     name_a, name_b = _stored_experiment(run_a), _stored_experiment(run_b)
     if name_a != name_b:
         raise RunnerError(

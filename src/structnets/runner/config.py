@@ -126,9 +126,13 @@ def parse_overrides(config_class: type, assignments: Iterable[str]) -> dict[str,
         ValueError: an assignment has no ``=``, names an unknown field (the message lists the valid
             ones), or has a value of the wrong type.
     """
+    if isinstance(assignments, str | bytes) or not isinstance(assignments, Iterable):
+        raise TypeError(f"`assignments` must be an iterable of 'key=value' strings, got {assignments!r:.80}")
     fields = field_types(config_class)
     out: dict[str, Any] = {}
-    for assignment in assignments:
+    for index, assignment in enumerate(assignments):
+        if not isinstance(assignment, str):
+            raise TypeError(f"`assignments[{index}]` must be a 'key=value' str, got {assignment!r:.80}")
         key, sep, text = assignment.partition("=")
         key = key.strip()
         if not sep or not key:
@@ -234,7 +238,7 @@ def config_from_json(config_class: type, data: Mapping[str, Any]) -> Any:
         TypeError: ``data`` is not a mapping.
     """
     if not isinstance(data, Mapping):
-        raise TypeError(f"saved config must be a JSON object, got {type(data).__name__}")
+        raise TypeError(f"`data` (a saved config) must be a JSON object, got {type(data).__name__}")
     fields = field_types(config_class)
     unknown = sorted(set(data) - set(fields))
     if unknown:

@@ -49,12 +49,22 @@ def resolve_device(device: str, *, backend: str = "local", gpus_per_unit: float 
         ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
 
     Raises:
-        InvalidConfigError: an unknown device name.
+        InvalidConfigError: an unknown device name or backend, or ``gpus_per_unit`` not a finite
+            number > 0 or None.
         DeviceUnavailableError: ``cuda`` without a usable GPU (no CUDA build of torch, no driver,
             no visible device, ``cuda:N`` beyond the device count), or without ``gpus_per_unit``
             on Ray.
     """
     device = _check_name(device, "`device`")
+    # the checks of make_backend, so that a direct call refuses what run() would
+    if backend not in ("local", "ray"):
+        raise InvalidConfigError(f"`backend` must be one of local, ray, got {backend!r}")
+    if gpus_per_unit is not None and (
+        isinstance(gpus_per_unit, bool)
+        or not isinstance(gpus_per_unit, (int, float))
+        or not (0 < gpus_per_unit < float("inf"))
+    ):
+        raise InvalidConfigError(f"`gpus_per_unit` must be a finite number > 0 or None, got {gpus_per_unit!r}")
     if backend == "ray":
         wants_gpu = bool(gpus_per_unit)
         if device == "auto":

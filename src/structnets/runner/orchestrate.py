@@ -54,6 +54,15 @@ RUN_INFO = "run_info.json"
 FIGURES = "figures"
 
 
+def _folder(name: str, value: Any) -> Path:
+    """``value`` as the Path of a folder argument, or ``TypeError`` naming ``name`` (and ``ValueError`` for "")."""
+    if not isinstance(value, str | os.PathLike):
+        raise TypeError(f"`{name}` must be a str or os.PathLike folder, got {value!r:.80} ({type(value).__name__})")
+    if os.fspath(value) == "":
+        raise ValueError(f"`{name}` must name a folder, got ''")
+    return Path(value)
+
+
 def _check_config(experiment: Experiment, config: Any) -> Any:
     if config is None:
         return experiment.config_class()
@@ -281,6 +290,10 @@ def run(
         :mod:`multiprocessing` program. Workers see the environment as it is when ``run`` starts
         the pool.
     """
+    out = _folder("out_dir", out_dir)
+    for name, callback in (("progress", progress), ("on_unit", on_unit)):
+        if callback is not None and not callable(callback):
+            raise TypeError(f"`{name}` must be callable or None, got {callback!r:.80}")
     table = get_registry(registry)
     exp = resolve_experiment(experiment, table)
     ref = experiment if isinstance(experiment, str) else experiment_ref(exp, table)
@@ -293,7 +306,6 @@ def run(
     # Workers get a spec, never a bare name: they resolve it without a registry.
     worker_ref = None if ref is None else worker_spec(ref, table)
     backend_obj: Backend = make_backend(backend, exp, worker_ref, jobs, gpus_per_unit=gpus_per_unit)
-    out = Path(out_dir)
     _make_folder(out)
     with run_lock(out), figure_format_context(figure_format):
         return _run_locked(exp, ref, config, config_json, backend_obj, backend, out, progress, on_unit)
@@ -480,7 +492,7 @@ def load_results(
             config does not fit the experiment, or a row is malformed (the row is named).
         UntrustedExperimentError: the folder names an experiment that is not registered.
     """
-    loaded = _load(Path(run_dir), experiment, registry)
+    loaded = _load(_folder("run_dir", run_dir), experiment, registry)
     return loaded.experiment, loaded.config, loaded.frame
 
 
@@ -513,7 +525,7 @@ def report(
         ExperimentError: the experiment's ``report`` or ``figures`` failed on a finished run.
     """
     _check_figure_format(figure_format)
-    run_dir = Path(run_dir)
+    run_dir = _folder("run_dir", run_dir)
     if run_dir.is_dir():
         _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
     loaded = _load(run_dir, experiment, registry)

@@ -90,6 +90,8 @@ def _import_spec(spec: str) -> Any:
 def _registered(name: str, registry: Registry) -> Any:
     """The object registered as ``name``; an import failure of its module propagates as is (a broken install)."""
     spec = registry[name]
+    if not isinstance(spec, str):
+        raise TypeError(f"`registry` must map names to 'module.path:OBJECT' strings, got {spec!r:.80} for {name!r}")
     module_name, _, attr = spec.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
