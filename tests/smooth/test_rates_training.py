@@ -311,3 +311,17 @@ def test_ensemble_rejects_bad_arguments() -> None:
     net = EnsembleMLP(["relu", "tanh"], 1, 4, 2, generator=generator)
     with pytest.raises(ValueError, match="`x` must have shape"):
         net.outputs(net.x[:, :-1], torch.zeros(2, 3, 1, dtype=torch.float64))
+
+
+def test_mse_and_grad_over_blocks_of_points_equals_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocked sweep (blocks of 7 points here, the last one shorter) sums to the one-block sweep."""
+    import structnets.models.ensemble_mlp as ensemble_mlp
+
+    net, X, y = _mixed_ensemble(3)
+    value, grad = net.mse_and_grad(net.x, X, y)
+    monkeypatch.setattr(ensemble_mlp, "CHUNK_ELEMENTS", 6 * 6 * 7)  # 6 members × width 6 × 7 points
+    blocked_value, blocked_grad = net.mse_and_grad(net.x, X, y)
+    torch.testing.assert_close(blocked_value, value, rtol=1e-14, atol=0)
+    assert torch.all((blocked_grad - grad).abs() <= 1e-14 * grad.abs().amax(dim=1, keepdim=True))
+    with pytest.raises(ValueError, match="targets"):
+        net.mse_and_grad(net.x, X, y[:, :-1])

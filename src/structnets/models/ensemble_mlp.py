@@ -8,10 +8,11 @@ activation's members are contiguous, and each block applies its own σ.
 Besides a differentiable :meth:`EnsembleMLP.forward`, the class gives, without autograd,
 
 * :meth:`EnsembleMLP.mse_and_grad`: the per-member mean squared errors L_e = ‖o_e − y_e‖²/m and
-  their gradients ∇L_e (E, P) by one backward sweep. It performs the same floating-point operations
-  as autograd on ``((forward(x) − y)²).mean(1).sum()`` (the activations' derivatives are ATen's own
-  backward kernels), so it returns the same numbers, without building a graph or concatenating
-  the activation blocks (a test checks equality);
+  their gradients ∇L_e (E, P) by one hand-written backward sweep, equal to autograd's to float64
+  rounding (tested). It is 1.1–2.8× faster than autograd on ``smoothness-rates``' units (CPU time,
+  ``benchmarks/rates_refiners.py --gradients``): no graph, no concatenation of the activation
+  blocks, broadcast products for layers with one input or one output, GELU and its derivative in
+  one pass, and blocks of points small enough for the per-core cache (the sweep is memory-bound);
 * :meth:`EnsembleMLP.jacobian`: the per-point Jacobians (E, m, P) for Gauss–Newton methods.
 
 Both accept ``members``, a sorted subset of the (internal) member indices, so optimisers can
@@ -38,6 +39,13 @@ ACTIVATION_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 """The activations an :class:`EnsembleMLP` member may use (σ applied elementwise)."""
 
 _aten = torch.ops.aten
+
+CHUNK_ELEMENTS = 2**17
+"""Hidden activations per block of points in :meth:`EnsembleMLP.mse_and_grad` (1 MiB in float64).
+
+The sweep is memory-bound (about 20 elementwise passes over every (E, m, width) activation
+array), so it runs over blocks of points whose arrays stay in the per-core cache and sums their
+losses and gradients; the result equals the one-block sweep to rounding."""
 
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -130,9 +138,8 @@ class EnsembleMLP:
     Attributes:
         x: (E, P) initial parameters in the internal member order; per layer l, W_l row-major as
             (fan_in, fan_out), then b_l.
-        order, inverse: internal index = ``order``[caller index]... precisely, ``x[i]`` is the
-            caller's member ``order[i]``, and ``inverse`` maps back (``values[inverse]`` restores
-            the caller's order).
+        order, inverse: ``x[i]`` is the caller's member ``order[i]``; ``values[inverse]`` puts
+            per-member values computed in the internal order back in the caller's order.
         names: activation name of every internal member.
     """
 
@@ -278,8 +285,9 @@ class EnsembleMLP:
 
         L_e = (1/m) Σ_i (o_e(inputs_ei) − targets_ei)², ∂L_e/∂o_ei = (1/m)·2r_ei, then for each
         layer z_l = h_{l−1}W_l + b_l: ∂L/∂W_l = h_{l−1}ᵀδ_l, ∂L/∂b_l = Σ_i δ_l,i and
-        δ_{l−1} = (δ_l W_lᵀ) ⊙ σ′(z_{l−1}). These are the operations autograd performs on
-        ``((forward(x) − targets)**2).mean(1).sum()``, in the same order with the same kernels.
+        δ_{l−1} = (δ_l W_lᵀ) ⊙ σ′(z_{l−1}), over blocks of points (``CHUNK_ELEMENTS``) whose sums
+        are added. The same quantities autograd computes on ``((forward(x) − targets)**2).mean(1)``,
+        to float64 rounding.
 
         Args:
             x: (E', P) parameters; inputs: (E', m, d); targets: (E', m).
@@ -289,19 +297,39 @@ class EnsembleMLP:
             (losses (E',), gradients (E', P)), both detached.
         """
         x = x.detach()
+        self._check_members(x, inputs, members)
+        if targets.shape != inputs.shape[:2]:
+            raise ValueError(f"`targets` must have shape {tuple(inputs.shape[:2])}, got {tuple(targets.shape)}")
+        m = inputs.shape[1]
+        width = max(shape[1] for shape in self.shapes[::2])
+        chunk = max(1, CHUNK_ELEMENTS // max(1, x.shape[0] * width))
+        if chunk >= m:
+            squares, grad = self._chunk_sums(x, inputs, targets, members, m)
+        else:
+            squares = torch.zeros(x.shape[0], dtype=x.dtype)
+            grad = torch.zeros_like(x)
+            for start in range(0, m, chunk):
+                part_squares, part_grad = self._chunk_sums(
+                    x, inputs[:, start : start + chunk], targets[:, start : start + chunk], members, m
+                )
+                squares += part_squares
+                grad += part_grad
+        return squares / m, grad
+
+    def _chunk_sums(
+        self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor, members: torch.Tensor | None, m: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Σ_i r_ei² and Σ_i ∇(r_ei²/m) over the points of one chunk (m: the total number of points)."""
         weights, _ = self._layers(x)
         hs, zs, acts, out = self._hidden(x, inputs, members)
         residual = out - targets
-        losses = (residual**2).mean(dim=1)
-        m = residual.shape[1]
-        # mean's backward (1/m, rounded), then pow's: (1/m)·(2·r).
-        delta = (torch.ones_like(residual) / m * (2 * residual))[:, :, None]
+        squares = (residual * residual).sum(dim=1)
+        delta = (residual * (2.0 / m))[:, :, None]
         grad = torch.empty_like(x)
         parts = grad.split([math.prod(shape) for shape in self.shapes], dim=1)
         runs = self._runs(members)
         for layer in reversed(range(len(weights))):
             rows, fan_in, fan_out = weights[layer].shape
-            # Into fresh tensors, then copied: a strided ``out=`` can change the kernel's summation order.
             parts[2 * layer].view(rows, fan_in, fan_out).copy_(_weight_grad(hs[layer], delta))
             parts[2 * layer + 1].view(rows, 1, fan_out).copy_(delta.sum(dim=1, keepdim=True))
             if layer > 0:
@@ -310,7 +338,7 @@ class EnsembleMLP:
                 z, a = zs[layer - 1], acts[layer - 1]
                 for name, start, stop in runs:
                     _backward_into(name, grad_a[start:stop], z[start:stop], a[start:stop], delta[start:stop])
-        return losses, grad
+        return squares, grad
 
     def jacobian(
         self, x: torch.Tensor, inputs: torch.Tensor, members: torch.Tensor | None = None
