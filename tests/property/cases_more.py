@@ -7,7 +7,9 @@ here runs in ``test_bad_input.py`` and is counted by ``measure.py`` like the oth
 
 from __future__ import annotations
 
+import atexit
 import math
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +55,8 @@ X12 = _RNG.random((12, 3))
 Y12 = _RNG.random(12)
 LABELS12 = np.arange(12) % 3
 SCRATCH = Path(tempfile.mkdtemp(prefix="structnets-property-"))
-"""Folder the atomic writers write into (valid paths); bad values never reach the disk."""
+"""Folder the atomic writers, the toy run and the checkpoints write into; removed at exit."""
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 NOT_A_PATH = st.sampled_from([None, 3, 1.5, object(), ["a"], ""])
 NOT_A_CALLABLE = st.sampled_from([None, "f", 3, np.ones(2)])
