@@ -27,10 +27,10 @@ TINY = LowRankCompressConfig(
     seeds=(0, 1),
     width=16,
     depth=3,
-    epochs=12,
+    epochs=30,
     finetune_epochs=2,
-    batch_size=32,
-    lr=5e-3,
+    batch_size=128,  # few optimiser steps: iris is one batch per epoch
+    lr=1e-2,
     finetune_lr=1e-3,
 )
 
