@@ -115,11 +115,49 @@ class PairedTest:
         return f"paired t = {self.t:.2f}, p = {self.p:.3g}, {self.pairs} pairs"
 
 
+def _sample(value: Any, name: str) -> np.ndarray:
+    """``value`` as a 1-D float64 array of finite reals, or a ValueError/TypeError naming ``name``."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"`{name}` must be a 1-D array of real numbers, got {value!r:.80}")
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as e:  # ragged nested sequences
+        raise TypeError(f"`{name}` must be a 1-D array of real numbers, got {value!r:.80} ({e})") from None
+    if raw.dtype.kind not in "biufO":
+        raise TypeError(f"`{name}` must hold real numbers, got an array of dtype {raw.dtype}: {value!r:.80}")
+    try:
+        array = raw.astype(float)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"`{name}` must hold real numbers, got {value!r:.80} ({e})") from None
+    if array.ndim != 1:
+        raise ValueError(f"`{name}` must be 1-D (one value per pair), got shape {array.shape}")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise ValueError(f"`{name}` must be finite, got {array[bad[0]]} at index {int(bad[0])}")
+    return array
+
+
 def paired_t_test(a: np.ndarray, b: np.ndarray) -> PairedTest:
-    """Two-sided paired t-test of ``a − b`` (scipy's ``ttest_rel``); identical samples give t = 0, p = 1."""
+    """Two-sided paired t-test of ``a − b`` (scipy's ``ttest_rel``); identical samples give t = 0, p = 1.
+
+    With ``d = a − b`` over ``n`` pairs, ``t = mean(d) / (sd(d) / √n)`` (sample sd, ddof = 1) and
+    ``p = 2 · P(T_{n−1} > |t|)``. A constant nonzero difference gives ``t = ±∞``, p = 0; fewer than
+    two pairs give ``t = p = NaN``.
+
+    Args:
+        a: one finite value per pair (1-D).
+        b: the paired values, the same shape as ``a``.
+
+    Returns:
+        :class:`PairedTest` (t, p, number of pairs, mean of ``a − b``).
+
+    Raises:
+        TypeError: ``a`` or ``b`` is not an array of real numbers.
+        ValueError: ``a`` or ``b`` is not 1-D, holds NaN/inf, or their shapes differ.
+    """
     from scipy import stats
 
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a, b = _sample(a, "a"), _sample(b, "b")
     if a.shape != b.shape:
         raise ValueError(f"`a` and `b` must have one shape, got {a.shape} and {b.shape}")
     n = int(a.size)

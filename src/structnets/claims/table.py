@@ -51,40 +51,59 @@ class Run:
 def load_run(run_dir: str | os.PathLike[str]) -> Run:
     """Read a finished run folder for the claims table.
 
+    Args:
+        run_dir: the run folder (``structnets run NAME --out RUN_DIR``), a str or path.
+
+    Returns:
+        The folder's :class:`Run`: experiment name, typed config, results table and preset.
+
     Raises:
-        ClaimsError: the folder does not exist, has no readable ``run_info.json``, its run is not
-            finished (the message says how many units are finished and how to finish it), or its
-            ``results.db`` is missing or unreadable (the message says how to replace it).
+        TypeError: ``run_dir`` is not a str or ``os.PathLike``.
+        ClaimsError: ``run_dir`` is empty or does not exist, has no readable ``run_info.json``,
+            its run is not finished (the message says how many units are finished and how to
+            finish it), or its ``results.db`` is missing or unreadable (the message says how to
+            replace it).
     """
+    return _load_run(run_dir, "run_dir")
+
+
+def _load_run(run_dir: Any, name: str) -> Run:
+    """:func:`load_run`, its messages naming the argument as ``name`` (``run_dir`` or ``run_dirs[i]``)."""
     from .. import experiments  # noqa: F401  (importing it registers the experiments with the runner)
     from ..runner import RunnerError, load_results
 
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"`{name}` must be a run folder path (str or os.PathLike), got {run_dir!r:.80}")
+    if isinstance(run_dir, str) and not run_dir.strip():
+        raise ClaimsError(f"`{name}` must name a run folder, got the empty path {run_dir!r}")
     path = Path(run_dir)
     if not path.is_dir():
-        raise ClaimsError(f"run folder {str(path)!r} does not exist")
+        raise ClaimsError(f"run folder {str(path)!r} (`{name}`) does not exist or is not a folder")
     info_path = path / "run_info.json"
     try:
         info = json.loads(info_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ClaimsError(f"{path} has no run_info.json: not a run folder (or a run that never started)") from None
+        raise ClaimsError(
+            f"{path} (`{name}`) has no run_info.json: not a run folder (or a run that never started)"
+        ) from None
     except (OSError, ValueError) as e:
-        raise ClaimsError(f"{info_path} is unreadable: {e}") from None
+        raise ClaimsError(f"{info_path} (`{name}`) is unreadable: {e}") from None
     if not isinstance(info, dict):
-        raise ClaimsError(f"{info_path} is not a JSON object")
+        raise ClaimsError(f"{info_path} (`{name}`) is not a JSON object")
     status = info.get("status")
     raw_units = info.get("units")
     units: dict[str, Any] = raw_units if isinstance(raw_units, dict) else {}
     if status != "finished":
         raise ClaimsError(
-            f"{path} is an incomplete run (status {status!r}, {units.get('finished', '?')} of {units.get('total', '?')} "
-            f"units known so far finished); finish it with `structnets run {info.get('experiment', 'NAME')} --out {path}` "
-            "or leave it out"
+            f"{path} (`{name}`) is an incomplete run (status {status!r}, {units.get('finished', '?')} of "
+            f"{units.get('total', '?')} units known so far finished); finish it with `structnets run "
+            f"{info.get('experiment', 'NAME')} --out {path}` or leave it out"
         )
     try:
         experiment, config, results = load_results(path)
     except RunnerError as e:
         raise ClaimsError(
-            f"{path}: {e}; re-run the experiment into a new folder (`structnets run "
+            f"{path} (`{name}`): {e}; re-run the experiment into a new folder (`structnets run "
             f"{info.get('experiment', 'NAME')} --out NEW_DIR`) or leave this folder out"
         ) from None
     return Run(path, experiment.name, config, results, _preset(experiment.config_class, config))
@@ -115,24 +134,38 @@ def claims_table(run_dirs: Sequence[str | os.PathLike[str]], claims: Sequence[Cl
         A DataFrame with columns :data:`COLUMNS`, one row per claim, in the order of ``claims``.
 
     Raises:
+        TypeError: ``run_dirs`` is a single path (a str or ``os.PathLike``) or not a sequence, or
+            one of its entries is not a path.
         ClaimsError: no run folder given, a folder is missing or unfinished, two folders hold one
             experiment, or a folder holds an experiment no claim uses.
     """
+    if isinstance(run_dirs, (str, bytes, os.PathLike)):
+        raise TypeError(
+            f"`run_dirs` must be a sequence of run folders, got the single path {run_dirs!r:.80}; pass [{run_dirs!r:.80}]"
+        )
+    if not isinstance(run_dirs, Sequence):
+        raise TypeError(f"`run_dirs` must be a sequence (list or tuple) of run folders, got {run_dirs!r:.80}")
     if not run_dirs:
-        raise ClaimsError("give at least one run folder (`structnets claims RUN_DIR ...`)")
+        raise ClaimsError("`run_dirs` is empty: give at least one run folder (`structnets claims RUN_DIR ...`)")
+    for i, run_dir in enumerate(run_dirs):
+        if not isinstance(run_dir, (str, os.PathLike)):
+            raise TypeError(f"`run_dirs[{i}]` must be a run folder path (str or os.PathLike), got {run_dir!r:.80}")
     runs: dict[str, Run] = {}
+    given: dict[str, int] = {}
     used = {claim.experiment for claim in claims}
-    for run_dir in run_dirs:
-        loaded = load_run(run_dir)
+    for i, run_dir in enumerate(run_dirs):
+        loaded = _load_run(run_dir, f"run_dirs[{i}]")
         if loaded.experiment in runs:
             raise ClaimsError(
-                f"two runs of {loaded.experiment!r} given ({runs[loaded.experiment].path} and {loaded.path}); "
-                "pass one per experiment"
+                f"two runs of {loaded.experiment!r} given ({runs[loaded.experiment].path} as "
+                f"`run_dirs[{given[loaded.experiment]}]` and {loaded.path} as `run_dirs[{i}]`); pass one per experiment"
             )
         if loaded.experiment not in used:
             raise ClaimsError(
-                f"{loaded.path} holds {loaded.experiment!r}, which no claim uses; claims use: {', '.join(sorted(used))}"
+                f"{loaded.path} (`run_dirs[{i}]`) holds {loaded.experiment!r}, which no claim uses; claims use: "
+                f"{', '.join(sorted(used))}"
             )
+        given[loaded.experiment] = i
         runs[loaded.experiment] = loaded
     records = []
     for claim in claims:
@@ -178,7 +211,29 @@ def verdict_rules() -> str:
 
 
 def claims_markdown(table: pd.DataFrame) -> str:
-    """The Markdown page of a :func:`claims_table`: a verdict count, then one table per paper."""
+    """The Markdown page of a :func:`claims_table`: a verdict count, then one table per paper.
+
+    Args:
+        table: a :func:`claims_table` result (a DataFrame with every column of :data:`COLUMNS`).
+
+    Returns:
+        The page: a title, how verdicts are decided, the verdict counts, then per paper a table of
+        claim, paper value, ours, verdict, test and evidence.
+
+    Raises:
+        TypeError: ``table`` is not a DataFrame.
+        ValueError: ``table`` lacks some of :data:`COLUMNS`.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(
+            f"`table` must be a pandas DataFrame from claims_table, got {type(table).__name__}: {table!r:.80}"
+        )
+    missing = [column for column in COLUMNS if column not in table.columns]
+    if missing:
+        raise ValueError(
+            f"`table` must have the claims_table columns {list(COLUMNS)}; it lacks {missing} "
+            f"(has {[str(c) for c in table.columns][:12]})"
+        )
     counts = table["verdict"].value_counts()
     lines = [
         "# Every headline claim, paper beside ours",

@@ -56,6 +56,8 @@ def rank_one_interpolant(
         an ``nn.Sequential`` mapping ``(*, d)`` → ``(*, 1)`` (``d = 1`` for scalar inputs).
 
     Raises:
+        TypeError: ``x`` or ``y`` is not an array of real numbers, or ``dtype`` is not a
+            floating-point torch dtype.
         ValueError: duplicate inputs (naming the two indices), mismatched lengths, non-finite
             values, no points, or a solve whose residual exceeds max(1e-9, 8u·spread/gap)·max(1, max|y|) (rounding
             amplified by the ratio of the inputs' spread to their smallest gap, while that ratio
@@ -69,8 +71,10 @@ def rank_one_interpolant(
     from ..nn import activation as make_activation
 
     check_choice("activation", activation, [a for a in ACTIVATIONS if a != "identity"])
-    inputs = torch.as_tensor(np.asarray(x, dtype=np.float64))
-    targets = torch.as_tensor(np.asarray(y, dtype=np.float64))
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"`dtype` must be a floating-point torch.dtype (e.g. torch.float64), got {dtype!r}")
+    inputs = torch.as_tensor(_real_array("x", x))
+    targets = torch.as_tensor(_real_array("y", y))
     if inputs.ndim == 1:
         inputs = inputs[:, None]
     if inputs.ndim != 2 or inputs.shape[0] < 1:
@@ -114,6 +118,27 @@ def rank_one_interpolant(
         output.v.copy_(coefficients)
         output.bias.zero_()
     return nn.Sequential(hidden, sigma, output).to(dtype)
+
+
+def _real_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float64 array, or a TypeError naming ``name`` (text, None, complex, objects)."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"`{name}` must be an array of real numbers, got {value!r:.80}")
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        if value.is_complex():
+            raise TypeError(f"`{name}` must hold real numbers, got a tensor of dtype {value.dtype}")
+        return value.to(torch.float64).numpy()
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as e:  # ragged nested sequences
+        raise TypeError(f"`{name}` must be an array of real numbers, got {value!r:.80} ({e})") from None
+    if raw.dtype.kind not in "biufO":
+        raise TypeError(f"`{name}` must hold real numbers, got an array of dtype {raw.dtype}: {value!r:.80}")
+    try:
+        return raw.astype(np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"`{name}` must hold real numbers, got {value!r:.80} ({e})") from None
 
 
 def _interpolation_failure(

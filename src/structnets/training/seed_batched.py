@@ -30,7 +30,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import MAX_STEPS, check_choice, check_int, check_real
+from ._data import as_tensor, check_rows, device_and_dtype
 
 SCHEDULES: tuple[str, ...] = ("cosine", "constant")
 """Learning-rate schedules of :func:`train_batched`: cosine decay to lr/100, or constant."""
@@ -67,6 +68,54 @@ def _per_seed_mse(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ((output - target) ** 2).mean(dim=(1, 2))
 
 
+def _check_module(name: str, value: object) -> nn.Module:
+    if not isinstance(value, nn.Module):
+        raise TypeError(f"`{name}` must be a torch.nn.Module, got {value!r:.80} ({type(value).__name__})")
+    return value
+
+
+def _check_data(
+    model: nn.Module, X: object, y: object, x_name: str, y_name: str, width: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``X`` as an (n, d) tensor and ``y`` as (n,) on ``model``'s device and dtype, finite, n ≥ 1.
+
+    ``width``: the number of columns ``X`` must have (the training inputs' d, for test data).
+    Each failure is a ValueError/TypeError naming ``x_name`` or ``y_name``.
+    """
+    device, dtype = device_and_dtype(model)
+    if X is None or isinstance(X, (str, bytes)):
+        raise TypeError(f"`{x_name}` must be an (n, d) tensor of inputs, got {X!r:.80}")
+    if y is None or isinstance(y, (str, bytes)):
+        raise TypeError(f"`{y_name}` must be an (n,) tensor of targets, got {y!r:.80}")
+    inputs = as_tensor(X, x_name, dtype, device, "real")
+    targets = as_tensor(y, y_name, dtype, device, "real")
+    if inputs.ndim != 2:
+        raise ValueError(f"`{x_name}` must have shape (n, d), got shape {tuple(inputs.shape)}")
+    if width is not None and inputs.shape[1] != width:
+        raise ValueError(
+            f"`{x_name}` must have the {width} columns of the training inputs, got shape {tuple(inputs.shape)}"
+        )
+    if not (targets.ndim == 1 or (targets.ndim == 2 and targets.shape[1] == 1)):
+        raise ValueError(f"`{y_name}` must have shape (n,) or (n, 1), got shape {tuple(targets.shape)}")
+    check_rows(inputs, targets, x_name, y_name)
+    return inputs, targets.reshape(-1)
+
+
+def _first_output(model: nn.Module, X: torch.Tensor, x_name: str, model_name: str) -> torch.Tensor:
+    """``model`` on the first row of ``X``, or a ValueError naming ``x_name`` when it cannot take it."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return model(X[:1])
+    except RuntimeError as error:  # e.g. d not the model's input size
+        raise ValueError(
+            f"`{x_name}` of shape {tuple(X.shape)} cannot be fed to `{model_name}`: {str(error).splitlines()[0]}"
+        ) from error
+    finally:
+        model.train(was_training)
+
+
 def train_batched(
     net: nn.Module,
     X: torch.Tensor,
@@ -101,14 +150,27 @@ def train_batched(
 
     Returns:
         a :class:`BatchedHistory`; the trained parameters are in ``net``.
+
+    Raises:
+        TypeError: ``net`` is not a module, data are not numeric, or a number has the wrong type.
+        ValueError: data of the wrong shape or with NaN/inf, ``X``/``X_test`` that ``net`` cannot
+            take, ``net`` not giving (S, n, 1), or a number out of range (each names the argument).
     """
     from .fit import fit
 
+    net = _check_module("net", net)
+    epochs = check_int("epochs", epochs, low=1, high=MAX_STEPS)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
     eval_every = check_int("eval_every", eval_every, low=1)
     threshold = check_real("threshold", threshold, low=0.0, low_open=True)
     check_choice("schedule", schedule, SCHEDULES)
+    X, y_flat = _check_data(net, X, y, "X", "y")
+    out = _first_output(net, X, "X", "net")
+    if out.ndim != 3 or tuple(out.shape[1:]) != (1, 1):
+        raise ValueError(f"`net` must map (n, d) inputs to (S, n, 1), got output shape {tuple(out.shape)} for n = 1")
+    X_test, y_test_flat = _check_data(net, X_test, y_test, "X_test", "y_test", width=X.shape[1])
     start = time.perf_counter()
-    y, y_test = y.reshape(1, -1, 1), y_test.reshape(1, -1, 1)
+    y, y_test = y_flat.reshape(1, -1, 1), y_test_flat.reshape(1, -1, 1)
     eval_epochs: list[int] = []
     curve: list[list[float]] = []
     reached: list[int | None] = []
@@ -162,12 +224,18 @@ def train_dense(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, epochs: i
 
     Returns:
         the final training MSE.
+
+    Raises:
+        TypeError/ValueError: as :func:`~structnets.training.fit`, naming the argument.
     """
     from .fit import fit
 
+    model = _check_module("model", model)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
     fit(model, X, y, epochs=epochs, batch_size=None, lr=lr, schedule="cosine", min_lr=lr / 100)
+    inputs, targets = _check_data(model, X, y, "X", "y")  # fit accepted them: the same conversion
     with torch.no_grad():
-        return float(((model(X) - y.reshape(-1, 1)) ** 2).mean())
+        return float(((model(inputs) - targets.reshape(-1, 1)) ** 2).mean())
 
 
 def train_vmapped(
@@ -196,14 +264,25 @@ def train_vmapped(
 
     Returns:
         (final test MSE per model, final training MSE per model, the trained models as copies).
+
+    Raises:
+        TypeError/ValueError: as :func:`~structnets.training.train_ensemble`, and test data of the
+            wrong type, shape or with NaN/inf (each names the argument).
     """
     from .ensemble import train_ensemble
 
     if isinstance(models, nn.Module) or not isinstance(models, Sequence) or not models:
-        raise ValueError(f"`models` must be a non-empty sequence of modules, got {models!r}")
+        raise ValueError(f"`models` must be a non-empty sequence of modules, got {models!r:.80}")
+    for i, model in enumerate(models):
+        _check_module(f"models[{i}]", model)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
+    X_checked, _ = _check_data(models[0], X, y, "X", "y")
+    _first_output(models[0], X_checked, "X", "models[0]")
+    X_test, y_test_flat = _check_data(models[0], X_test, y_test, "X_test", "y_test", width=X_checked.shape[1])
     trained = [copy.deepcopy(model) for model in models]
     train_ensemble(trained, X, y, epochs=epochs, batch_size=None, lr=lr, schedule="cosine", min_lr=lr / 100)
-    target, target_test = y.reshape(-1, 1), y_test.reshape(-1, 1)
+    X, y_flat = _check_data(trained[0], X, y, "X", "y")  # train_ensemble accepted them: the same conversion
+    target, target_test = y_flat.reshape(-1, 1), y_test_flat.reshape(-1, 1)
     with torch.no_grad():
         test = [float(((model(X_test) - target_test) ** 2).mean()) for model in trained]
         train = [float(((model(X) - target) ** 2).mean()) for model in trained]
