@@ -28,7 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from ...training.seed_batched import train_vmapped
 from .config import DLoRBlindspotConfig
 from .figures import draw_figures

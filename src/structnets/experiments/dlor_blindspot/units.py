@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from ...training import torch_threads
 from ...training.seed_batched import train_vmapped
 from .config import DLoRBlindspotConfig

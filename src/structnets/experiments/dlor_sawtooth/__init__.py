@@ -40,7 +40,8 @@ from typing import Any
 import pandas as pd
 
 from ...models.batched_dlor import BatchedDLoRNet, build_batched
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from ...training import torch_threads
 from ...training.seed_batched import BatchedHistory, train_batched, train_dense
 from .config import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...runner.figures import save_figure
+from ...protocol import save_figure
 from .config import CORRESPONDENCE_MODES, DLoRSawtoothConfig, parse_target
 from .stats import stage_rows
 

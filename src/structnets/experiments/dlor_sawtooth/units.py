@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from ...models.batched_dlor import BatchedDLoRNet, build_batched
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from ...training import torch_threads
 from ...training.seed_batched import train_batched, train_dense
 from .config import CORRESPONDENCE_MODES, DLoRSawtoothConfig, deep_depths, parse_target, wide_branches

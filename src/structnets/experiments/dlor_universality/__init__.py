@@ -31,7 +31,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from .config import BLINDSPOT_FLOOR, FAMILIES, TARGETS, DLoRUniversalityConfig
 from .figures import draw_figures
 from .report import report_markdown

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from ...training import torch_threads
 from .config import TARGETS, DLoRUniversalityConfig
 

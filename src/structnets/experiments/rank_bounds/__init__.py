@@ -28,7 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from .config import DATASETS, PAPER_CLAIMS, RankBoundsConfig
 from .config import _p_column as _p_column  # private names kept at their old import path
 from .deep_linear import _run_linear_unit as _run_linear_unit

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...runner.experiment import JSONScalar
+from ...protocol import JSONScalar
 
 if TYPE_CHECKING:
     import torch

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from .config import RankBoundsConfig, _p_column
 from .deep_linear import _run_linear_unit
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from .config import SmoothConstantDepthConfig
 from .report import cell_slopes, draw_figures, report_markdown
 from .units import curvature_floor, make_units, relu_floor, relu_max_pieces, run_unit
