@@ -277,8 +277,14 @@ def test_floor_rejects_bad_input_naming_the_argument(
 
 @pytest.mark.parametrize(
     ("widths", "error", "name"),
-    [([], ValueError, "`widths`"), ([0], ValueError, r"`widths\[0\]`"), ([3, -1], ValueError, r"`widths\[1\]`"),
-     ([1.5], TypeError, r"`widths\[0\]`"), ("12", TypeError, "`widths`"), (3, TypeError, "`widths`")],
+    [
+        ([], ValueError, "`widths`"),
+        ([0], ValueError, r"`widths\[0\]`"),
+        ([3, -1], ValueError, r"`widths\[1\]`"),
+        ([1.5], TypeError, r"`widths\[0\]`"),
+        ("12", TypeError, "`widths`"),
+        (3, TypeError, "`widths`"),
+    ],
 )
 def test_piece_bound_rejects_bad_widths_naming_the_argument(widths: object, error: type[Exception], name: str) -> None:
     with pytest.raises(error, match=name):

@@ -58,14 +58,30 @@ def test_minimax_exponent() -> None:
         minimax_exponent(0, 1)
 
 
-@pytest.mark.parametrize("target", [power_target(1, 0.7), power_target(2, 1.5), power_target(4, 2.5), sine_target(2, 1.5), lacunary_target(4, 1.2, levels=5), lacunary_target(2, 2.0, levels=6, directions="dense"), lacunary_target(4, 1.2, levels=4, directions="dense")], ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "target",
+    [
+        power_target(1, 0.7),
+        power_target(2, 1.5),
+        power_target(4, 2.5),
+        sine_target(2, 1.5),
+        lacunary_target(4, 1.2, levels=5),
+        lacunary_target(2, 2.0, levels=6, directions="dense"),
+        lacunary_target(4, 1.2, levels=4, directions="dense"),
+    ],
+    ids=lambda t: t.name,
+)
 def test_holder_constant_holds_for_top_derivatives(target) -> None:
     kappa = math.ceil(target.beta) - 1
     gamma = target.beta - kappa
     generator = torch.Generator().manual_seed(1)
     x = torch.rand(3000, target.d, generator=generator, dtype=torch.float64)
     # Pairs at all scales, including very close ones where the singularity bites.
-    y = (x + torch.randn(3000, target.d, generator=generator, dtype=torch.float64) * torch.logspace(-6, 0, 3000, dtype=torch.float64)[:, None]).clamp(0, 1)
+    y = (
+        x
+        + torch.randn(3000, target.d, generator=generator, dtype=torch.float64)
+        * torch.logspace(-6, 0, 3000, dtype=torch.float64)[:, None]
+    ).clamp(0, 1)
     distance = (x - y).abs().max(1).values.clamp_min(1e-300)
     from structnets.constructive.swish_approximator import multi_indices
 
@@ -106,8 +122,9 @@ def test_dense_lacunary_levels_carry_many_directions_with_energy_two_to_the_minu
     dense = lacunary_target(d, s, levels=K, directions="dense")
     # Same as the one-direction series at d = 1 (one direction per level either way).
     x1 = torch.rand(500, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    torch.testing.assert_close(lacunary_target(1, s, levels=K, directions="dense")(x1), lacunary_target(1, s, levels=K)(x1),
-                               rtol=0, atol=0)
+    torch.testing.assert_close(
+        lacunary_target(1, s, levels=K, directions="dense")(x1), lacunary_target(1, s, levels=K)(x1), rtol=0, atol=0
+    )
     # 2^{k(d−1)} waves of amplitude 2^{−ks}·2^{−k(d−1)/2} at level k.
     assert dense.sup_norm == pytest.approx(sum(2.0 ** (-k * s) * 2 ** (k / 2) for k in range(K)))
     # Level energies on a fine periodic grid: the waves are nearly orthogonal, so the L² energy of

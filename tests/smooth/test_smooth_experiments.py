@@ -27,8 +27,15 @@ def test_registered() -> None:
 
 def test_swish_construction_runs_and_every_error_is_below_its_bound(tmp_path: Path) -> None:
     config = SwishConstructionConfig(
-        targets=("power:1:1.5", "sine:2:2"), Ms_1d=(4, 8, 16), Ms_2d=(3, 6), taus=(4.0,), lams=(64.0,),
-        sweep_M_1d=8, sweep_M_2d=3, grid_1d=2001, grid_2d=41,
+        targets=("power:1:1.5", "sine:2:2"),
+        Ms_1d=(4, 8, 16),
+        Ms_2d=(3, 6),
+        taus=(4.0,),
+        lams=(64.0,),
+        sweep_M_1d=8,
+        sweep_M_2d=3,
+        grid_1d=2001,
+        grid_2d=41,
     )
     results = runner.run(get("swish-construction"), config, tmp_path / "run")
     assert len(results) == 2 * (3 + 1 + 1) - 1  # (target × sweeps) − the 2-D M sweep has 2 points
@@ -80,9 +87,21 @@ def test_ensemble_members_train_independently_and_learn() -> None:
 
 def test_smoothness_rates_runs_and_reports_slopes(tmp_path: Path) -> None:
     config = SmoothnessRatesConfig(
-        targets=((1, 1.0),), sizes=(20, 40, 80), seeds=(0, 1), depths=(2,), steps=30, lbfgs_iters=20,
-        approx_targets=((1, 3.0),), approx_parameters=(10, 20, 40), approx_steps=30, approx_lbfgs_iters=20,
-        approx_lm_iters=20, approx_train=64, approx_seeds=(0,), levels=4, test_points=256,
+        targets=((1, 1.0),),
+        sizes=(20, 40, 80),
+        seeds=(0, 1),
+        depths=(2,),
+        steps=30,
+        lbfgs_iters=20,
+        approx_targets=((1, 3.0),),
+        approx_parameters=(10, 20, 40),
+        approx_steps=30,
+        approx_lbfgs_iters=20,
+        approx_lm_iters=20,
+        approx_train=64,
+        approx_seeds=(0,),
+        levels=4,
+        test_points=256,
         separation_cells=("1:3:2",),
     )
     results = runner.run(get("smoothness-rates"), config, tmp_path / "run")
@@ -129,10 +148,24 @@ def test_upper_half_slope_separates_a_small_n_artefact_from_the_rate() -> None:
     records = []
     for n in sizes:
         for seed in range(3):
-            risk = n ** -0.5 * (5.0 if n <= 50 else 1.0)
-            records.append({"part": "estimation", "d": 1, "s": 1.0, "depth": 2, "activation": "tanh", "n": n,
-                            "seed": seed, "test_mse": risk, "train_mse": 0.01, "adam_train_mse": 0.02,
-                            "noise_mse": 0.01, "settled": True, "converged": True})
+            risk = n**-0.5 * (5.0 if n <= 50 else 1.0)
+            records.append(
+                {
+                    "part": "estimation",
+                    "d": 1,
+                    "s": 1.0,
+                    "depth": 2,
+                    "activation": "tanh",
+                    "n": n,
+                    "seed": seed,
+                    "test_mse": risk,
+                    "train_mse": 0.01,
+                    "adam_train_mse": 0.02,
+                    "noise_mse": 0.01,
+                    "settled": True,
+                    "converged": True,
+                }
+            )
     (row,) = _slope_table(pd.DataFrame.from_records(records), "estimation", "n", "test_mse")
     assert row["fit"].slope < -0.7
     assert row["upper_fit"].slope == pytest.approx(-0.5, abs=1e-12)
