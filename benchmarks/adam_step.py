@@ -37,7 +37,7 @@ from torch import nn
 from _args import int_at_least
 from structnets.analysis.timing import TimeRatio, interleaved_ratio, other_process_load, settle_before_pair
 from structnets.models import mlp
-from structnets.training.fit import _FusedAdam, _fast_adam_verified
+from structnets.training.fit import _fast_adam_verified, _FusedAdam
 
 WIDTHS = (64, 256)
 NOISY_LOAD = 0.10  # other processes' CPU share above which a row is flagged
@@ -80,7 +80,9 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
         settle = settle_before_pair(args.settle)
         fused = _stepper("fused", width, X, y)
         ratios: dict[str, TimeRatio] = {
-            kind: interleaved_ratio(_stepper(kind, width, X, y), fused, pairs=args.pairs, repeat=None, before_pair=settle)
+            kind: interleaved_ratio(
+                _stepper(kind, width, X, y), fused, pairs=args.pairs, repeat=None, before_pair=settle
+            )
             for kind in ("fast", "foreach")
         }
         rows.append({"width": width, "ratios": ratios, "other_load": load()})
@@ -105,8 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", type=_widths, default=WIDTHS, help="MLP widths (default 64,256)")
     parser.add_argument("--batch", type=int_at_least(1), default=128, help="rows per step (default 128)")
     parser.add_argument("--pairs", type=int_at_least(1), default=30, help="interleaved pairs per ratio (default 30)")
-    parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads (default 1: as each experiment job runs)")
-    parser.add_argument("--settle", type=float, default=0.0, help="wait up to S s before each pair for the machine to go idle")
+    parser.add_argument(
+        "--threads", type=int_at_least(1), default=1, help="torch threads (default 1: as each experiment job runs)"
+    )
+    parser.add_argument(
+        "--settle", type=float, default=0.0, help="wait up to S s before each pair for the machine to go idle"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     cpu = platform.processor() or platform.machine()
@@ -123,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = run(args)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
     if any((row["other_load"] or 0.0) > NOISY_LOAD for row in rows):  # type: ignore[operator]
-        print("⚠ rows marked ⚠ ran while other processes used the CPU: rerun them on an idle machine (or use --settle).")
+        print(
+            "⚠ rows marked ⚠ ran while other processes used the CPU: rerun them on an idle machine (or use --settle)."
+        )
     return 0
 
 

@@ -23,9 +23,9 @@ import torch
 
 from _args import int_at_least, positive_ints
 from structnets.analysis.timing import interleaved_ratio
+from structnets.functional import squared_norm_bound
 from structnets.models import lipschitz_resnet
 from structnets.nn import GradientStepResidual, NormConstrainedLinear
-from structnets.functional import squared_norm_bound
 
 WIDTHS = (100, 256, 512)
 
@@ -49,26 +49,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int_at_least(3), default=30, help="timed pairs per row (default 30)")
     parser.add_argument("--depth", type=int_at_least(1), default=10, help="gradient-step blocks per model (default 10)")
-    parser.add_argument("--widths", type=positive_ints, default=WIDTHS, help="comma-separated n / widths (default 100,256,512)")
+    parser.add_argument(
+        "--widths", type=positive_ints, default=WIDTHS, help="comma-separated n / widths (default 100,256,512)"
+    )
     parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    print(f"# certificate cache, {args.threads} thread(s), {platform.processor() or platform.machine()}, torch {torch.__version__}")
+    print(
+        f"# certificate cache, {args.threads} thread(s), {platform.processor() or platform.machine()}, torch {torch.__version__}"
+    )
     print("| n | check (µs) | eigen-solve (µs) | check / solve, median [q1, q3] |")
     print("| --- | --- | --- | --- |")
     for n in args.widths:
         weight = torch.randn(n, n)
         stored = weight.clone()
         ratio = interleaved_ratio(
-            lambda: torch.equal(stored, weight), lambda: squared_norm_bound(weight), pairs=args.pairs, repeat=None
+            lambda stored=stored, weight=weight: torch.equal(stored, weight),
+            lambda weight=weight: squared_norm_bound(weight),
+            pairs=args.pairs,
+            repeat=None,
         )
         print(
             f"| {n} | {ratio.seconds_a * 1e6:.1f} | {ratio.seconds_b * 1e6:.0f} | "
             f"{ratio.median:.2e} [{ratio.q1:.2e}, {ratio.q3:.2e}] |"
         )
     print()
-    print(f"| model (depth {args.depth}) | cached forward (ms) | recomputing forward (ms) | cached / recomputing, median [q1, q3] |")
+    print(
+        f"| model (depth {args.depth}) | cached forward (ms) | recomputing forward (ms) | cached / recomputing, median [q1, q3] |"
+    )
     print("| --- | --- | --- | --- |")
     x = torch.randn(256, 784)
     for width in args.widths:
@@ -77,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         fresh.load_state_dict(cached.state_dict())
         _recomputing(fresh)
         with torch.no_grad():
-            ratio = interleaved_ratio(lambda: cached(x), lambda: fresh(x), pairs=args.pairs)
+            ratio = interleaved_ratio(lambda cached=cached: cached(x), lambda fresh=fresh: fresh(x), pairs=args.pairs)
         print(
             f"| width {width} | {ratio.seconds_a * 1e3:.2f} | {ratio.seconds_b * 1e3:.2f} | "
             f"{ratio.median:.3f} [{ratio.q1:.3f}, {ratio.q3:.3f}] |"

@@ -54,11 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int_at_least(1), default=100, help="width (default 100)")
     parser.add_argument("--points", type=int_at_least(1), default=256, help="inputs per model (default 256)")
-    parser.add_argument("--depths", type=positive_ints, default=(5, 20, 50), help="comma-separated depths (default 5,20,50)")
+    parser.add_argument(
+        "--depths", type=positive_ints, default=(5, 20, 50), help="comma-separated depths (default 5,20,50)"
+    )
     parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    print(f"# forward rounding, lipschitz_resnet(784, 10, width={args.width}, depth), {args.points} inputs with ‖x‖ ≈ 10")
+    print(
+        f"# forward rounding, lipschitz_resnet(784, 10, width={args.width}, depth), {args.points} inputs with ‖x‖ ≈ 10"
+    )
     print("| dtype | depth | max ‖f(x)‖ | max ‖f_fl(x) − f(x)‖ | / ((depth + 2)·u·(‖x‖ + 1)) |")
     print("| --- | --- | --- | --- | --- |")
     generator = torch.Generator().manual_seed(0)
@@ -79,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                 error = torch.linalg.vector_norm(model(x).to(F64) - exact, dim=1)
             scale = (depth + 2) * unit * (torch.linalg.vector_norm(x.to(F64), dim=1) + 1.0)
             size = float(torch.linalg.vector_norm(exact, dim=1).max())
-            print(f"| {str(dtype).removeprefix('torch.')} | {depth} | {size:.2f} | {float(error.max()):.2e} | {float((error / scale).max()):.3f} |")
+            print(
+                f"| {str(dtype).removeprefix('torch.')} | {depth} | {size:.2f} | {float(error.max()):.2e} | {float((error / scale).max()):.3f} |"
+            )
     return 0
 
 

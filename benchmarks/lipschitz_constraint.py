@@ -50,7 +50,9 @@ def _shapes(text: str) -> tuple[tuple[int, int], ...]:
     except ValueError:
         shapes = ()
     if not shapes or any(len(s) != 2 or min(s) < 1 for s in shapes):
-        raise argparse.ArgumentTypeError(f"expected comma-separated DEPTHxWIDTH pairs such as 5x50,10x100, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated DEPTHxWIDTH pairs such as 5x50,10x100, got {text!r}"
+        )
     return shapes  # type: ignore[return-value]
 
 
@@ -171,11 +173,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", type=_shapes, default=SHAPES, help="DEPTHxWIDTH list (default 5x50,10x100,20x200)")
     parser.add_argument("--batch", type=int_at_least(1), default=256, help="rows per step (default 256, the paper's)")
     parser.add_argument("--pairs", type=int_at_least(1), default=20, help="interleaved pairs per ratio (default 20)")
-    parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads (default 1: as each experiment job runs)")
-    parser.add_argument("--settle", type=float, default=0.0, help="wait up to S s before each pair for the machine to go idle")
+    parser.add_argument(
+        "--threads", type=int_at_least(1), default=1, help="torch threads (default 1: as each experiment job runs)"
+    )
+    parser.add_argument(
+        "--settle", type=float, default=0.0, help="wait up to S s before each pair for the machine to go idle"
+    )
     parser.add_argument("--quick", action="store_true", help="depth 5 width 50 only, 8 pairs (about 10 s)")
-    parser.add_argument("--profile-steps", type=int_at_least(0), default=5,
-                        help="steps profiled per shape for the where-the-time-goes table (0: skip)")
+    parser.add_argument(
+        "--profile-steps",
+        type=int_at_least(0),
+        default=5,
+        help="steps profiled per shape for the where-the-time-goes table (0: skip)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.shapes, args.pairs = ((5, 50),), 8
@@ -200,10 +210,16 @@ def main(argv: list[str] | None = None) -> int:
         print("| depth | width | step ms | " + " | ".join(families) + " |\n|" + "---|" * (3 + len(families)))
         for depth, width in args.shapes:
             shares = where_the_time_goes(depth, width, args.batch, args.profile_steps)
-            print(f"| {depth} | {width} | {shares['step_ms']:.1f} | " + " | ".join(f"{100 * shares[f]:.0f}%" for f in families) + " |")
+            print(
+                f"| {depth} | {width} | {shares['step_ms']:.1f} | "
+                + " | ".join(f"{100 * shares[f]:.0f}%" for f in families)
+                + " |"
+            )
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
     if any((row["other_load"] or 0.0) > NOISY_LOAD for row in rows):  # type: ignore[operator]
-        print("⚠ rows marked ⚠ ran while other processes used the CPU: rerun them on an idle machine (or use --settle).")
+        print(
+            "⚠ rows marked ⚠ ran while other processes used the CPU: rerun them on an idle machine (or use --settle)."
+        )
     return 0
 
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from structnets.analysis import cost
 from _args import int_at_least
+from structnets.analysis import cost
 from structnets.analysis.timing import TimeRatio, interleaved_ratio, other_process_load, settle_before_pair
 from structnets.nn import LowRankLinear
 
@@ -152,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", type=_modes, default=MODES, help="forward,train")
     parser.add_argument("--pairs", type=int_at_least(1), default=15, help="interleaved pairs per row")
     parser.add_argument("--warmup", type=int_at_least(0), default=3, help="untimed calls of each before timing")
-    parser.add_argument("--threads", type=int_at_least(1), default=None, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument(
+        "--threads", type=int_at_least(1), default=None, help="torch.set_num_threads (default: torch's)"
+    )
     parser.add_argument("--naive", action="store_true", help="also time Linear(n→r, no bias)+Linear(r→n)")
     parser.add_argument(
         "--settle",

@@ -19,9 +19,9 @@ from torch import nn
 from torch.func import functional_call
 
 from structnets.analysis import certified_accuracy, lipschitz_upper_bound
+from structnets.functional import spectral_norm_bound, squared_norm_bound
 from structnets.models import lipschitz_resnet
 from structnets.nn import GradientStepResidual, NormConstrainedLinear
-from structnets.functional import spectral_norm_bound, squared_norm_bound
 
 F64 = torch.float64
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
