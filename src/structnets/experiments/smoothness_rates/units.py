@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from .config import SmoothnessRatesConfig, estimation_cells, estimation_width, parameter_count, width_for_parameters
 from .training import train_ensemble
 
@@ -172,13 +172,20 @@ def run_floor_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
 
 
 def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    from ...training import torch_threads
+
+    # One intra-op thread per unit (units run side by side); restored for an in-process caller.
+    with torch_threads(1):
+        if params["part"] == "relu-floor":
+            return run_floor_unit(params)
+        return _run_fit_unit(params)
+
+
+def _run_fit_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     import torch
 
     from ...data import lacunary_target
 
-    torch.set_num_threads(1)
-    if params["part"] == "relu-floor":
-        return run_floor_unit(params)
     start = time.perf_counter()
     d, s, depth, n, width = (
         int(params["d"]),

@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from .config import FAMILIES, SwishConstructionConfig, parse_target
 from .figures import draw_figures
 from .report import m_slopes, report_markdown

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from .config import SwishConstructionConfig, parse_target
 
 
