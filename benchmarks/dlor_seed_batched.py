@@ -4,7 +4,7 @@
 
 Both train the same S seeded networks of one dlor-sawtooth architecture (N = 8, r = 1, tanh, the
 full preset's 256 points of the 1-D sawtooth, full-batch Adam with cosine decay to lr/100); each
-seed's weights agree to rounding (``tests/dlor/test_dlor_experiments.py`` and
+seed's weights agree to rounding (``tests/experiments/test_dlor_experiments.py`` and
 ``tests/training/test_ensemble.py`` check each against separate training). ``train_batched`` also
 evaluates the test MSE at epoch 0 and at the end (as the experiment does every 50 epochs); the
 ensemble trainer does not. Timed interleaved, median of per-pair ratios

@@ -91,7 +91,7 @@ def main() -> None:
     for N in sizes:
         width = width_for_parameters(N, 1, 2)
         fits, seconds = [], []
-        # Same seed, so both refiners start from the same Adam iterate (tested in tests/smooth).
+        # Same seed, so both refiners start from the same Adam iterate (tested in tests/training/test_lbfgs.py).
         for refiner in ({"lbfgs_iters": args.lbfgs}, {"lm_iters": args.lm}):
             start = time.perf_counter()
             fits.append(
