@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from .config import DATASETS, MODELS, LowRankCompressConfig
 from .figures import draw_figures
 from .report import paired_difference, table

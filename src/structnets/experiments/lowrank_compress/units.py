@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from .config import LowRankCompressConfig, ratio_key
 
 _DENSE_FIELDS: tuple[str, ...] = (

@@ -28,7 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from .config import ALL_DATASETS, DATASET_ROWS, FULL_RUN, PAPER, PAPER_NOTES, LowRankUCIConfig
 from .figures import figures as _draw
 from .report import _agreement, _mean_std, _paired_test, comparable, protocol, table

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from .config import LowRankUCIConfig
 
 
