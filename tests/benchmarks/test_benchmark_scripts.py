@@ -14,9 +14,17 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 @pytest.mark.parametrize(
     "script, args, header",
     [
-        ("lowrank_speed.py", ["--sizes", "48", "--batches", "16", "--pairs", "1", "--modes", "forward,train"], "| 48 | 16 |"),
+        (
+            "lowrank_speed.py",
+            ["--sizes", "48", "--batches", "16", "--pairs", "1", "--modes", "forward,train"],
+            "| 48 | 16 |",
+        ),
         ("lipschitz_constraint.py", ["--shapes", "1x4,2x6", "--batch", "8", "--pairs", "1"], "| 2 | 6 |"),
-        ("rates_refiners.py", ["--parameters", "20", "--lbfgs", "20", "--lm", "5", "--adam", "5", "--points", "32"], "| 20 | 6 | tanh |"),
+        (
+            "rates_refiners.py",
+            ["--parameters", "20", "--lbfgs", "20", "--lm", "5", "--adam", "5", "--points", "32"],
+            "| 20 | 6 | tanh |",
+        ),
     ],
 )
 def test_script_runs_and_prints_its_table(script: str, args: list[str], header: str) -> None:

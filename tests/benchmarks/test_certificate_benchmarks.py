@@ -33,7 +33,11 @@ def test_forward_rounding_error_is_small_against_depth_times_unit_roundoff() -> 
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    rows = [line.split("|") for line in done.stdout.splitlines() if line.startswith("| float") or line.startswith("| bfloat")]
+    rows = [
+        line.split("|")
+        for line in done.stdout.splitlines()
+        if line.startswith("| float") or line.startswith("| bfloat")
+    ]
     assert len(rows) == 3
     for row in rows:
         assert float(row[5]) < 1.0, row  # error / ((depth + 2)·u·(‖x‖ + 1))

@@ -45,8 +45,12 @@ def test_coordinates_add_as_ridges() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "argument", "error"),
-    [({"teeth": 0}, "teeth", ValueError), ({"dim": 0}, "dim", ValueError), ({"n": 0}, "n", ValueError),
-     ({"teeth": 2.5}, "teeth", TypeError)],
+    [
+        ({"teeth": 0}, "teeth", ValueError),
+        ({"dim": 0}, "dim", ValueError),
+        ({"n": 0}, "n", ValueError),
+        ({"teeth": 2.5}, "teeth", TypeError),
+    ],
 )
 def test_bad_arguments_are_named(kwargs: dict, argument: str, error: type[Exception]) -> None:
     with pytest.raises(error, match=f"`{argument}`"):

@@ -95,8 +95,10 @@ def test_export_has_identical_outputs(name: str) -> None:
     layer, features = _layers(torch.float32)[name]
     train_for_steepness(layer, features, steps=5)
     exported = layer.export()
-    assert not any(type(m).__module__.startswith("structnets.nn.") and not type(m).__name__ == "ResidualExport"
-                   for m in exported.modules())
+    assert not any(
+        type(m).__module__.startswith("structnets.nn.") and not type(m).__name__ == "ResidualExport"
+        for m in exported.modules()
+    )
     x = torch.randn(50, features)
     torch.testing.assert_close(exported(x), layer(x), rtol=0, atol=1e-6)
 

@@ -32,7 +32,9 @@ def _ref_margin_ce(z: list[list[float]], y: list[int], m: float, t: float) -> fl
 
 
 def _ref_hinge(z: list[list[float]], y: list[int], m: float) -> float:
-    return sum(max(0.0, m - (row[label] - max(v for j, v in enumerate(row) if j != label))) for row, label in zip(z, y)) / len(z)
+    return sum(
+        max(0.0, m - (row[label] - max(v for j, v in enumerate(row) if j != label))) for row, label in zip(z, y)
+    ) / len(z)
 
 
 def _ref_hkr(z: list[list[float]], y: list[int], m: float, alpha: float) -> float:
@@ -64,7 +66,9 @@ def test_margin_zero_is_the_scaled_cross_entropy() -> None:
     assert float(margin_cross_entropy(z, y, margin=0.0, temperature=3.0)) == pytest.approx(
         float(scaled_cross_entropy(z, y, temperature=3.0)), rel=1e-15
     )
-    assert float(scaled_cross_entropy(z, y, temperature=3.0)) == pytest.approx(_ref_margin_ce(Z, Y, 0.0, 3.0), rel=1e-14)
+    assert float(scaled_cross_entropy(z, y, temperature=3.0)) == pytest.approx(
+        _ref_margin_ce(Z, Y, 0.0, 3.0), rel=1e-14
+    )
 
 
 @pytest.mark.parametrize("margin", [0.0, 0.5, 2.2])
@@ -123,7 +127,9 @@ def test_margin_ce_keeps_pushing_a_correct_point_whose_margin_is_below_m() -> No
 def test_certified_loss_binds_options_and_passes_callables() -> None:
     z, y = torch.tensor(Z, dtype=F64), torch.tensor(Y)
     assert set(CERTIFIED_LOSSES) == {"margin-ce", "scaled-ce", "hinge", "hkr"}
-    assert float(certified_loss("margin-ce", margin=1.0, temperature=2.0)(z, y)) == pytest.approx(_ref_margin_ce(Z, Y, 1.0, 2.0))
+    assert float(certified_loss("margin-ce", margin=1.0, temperature=2.0)(z, y)) == pytest.approx(
+        _ref_margin_ce(Z, Y, 1.0, 2.0)
+    )
     assert float(certified_loss("hinge", margin=0.5)(z, y)) == pytest.approx(_ref_hinge(Z, Y, 0.5))
     assert float(certified_loss("hkr", margin=0.5, alpha=0.3)(z, y)) == pytest.approx(_ref_hkr(Z, Y, 0.5, 0.3))
     custom = lambda z, y: z.sum()  # noqa: E731

@@ -26,7 +26,15 @@ F64 = torch.float64
         ("gradient-step", {"lift": "orthogonal", "maxmin": True, "learnable_step": False, "step": 2.0}),
         ("fixed-width", {"lift": "orthogonal"}),
     ],
-    ids=["gs-learnable", "cpl-fixed-step", "fixed-width", "gs-power", "gs-orthogonal", "cpl-orthogonal-maxmin", "fw-orthogonal"],
+    ids=[
+        "gs-learnable",
+        "cpl-fixed-step",
+        "fixed-width",
+        "gs-power",
+        "gs-orthogonal",
+        "cpl-orthogonal-maxmin",
+        "fw-orthogonal",
+    ],
 )
 @pytest.mark.parametrize("dtype", [torch.float32, F64], ids=str)
 def test_model_is_one_lipschitz_after_steepness_training(variant: str, kwargs: dict, dtype: torch.dtype) -> None:
@@ -60,7 +68,9 @@ def test_unconstrained_variant_is_not_one_lipschitz_and_bounds_are_ordered() -> 
 def test_layout() -> None:
     model = lipschitz_resnet(4, 2, width=6, depth=3, variant="fixed-width", hidden=10)
     names = [type(m).__name__ for m in model]
-    assert names == ["NormConstrainedLinear"] + ["GradientStepResidual", "NormConstrainedLinear"] * 3 + ["NormConstrainedLinear"]
+    assert names == ["NormConstrainedLinear"] + ["GradientStepResidual", "NormConstrainedLinear"] * 3 + [
+        "NormConstrainedLinear"
+    ]
     assert model[1].hidden == 10
     assert model(torch.randn(7, 4)).shape == (7, 2)
 
@@ -81,7 +91,9 @@ def test_fixed_width_defaults_to_d_plus_3_and_holds_the_theorems_max_min_block_e
     # Fixed-width theorem (Murari, Furuya, Schönlieb 2025): width d + 3 suffices; its blocks carry
     # max{x1, x2} and min{x1, x2}. With d = 2 (width 5), a lift that embeds x, one gradient step
     # with w = (−1, 1, 0, 0, 0)/√2 and τ = 2/‖w‖² = 2 sorts the pair: z1 + σ(z2 − z1) = max.
-    model = lipschitz_resnet(2, 1, None, depth=1, variant="fixed-width", hidden=1, step=2.0, learnable_step=False, dtype=F64)
+    model = lipschitz_resnet(
+        2, 1, None, depth=1, variant="fixed-width", hidden=1, step=2.0, learnable_step=False, dtype=F64
+    )
     assert [m.in_features if hasattr(m, "in_features") else m.features for m in model][1:] == [5, 5, 5]
     lift, block, between, head = model
     with torch.no_grad():

@@ -30,7 +30,9 @@ def test_certificate_holds_on_stored_values_in_every_dtype(dtype: torch.dtype) -
     worst = 0.0
     for trial in range(60):
         m, n = (int(s) for s in torch.randint(1, 24, (2,), generator=generator))
-        v = torch.randn(m, n, generator=generator, dtype=F64) * 10.0 ** float(torch.randint(-3, 4, (), generator=generator))
+        v = torch.randn(m, n, generator=generator, dtype=F64) * 10.0 ** float(
+            torch.randint(-3, 4, (), generator=generator)
+        )
         if trial % 3 == 0 and min(m, n) > 1:  # ill-conditioned: one tiny singular value
             u, s, vt = torch.linalg.svd(v, full_matrices=False)
             s[-1] = s[0] * 1e-9
@@ -76,7 +78,9 @@ def test_gradient_matches_the_svd_derivative_of_u_vt() -> None:
 @pytest.mark.parametrize("dtype", [torch.float32, F64], ids=str)
 def test_one_lipschitz_after_steepness_training_and_tampering(dtype: torch.dtype) -> None:
     torch.manual_seed(0)
-    model = torch.nn.Sequential(OrthogonalLinear(5, 8, dtype=dtype), torch.nn.ReLU(), OrthogonalLinear(8, 3, dtype=dtype))
+    model = torch.nn.Sequential(
+        OrthogonalLinear(5, 8, dtype=dtype), torch.nn.ReLU(), OrthogonalLinear(8, 3, dtype=dtype)
+    )
     train_for_steepness(model, 5, steps=30, lr=0.05)
     assert measured_lipschitz(model, 5) <= 1 + 1e-5
     with torch.no_grad():
