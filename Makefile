@@ -29,7 +29,7 @@ demo: setup
 	$(VENV)/bin/structnets run swish-construction --quick --jobs 2 --out runs/demo-swish-construction
 	$(VENV)/bin/structnets run smoothness-rates --quick --jobs 2 --out runs/demo-smoothness-rates
 
-test: setup
+test: setup lint
 	$(PY) -m pytest -q -n 2
 
 # Lint (ruff) and format check, then types (mypy); configured in pyproject.toml.

@@ -66,3 +66,18 @@ def test_no_test_fixture_ships_in_the_package() -> None:
     package = Path(structnets.__file__).parent
     assert not (package / "runner" / "_toy.py").exists()
     assert not [p for p in package.rglob("*.py") if "toy" in p.stem or p.stem.startswith(("test_", "conftest"))]
+
+
+def test_no_source_file_is_longer_than_600_lines() -> None:
+    """One concept per file: a module past 600 lines is split (docs/design.md, layout)."""
+    from pathlib import Path
+
+    import structnets
+
+    root = Path(structnets.__file__).resolve().parent
+    long = {
+        str(path.relative_to(root)): n
+        for path in root.rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
+    }
+    assert long == {}, long
