@@ -17,7 +17,7 @@ from .lipschitz_targets import (  # noqa: F401
     random_lattice_target_1d,
     random_maxmin_target,
 )
-from .maxmin import evaluate_maxmin, lattice_pieces_1d, maxmin_network  # noqa: F401
+from .maxmin import evaluate_maxmin, lattice_pieces_1d, maxmin_lipschitz_bound, maxmin_network  # noqa: F401
 from .smooth_constant_depth import (  # noqa: F401
     ConstantDepthCertificate,
     SmoothConstantDepthApproximation,
