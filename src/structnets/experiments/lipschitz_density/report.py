@@ -107,6 +107,13 @@ def report(results: pd.DataFrame, config: LipschitzDensityConfig) -> str:
             f"s from {exact['lipschitz_upper'].min():.4g} to {exact['lipschitz_upper'].max():.4g} (its head "
             f"scales by s = max(1, ‖A‖₂)); measured secant ratio ≤ {exact['lipschitz_measured'].max():.6f}.",
         ]
+        if "lipschitz_lattice" in exact and exact["lipschitz_lattice"].notna().all():
+            lattice = exact["lipschitz_lattice"].astype(float)
+            lines += [
+                f"Lattice certificate of the function each exact network computes (max ‖a‖₂ over its pieces, "
+                f"rounded up; max and min keep a Lipschitz constant): largest {lattice.max():.6g} "
+                f"({'≤ 1' if (lattice <= 1.0).all() else 'NOT ≤ 1'}).",
+            ]
     lines.append("")
     return "\n".join(lines)
 

@@ -90,7 +90,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
 
 def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from ...analysis.lipschitz import lipschitz_upper_bound
-    from ...constructive import max_secant_ratio, maxmin_network
+    from ...constructive import max_secant_ratio, maxmin_lipschitz_bound, maxmin_network
     from ...nn import MaxMin
 
     target = make_target(params["target"])
@@ -119,6 +119,8 @@ def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
             sup_error_median=sup,
             rmse_median=rmse,
             lipschitz_upper=lipschitz_upper_bound(net),
+            # the lattice certificate max‖a‖₂ of the function the network computes (max/min keep L)
+            lipschitz_lattice=maxmin_lipschitz_bound(target.pieces),
             lipschitz_measured=max_secant_ratio(*_secant_points(target, points, out)),
             parameters=sum(p.numel() for p in net.parameters()),
             # blocks of a sequential max-min evaluation at width d + 3 (pair, store, copy of x):
