@@ -182,7 +182,10 @@ def test_training_reduces_the_error() -> None:
         ({"target": "abs"}, "target"),
         ({"target": lambda x: np.full(len(x), np.inf)}, "target"),
         ({"target": lambda x: 1 / 0}, "target"),
-        ({"target": lambda x: np.where(np.abs(x[:, 0] - 1 / 32) < 1e-3, np.nan, 0.0)}, "target"),  # NaN at a training point only
+        (
+            {"target": lambda x: np.where(np.abs(x[:, 0] - 1 / 32) < 1e-3, np.nan, 0.0)},
+            "target",
+        ),  # NaN at a training point only
         ({"depth": 0}, "depth"),
         ({"depth": 2.5}, "depth"),
         ({"width": 0}, "width"),
@@ -247,5 +250,7 @@ def test_report_is_built_from_rows_alone() -> None:
         ]
     )  # fmt: skip
     table = experiment.report(rows, config)
-    assert "| t | 3 | 8 | 1e-15 | 1.5 | 5 | 0.01 (4) | 4 | 2.32 | 1.00 |" in table  # slopes log 5 / log 2 and log 2 / log 2
+    assert (
+        "| t | 3 | 8 | 1e-15 | 1.5 | 5 | 0.01 (4) | 4 | 2.32 | 1.00 |" in table
+    )  # slopes log 5 / log 2 and log 2 / log 2
     assert "largest `L upper` 1 (≤ 1)" in table

@@ -179,7 +179,9 @@ def test_certified_radii_are_the_margin_over_root_two_lipschitz() -> None:
     expected = [2.0 / (math.sqrt(2.0) * 0.5), 0.0, 0.0, 0.1 / (math.sqrt(2.0) * 0.5)]
     assert radii.dtype == torch.float64 and radii.tolist() == expected
     # one logit: class 1 iff f > 0, radius |f|/L when the sign is right
-    single = certified_radii(torch.tensor([0.3, -0.3, 0.0], dtype=torch.float64), torch.tensor([1, 1, 0]), lipschitz=2.0)
+    single = certified_radii(
+        torch.tensor([0.3, -0.3, 0.0], dtype=torch.float64), torch.tensor([1, 1, 0]), lipschitz=2.0
+    )
     assert single.tolist() == [0.3 / 2.0, 0.0, 0.0]
     # the fraction of radii ≥ ε is the certified accuracy at ε (away from rounding ties)
     generator = torch.Generator().manual_seed(0)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from .config import LipschitzDensityConfig
 from .fixed_width import fit_errors, fit_fixed_width
 

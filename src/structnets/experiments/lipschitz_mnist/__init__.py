@@ -37,7 +37,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from . import figures, report, units
 from .config import MODELS, PUBLISHED, TIMED_BOUNDS, LipschitzMNISTConfig
 from .units import build, deel_torchlip_available

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...runner.figures import save_figure
+from ...protocol import save_figure
 from .config import PUBLISHED, TARGET_RADIUS, LipschitzMNISTConfig
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...analysis.certify import certify
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from ..lipschitz_moons.config import device_param, unit_device
 from ..lipschitz_moons.units import train_classifier
 from .config import TIMED_BOUNDS, LipschitzMNISTConfig

@@ -25,7 +25,8 @@ from typing import Any
 import pandas as pd
 
 from ...analysis.certify import certify
-from ...runner.experiment import FunctionExperiment, run_experiment
+from ...protocol import FunctionExperiment
+from ...runner.experiment import run_experiment
 from . import figures, report, units
 from .config import PAPER_LIPSCHITZ_AUTHORS_CODE, LipschitzMoonsConfig
 from .units import authors_style, train_classifier

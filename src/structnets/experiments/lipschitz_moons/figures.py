@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...runner.figures import save_figure
+from ...protocol import save_figure
 from .config import PAPER_LIPSCHITZ_AUTHORS_CODE, LipschitzMoonsConfig
 
 

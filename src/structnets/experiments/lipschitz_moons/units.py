@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...runner.experiment import JSONScalar, Unit
+from ...protocol import JSONScalar, Unit
 from .config import LipschitzMoonsConfig, device_param, unit_device
 
 
