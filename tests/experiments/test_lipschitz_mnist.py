@@ -29,10 +29,11 @@ SMALL = dataclasses.replace(
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
     from structnets import data
+    from structnets.data.files import DataFileError
 
     try:
         data.load("mnist")
-    except (FileNotFoundError, OSError) as error:  # no copy and no network
+    except (DataFileError, OSError) as error:  # no copy and no network
         pytest.skip(f"MNIST not available: {error}")
     out = tmp_path_factory.mktemp("mnist") / "run"
     return out, runner.run(get("lipschitz-mnist"), SMALL, out, jobs=1)

@@ -106,7 +106,7 @@ def test_mnist_units_grid_and_report(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "missed: clean by 1.00 points" in table  # 56% certified meets 55%, 96% clean misses 97%
 
 
-def test_mnist_unit_trains_certifies_and_is_seeded() -> None:
+def test_mnist_unit_trains_certifies_and_is_seeded(uci_data: Path) -> None:
     experiment = get("lipschitz-mnist")
     config = dataclasses.replace(
         LipschitzMNISTConfig.quick(), depths=(2,), widths=(12,), models=("cpl",), losses=("margin-ce",),
