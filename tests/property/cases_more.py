@@ -145,11 +145,6 @@ ELSEWHERE_MORE = (
 
 XFAIL_MORE: dict[str, str] = {
     # files owned elsewhere (analysis/certify.py)
-    "analysis.certify:X_test": "a numpy or 1-D X_test reaches the model: TypeError from linear() not naming `X_test`",
-    "analysis.certify:y_test": "bad y_test is reported as `labels` (the inner certified_radii name), not `y_test`",
-    "analysis.certify:ascent_steps": "a huge ascent_steps is reported as `steps` (lipschitz_lower_bound's name)",
-    "analysis.certify:probe": "probe=10**30 is accepted (no upper bound or memory check)",
-    "analysis.certify:radii": "radii=[] is accepted and returns a row without certified columns",
     "analysis.certified_radii:logits": "(n, 1) logits (one class) are accepted",
     # models/ensemble_mlp.py (being edited by another helper): reported, not edited here
     "models.ensemble_mlp.EnsembleMLP:activations": "activations=None raises 'NoneType' object is not iterable",

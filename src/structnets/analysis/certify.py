@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_int, check_real
+from .._validation import MAX_STEPS, check_int, check_real
 from .lipschitz import _real_array, certified_accuracy, lipschitz_lower_bound, lipschitz_upper_bound
 
 #: Rows evaluated per forward pass in :func:`certify` (bounds memory; the result does not depend on it).
@@ -110,22 +110,40 @@ def certify(
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
-        ValueError: an ε ≤ 0 (naming ``radii``), ``lipschitz`` ≤ 0, ``ascent_steps`` < 0 or
-            ``probe`` < 1.
+        TypeError: ``X_test`` not a floating tensor, ``y_test`` not an integer tensor.
+        ValueError: no radius or an ε ≤ 0 (naming ``radii``), ``X_test`` not (n, d) and finite,
+            ``y_test`` not (n,), ``lipschitz`` ≤ 0, ``ascent_steps`` outside [0, 10⁸] or ``probe`` < 1.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
     if isinstance(radii, (str, bytes)) or not isinstance(radii, Sequence):
         raise TypeError(f"`radii` must be a sequence of positive reals, got {radii!r}")
+    if len(radii) == 0:
+        raise ValueError("`radii` must hold at least one radius ε > 0, got an empty sequence")
     for radius in radii:
         check_real("radii", radius, low=0.0, low_open=True)
-    ascent_steps = check_int("ascent_steps", ascent_steps, low=0)
-    probe = check_int("probe", probe, low=1)
+    _check_test_data(X_test, y_test)
+    ascent_steps = check_int("ascent_steps", ascent_steps, low=0, high=MAX_STEPS)
+    # rows beyond len(X_test) are never used; the cap only refuses absurd values up front
+    probe = check_int("probe", probe, low=1, high=2**31 - 1)
     if lipschitz is not None:
         lipschitz = check_real("lipschitz", lipschitz, low=0.0, low_open=True)
     model.eval()
     with torch.no_grad():
+        try:
+            model(X_test[:1])
+        except (RuntimeError, ValueError, TypeError) as error:
+            raise ValueError(
+                f"`X_test` of shape {tuple(X_test.shape)} does not fit the model's input: {error}"
+            ) from None
         logits = torch.cat([model(X_test[i : i + EVAL_CHUNK]) for i in range(0, len(X_test), EVAL_CHUNK)])
+    classes = logits.shape[1] if logits.dim() == 2 and logits.shape[1] > 1 else 2
+    low, high = int(y_test.min()), int(y_test.max())
+    if low < 0 or high >= classes:
+        raise ValueError(
+            f"`y_test` must hold class indices in [0, {classes - 1}] for the model's {classes} classes, "
+            f"got labels from {low} to {high}"
+        )
     upper = lipschitz_upper_bound(model)
     lower = lipschitz_lower_bound(model, X_test[:probe], steps=ascent_steps, pairs=min(64, probe), lr=0.01)
     if lipschitz is None:
@@ -146,6 +164,26 @@ def certify(
     for radius in radii:
         row[f"certified_{radius:g}"] = certified_accuracy(logits, y_test, float(radius), lipschitz=lipschitz)
     return row
+
+
+def _check_test_data(X_test: object, y_test: object) -> None:
+    """``X_test`` an (n, d) finite floating tensor with n ≥ 1; ``y_test`` n integer labels (named errors)."""
+    if not isinstance(X_test, torch.Tensor):
+        raise TypeError(f"`X_test` must be a torch.Tensor of shape (n, d), got {type(X_test).__name__}")
+    if X_test.dim() != 2 or X_test.shape[0] < 1:
+        raise ValueError(f"`X_test` must have shape (n, d) with n >= 1, got shape {tuple(X_test.shape)}")
+    if not X_test.is_floating_point():
+        raise TypeError(f"`X_test` must be a floating-point tensor, got dtype {X_test.dtype}")
+    if not bool(torch.isfinite(X_test).all()):
+        raise ValueError("`X_test` must be finite, got NaN or inf entries")
+    if not isinstance(y_test, torch.Tensor):
+        raise TypeError(f"`y_test` must be a torch.Tensor of n integer labels, got {type(y_test).__name__}")
+    if y_test.dim() != 1 or y_test.shape[0] != X_test.shape[0]:
+        raise ValueError(
+            f"`y_test` must have shape ({X_test.shape[0]},) to match `X_test`, got shape {tuple(y_test.shape)}"
+        )
+    if y_test.is_floating_point() or y_test.is_complex() or y_test.dtype == torch.bool:
+        raise TypeError(f"`y_test` must hold integer class labels, got dtype {y_test.dtype}")
 
 
 __all__ = ["EVAL_CHUNK", "certified_radii", "certify"]
