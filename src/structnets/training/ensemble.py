@@ -26,11 +26,11 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from .._validation import MAX_STEPS, check_choice, check_int, check_real
-from ._adam import OPTIMIZERS, OptimizerFactory, optimizer_for
+from .._validation import check_int
+from ._adam import OptimizerFactory, optimizer_for
 from ._data import as_tensor, check_target_against_model, device_and_dtype
-from .fit import FitResult
-from .losses import _UNCHECKED, TARGET_KIND, LossFn, get_loss
+from .fit import FitResult, check_training_options
+from .losses import LossFn
 from .schedules import SchedulerFactory, apply_rates, check_schedule, scheduler_for
 
 MAX_MEMBERS = 100_000
@@ -173,26 +173,12 @@ def train_ensemble(
     if not isinstance(stacked, bool):
         raise TypeError(f"`stacked` must be a bool, got {stacked!r}")
     seed_list = _check_seeds(seeds, count)
-    loss_fn = _UNCHECKED.get(loss, get_loss(loss)) if isinstance(loss, str) else get_loss(loss)
-    target_kind = TARGET_KIND.get(loss) if isinstance(loss, str) else None
-    epochs = check_int("epochs", epochs, low=1, high=MAX_STEPS)
-    if batch_size is not None:
-        batch_size = check_int("batch_size", batch_size, low=1)
-    lr = check_real("lr", lr, low=0.0, low_open=True)
-    weight_decay = check_real("weight_decay", weight_decay, low=0.0)
-    if not callable(optimizer):
-        check_choice("optimizer", optimizer, OPTIMIZERS)
-    validation_fraction = check_real("validation_fraction", validation_fraction, low=0.0, high=1.0, high_open=True)
-    if patience is not None:
-        patience = check_int("patience", patience, low=1)
-    min_delta = check_real("min_delta", min_delta, low=0.0)
-    if callback is not None and not callable(callback):
-        raise TypeError(f"`callback` must be callable or None, got {callback!r}")
-    if validation_data is not None and validation_fraction > 0:
-        raise ValueError(
-            "pass either `validation_fraction` > 0 or `validation_data`, not both "
-            f"(got validation_fraction={validation_fraction})"
+    loss_fn, target_kind, epochs, batch_size, lr, weight_decay, validation_fraction, patience, min_delta = (
+        check_training_options(
+            loss, epochs, batch_size, lr, weight_decay, optimizer, validation_fraction, patience, min_delta,
+            callback, validation_data,
         )
+    )  # fmt: skip
     schedule, min_lr = check_schedule(schedule, warmup_epochs, warmup_steps, min_lr)
     if not callable(optimizer) and min_lr > lr:
         raise ValueError(f"`min_lr` must be <= `lr`={lr}, got {min_lr}")

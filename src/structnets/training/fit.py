@@ -113,6 +113,45 @@ def seeded(seed: int) -> Iterator[None]:
         yield
 
 
+def check_training_options(
+    loss: Any,
+    epochs: Any,
+    batch_size: Any,
+    lr: Any,
+    weight_decay: Any,
+    optimizer: Any,
+    validation_fraction: Any,
+    patience: Any,
+    min_delta: Any,
+    callback: Any,
+    validation_data: Any,
+) -> tuple[LossFn, Any, int, int | None, float, float, float, int | None, float]:
+    """The options :func:`fit` and :func:`~structnets.training.train_ensemble` share, checked with
+    named errors: ``(loss_fn, target_kind, epochs, batch_size, lr, weight_decay,
+    validation_fraction, patience, min_delta)``."""
+    loss_fn = _UNCHECKED.get(loss, get_loss(loss)) if isinstance(loss, str) else get_loss(loss)
+    target_kind = TARGET_KIND.get(loss) if isinstance(loss, str) else None
+    epochs = check_int("epochs", epochs, low=1, high=MAX_STEPS)
+    if batch_size is not None:
+        batch_size = check_int("batch_size", batch_size, low=1)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
+    weight_decay = check_real("weight_decay", weight_decay, low=0.0)
+    if not callable(optimizer):
+        check_choice("optimizer", optimizer, OPTIMIZERS)
+    validation_fraction = check_real("validation_fraction", validation_fraction, low=0.0, high=1.0, high_open=True)
+    if patience is not None:
+        patience = check_int("patience", patience, low=1)
+    min_delta = check_real("min_delta", min_delta, low=0.0)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"`callback` must be callable or None, got {callback!r}")
+    if validation_data is not None and validation_fraction > 0:
+        raise ValueError(
+            "pass either `validation_fraction` > 0 or `validation_data`, not both "
+            f"(got validation_fraction={validation_fraction})"
+        )
+    return loss_fn, target_kind, epochs, batch_size, lr, weight_decay, validation_fraction, patience, min_delta
+
+
 def fit(
     model: nn.Module,
     X: np.ndarray | torch.Tensor,
@@ -198,27 +237,13 @@ def fit(
     start = time.perf_counter()
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
-    loss_fn = _UNCHECKED.get(loss, get_loss(loss)) if isinstance(loss, str) else get_loss(loss)
-    target_kind = TARGET_KIND.get(loss) if isinstance(loss, str) else None
-    epochs = check_int("epochs", epochs, low=1, high=MAX_STEPS)
-    if batch_size is not None:
-        batch_size = check_int("batch_size", batch_size, low=1)
-    lr = check_real("lr", lr, low=0.0, low_open=True)
-    weight_decay = check_real("weight_decay", weight_decay, low=0.0)
-    if not callable(optimizer):
-        check_choice("optimizer", optimizer, OPTIMIZERS)
-    validation_fraction = check_real("validation_fraction", validation_fraction, low=0.0, high=1.0, high_open=True)
-    if patience is not None:
-        patience = check_int("patience", patience, low=1)
-    min_delta = check_real("min_delta", min_delta, low=0.0)
-    seed = check_int("seed", seed, low=0, high=2**63 - 1)
-    if callback is not None and not callable(callback):
-        raise TypeError(f"`callback` must be callable or None, got {callback!r}")
-    if validation_data is not None and validation_fraction > 0:
-        raise ValueError(
-            "pass either `validation_fraction` > 0 or `validation_data`, not both "
-            f"(got validation_fraction={validation_fraction})"
+    loss_fn, target_kind, epochs, batch_size, lr, weight_decay, validation_fraction, patience, min_delta = (
+        check_training_options(
+            loss, epochs, batch_size, lr, weight_decay, optimizer, validation_fraction, patience, min_delta,
+            callback, validation_data,
         )
+    )  # fmt: skip
+    seed = check_int("seed", seed, low=0, high=2**63 - 1)
     schedule, min_lr = check_schedule(schedule, warmup_epochs, warmup_steps, min_lr)
     if not callable(optimizer) and min_lr > lr:
         raise ValueError(f"`min_lr` must be <= `lr`={lr}, got {min_lr}")
