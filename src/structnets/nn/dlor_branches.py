@@ -11,6 +11,21 @@ from .._validation import MAX_LAYERS, check_fits_in_memory, check_int
 from .dlor_linear import DLoRLinear
 
 
+def branch_list(
+    features: int, rank: int, branches: int, bias: bool, alpha: float, device: Any, dtype: Any
+) -> nn.ModuleList:
+    """``branches`` DLoR layers of one shape, refused up front when their parameters cannot fit in memory."""
+    first = DLoRLinear(features, rank, bias=bias, alpha=alpha, device=device, dtype=dtype)
+    check_fits_in_memory(
+        f"`branches`={branches}, `features`={first.features}, `rank`={first.rank}",
+        branches * sum(p.numel() for p in first.parameters()),
+        itemsize=first.U.element_size(),
+        what="parameters",
+    )
+    rest = [DLoRLinear(features, rank, bias=bias, alpha=alpha, device=device, dtype=dtype) for _ in range(branches - 1)]
+    return nn.ModuleList([first, *rest])
+
+
 class DLoRBranches(nn.Module):
     """Parallel DLoR branches summed before the activation: ``y = Σ_k (α_k I + U_k V_kᵀ) x + b``.
 
@@ -47,24 +62,12 @@ class DLoRBranches(nn.Module):
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
         alpha = 1.0 / self.branches_count if alpha is None else alpha
-        factory: dict[str, Any] = {"device": device, "dtype": dtype}
-        first_branch = DLoRLinear(features, rank, bias=False, alpha=alpha, **factory)
-        per_branch = sum(p.numel() for p in first_branch.parameters())
-        check_fits_in_memory(
-            f"`branches`={self.branches_count}, `features`={first_branch.features}, `rank`={first_branch.rank}",
-            self.branches_count * per_branch,
-            itemsize=first_branch.U.element_size(),
-            what="parameters",
-        )
-        self.branches = nn.ModuleList(
-            [first_branch]
-            + [DLoRLinear(features, rank, bias=False, alpha=alpha, **factory) for _ in range(self.branches_count - 1)]
-        )
+        self.branches = branch_list(features, rank, self.branches_count, False, alpha, device, dtype)
         first = cast(DLoRLinear, self.branches[0])
         self.features, self.rank, self.initial_alpha = first.features, first.rank, first.initial_alpha
         self.bias: nn.Parameter | None
         if bias:
-            self.bias = nn.Parameter(torch.empty(self.features, **factory))
+            self.bias = nn.Parameter(torch.empty(self.features, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import torch
 from torch import nn
 
-from .._validation import MAX_LAYERS, check_fits_in_memory, check_int
+from .._validation import MAX_LAYERS, check_int
 from .activation import activation as make_activation
+from .dlor_branches import branch_list
 from .dlor_linear import DLoRLinear
 
 
@@ -54,19 +55,7 @@ class DLoRParallel(nn.Module):
         # The name when one was given, so that the repr rebuilds the layer.
         self.activation_name = activation if isinstance(activation, str) else None
         alpha = 1.0 / self.branches_count if alpha is None else alpha
-        factory: dict[str, Any] = {"device": device, "dtype": dtype}
-        first_branch = DLoRLinear(features, rank, bias=bias, alpha=alpha, **factory)
-        per_branch = sum(p.numel() for p in first_branch.parameters())
-        check_fits_in_memory(
-            f"`branches`={self.branches_count}, `features`={first_branch.features}, `rank`={first_branch.rank}",
-            self.branches_count * per_branch,
-            itemsize=first_branch.U.element_size(),
-            what="parameters",
-        )
-        self.branches = nn.ModuleList(
-            [first_branch]
-            + [DLoRLinear(features, rank, bias=bias, alpha=alpha, **factory) for _ in range(self.branches_count - 1)]
-        )
+        self.branches = branch_list(features, rank, self.branches_count, bias, alpha, device, dtype)
         first = cast(DLoRLinear, self.branches[0])
         self.features, self.rank, self.initial_alpha = first.features, first.rank, first.initial_alpha
         self.reset_parameters()
