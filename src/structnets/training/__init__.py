@@ -37,8 +37,14 @@ seed=0, callback=None, schedule="constant", warmup_epochs=None, warmup_steps=Non
     exit (also on exceptions). ``set_threads(n, environment=False) -> previous`` sets it once,
     e.g. in a worker initializer (``environment=True`` also sets OMP/MKL/OpenBLAS variables for
     child processes).
+
+``check_device(device, name="device") -> str``, ``device_param(device) -> dict``, ``unit_device(params) -> str``
+    An experiment's ``device`` field: the config's check (ValueError naming ``name``), the
+    unit-param entry (``{}`` on the CPU, so CPU params stay as before) and the unit's torch device
+    (absent: ``"cpu"``; ``"auto"`` resolved) (:mod:`structnets.training.device`).
 """
 
+from .device import check_device, device_param, unit_device
 from .ensemble import EnsembleEpoch, EnsembleResult, train_ensemble
 from .fit import OPTIMIZERS, FitResult, evaluate, fit, seeded
 from .lbfgs import LBFGSResult, adam_phase, batched_lbfgs  # noqa: F401
@@ -53,8 +59,10 @@ __all__ = [
     "EnsembleResult",
     "SCHEDULES",
     "FitResult",
+    "check_device",
     "cosine_lr",
     "cross_entropy",
+    "device_param",
     "evaluate",
     "fit",
     "get_loss",
@@ -63,5 +71,6 @@ __all__ = [
     "set_threads",
     "torch_threads",
     "train_ensemble",
+    "unit_device",
     "warmup_cosine_lr",
 ]
