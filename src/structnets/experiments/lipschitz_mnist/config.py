@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._validation import check_choice, check_int, check_real
-from ..lipschitz_moons.config import check_device
+from ...training.device import check_device
 
 MODELS: tuple[str, ...] = ("fixed-width", "gradient-step", "cpl", "unconstrained", "deel-torchlip")
 # Published MNIST results at ℓ₂ ε = 1.58 (certified accuracy, clean accuracy where reported):

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...analysis.certify import certify
 from ...protocol import JSONScalar, Unit
-from ..lipschitz_moons.config import device_param, unit_device
+from ...training.device import device_param, unit_device
 from ..lipschitz_moons.units import train_classifier
 from .config import TIMED_BOUNDS, LipschitzMNISTConfig
 

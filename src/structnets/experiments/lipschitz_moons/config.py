@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..._validation import check_choice, check_int, check_real
-from ...runner.device import DEVICES
+
+# re-exported: the helpers lived here before structnets.training.device
+from ...training.device import check_device as check_device
+from ...training.device import device_param as device_param
+from ...training.device import unit_device as unit_device
 
 PAPER_LIPSCHITZ_AUTHORS_CODE = (19.0, 25.0)
 """Measured Lipschitz constants of two-moons models trained with the authors' public code (as
@@ -87,26 +89,3 @@ class LipschitzMoonsConfig:
         if not isinstance(self.authors_baseline, bool):
             raise TypeError(f"`authors_baseline` must be a bool, got {self.authors_baseline!r}")
         check_device(self.device)
-
-
-def check_device(device: object) -> str:
-    """``device`` if it is ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``, else a ValueError naming it."""
-    if not isinstance(device, str) or not (device in DEVICES or (device.startswith("cuda:") and device[5:].isdigit())):
-        raise ValueError(f"`device` must be one of 'cpu', 'cuda', 'cuda:N', 'auto', got {device!r}")
-    return device
-
-
-def device_param(device: str) -> dict[str, str]:
-    """``{"device": ...}`` for a unit's params on a GPU; empty on the CPU, so CPU units keep the
-    params of runs stored before the ``device`` field existed (and resume without a params warning)."""
-    return {} if device == "cpu" else {"device": device}
-
-
-def unit_device(params: Mapping[str, Any]) -> str:
-    """A unit's torch device from its params (absent: ``"cpu"``); ``auto`` without the runner is resolved here."""
-    device = str(params.get("device", "cpu"))
-    if device == "auto":
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return device

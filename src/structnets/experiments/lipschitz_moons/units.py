@@ -8,7 +8,8 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import JSONScalar, Unit
-from .config import LipschitzMoonsConfig, device_param, unit_device
+from ...training.device import device_param, unit_device
+from .config import LipschitzMoonsConfig
 
 
 def units(config: LipschitzMoonsConfig, finished: pd.DataFrame) -> list[Unit]:
