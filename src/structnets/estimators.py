@@ -164,6 +164,8 @@ class _BaseMLP(BaseEstimator):
         """Build ``model_`` with seeded initial weights and train it on standardised ``X``."""
         rng = check_random_state(self.random_state)
         init_seed, fit_seed, split_seed = (int(s) for s in rng.randint(0, 2**31 - 1, size=3))
+        # Drawn on the CPU and then moved: a seed gives the same initial weights on every device
+        # (CUDA's generator would draw different numbers from the same seed).
         with seeded(init_seed):
             self.model_ = mlp(
                 X.shape[1],
@@ -172,9 +174,9 @@ class _BaseMLP(BaseEstimator):
                 self.depth,
                 activation=self.activation,
                 bottleneck=self.bottleneck,
-                device=self.device,
+                device="cpu",
                 dtype=DTYPES[self.dtype],
-            )
+            ).to(self.device)
         inputs = self._input_tensor(X, self._np_dtype())
         validation_data = None
         if self.early_stopping:

@@ -259,3 +259,50 @@ def test_fit_never_prints(capsys):
     MLPClassifier(epochs=3, early_stopping=True).fit(X, y).predict(X)
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
+
+
+class _StopAfterInit(Exception):
+    pass
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_initial_weights_are_drawn_on_the_cpu_whatever_the_device(monkeypatch, device):
+    """A seed gives the same initial weights on every device: the net is drawn on the CPU, then moved."""
+    import structnets.estimators as estimators_module
+
+    drawn: dict[str, dict[str, torch.Tensor]] = {}
+    real_mlp = estimators_module.mlp
+
+    def recording_mlp(*args, **kwargs):
+        module = real_mlp(*args, **kwargs)
+        drawn["state"] = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        original_to = module.to
+
+        def to_then_stop(*to_args, **to_kwargs):
+            moved = original_to(*to_args, **to_kwargs)
+            drawn["moved_to"] = {str(p.device) for p in moved.parameters()}
+            raise _StopAfterInit
+
+        module.to = to_then_stop  # type: ignore[method-assign]
+        return module
+
+    monkeypatch.setattr(estimators_module, "mlp", recording_mlp)
+    X, y = _smooth_1d(50)
+    with pytest.raises(_StopAfterInit):
+        MLPRegressor(width=8, epochs=1, random_state=3, device=device).fit(X, y)
+    assert drawn["moved_to"] == {device}
+    assert all(t.device.type == "cpu" for t in drawn["state"].values())
+    # the same seed drawn for a plain CPU estimator gives the same numbers
+    reference = MLPRegressor(width=8, epochs=1, random_state=3)
+    monkeypatch.setattr(estimators_module, "mlp", real_mlp)
+    cpu_drawn: dict[str, dict[str, torch.Tensor]] = {}
+
+    def recording_cpu_mlp(*args, **kwargs):
+        module = real_mlp(*args, **kwargs)
+        cpu_drawn["state"] = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        return module
+
+    monkeypatch.setattr(estimators_module, "mlp", recording_cpu_mlp)
+    reference.fit(X, y)
+    for name, value in drawn["state"].items():
+        assert torch.equal(value, cpu_drawn["state"][name]), name
