@@ -190,3 +190,60 @@ def test_table_needs_cv_rows_and_knows_every_data_set():
         table(pd.DataFrame({"stage": ["select"], "dataset": ["iris"]}))
     assert set(DATASET_ROWS) == set(FULL_RUN) == set(PAPER)
     assert all(low > 1 for low, dense, _ in (FULL_RUN[d] for d in ("iris", "rice", "bank-marketing", "adult")))
+
+
+def test_paper_like_options_are_validated_by_name():
+    with pytest.raises(ValueError, match="early_stopping"):
+        LowRankUCIConfig(early_stopping="no")
+    with pytest.raises(ValueError, match="categorical"):
+        LowRankUCIConfig(categorical="one-hot")
+
+
+def test_default_protocol_keeps_the_stored_params():
+    from structnets.experiments.lowrank_uci import _efficiency_unit, _training_params
+
+    default = _training_params(LowRankUCIConfig())
+    assert "early_stopping" not in default and "categorical" not in default  # old run folders resume
+    assert "categorical" not in _efficiency_unit(LowRankUCIConfig(), "e", "iris", 2, 6, "chosen").params
+    paper_like = _training_params(LowRankUCIConfig(early_stopping=False, categorical="onehot"))
+    assert paper_like["early_stopping"] is False and paper_like["categorical"] == "onehot"
+    assert {k: v for k, v in paper_like.items() if k not in ("early_stopping", "categorical")} == default
+
+
+def test_one_hot_codes_replaces_each_coded_column_by_its_indicators():
+    from structnets.data.uci import one_hot_codes
+
+    rng = np.random.default_rng(0)
+    codes = rng.integers(1, 13, size=50).astype(float)
+    codes[:12] = np.arange(1, 13)  # every month present
+    X = np.column_stack([rng.normal(size=50), codes, rng.normal(size=50)])
+    encoded, names = one_hot_codes(X, ["a", "mnth", "b"], ["mnth"])
+    assert encoded.shape == (50, 14)
+    assert names[0] == "a" and names[-1] == "b" and names[1:13] == [f"mnth={m}" for m in range(1, 13)]
+    block = encoded[:, 1:13]
+    assert np.array_equal(block.sum(axis=1), np.ones(50))  # exactly one indicator per row
+    assert np.array_equal(np.arange(1, 13)[block.argmax(axis=1)], codes)  # numeric order, 10 after 9
+    assert np.array_equal(encoded[:, 0], X[:, 0]) and np.array_equal(encoded[:, -1], X[:, 2])
+    with pytest.raises(ValueError, match="columns"):
+        one_hot_codes(X, ["a", "mnth", "b"], ["hr"])
+    with pytest.raises(ValueError, match="X"):
+        one_hot_codes(X[:, :2], ["a", "mnth", "b"], ["mnth"])
+
+
+def test_paper_like_units_train_fixed_epochs_on_one_hot_codes(uci_data):
+    from structnets.experiments.lowrank_uci import _dataset_arrays, _run_cv, _training_params
+
+    X, _, _ = _dataset_arrays("bike-sharing", None, categorical="onehot")
+    assert X.shape == (17379, 4 + 1 + 12 + 24 + 1 + 7 + 1 + 4 + 4)  # season, yr, mnth, hr, ..., weathersit, 4 numeric
+    assert _dataset_arrays("bike-sharing", None)[0].shape == (17379, 12)
+    assert _dataset_arrays("abalone", None, categorical="onehot")[0].shape == (4177, 10)  # nothing coded
+    config = LowRankUCIConfig(epochs=3, patience=1, max_rows=300, early_stopping=False, categorical="onehot")
+    params = {
+        "stage": "cv", "dataset": "bike-sharing", "model": "dense", "bottleneck": None, "depth": 1,
+        "width": 6, "folds": 3, "fold": 0, "seed": 0, **_training_params(config),
+    }  # fmt: skip
+    row = _run_cv(params)
+    assert row["epochs_run"] == 3  # no early stop, even with patience 1
+    assert row["parameters"] == 58 * 6 + 6 + 6 + 1  # the first layer sees the 58 one-hot columns
+    stopped = _run_cv({**params, "early_stopping": True, "epochs": 50})
+    assert stopped["n_train"] == row["n_train"] and stopped["epochs_run"] <= 50

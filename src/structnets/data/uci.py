@@ -297,3 +297,41 @@ PARSERS: dict[str, Callable[[Sequence[bytes]], Parsed]] = {
     "bike-sharing": bike_sharing,
 }
 """Parser per UCI data set; each takes the verified contents in the order of ``files.FILES``."""
+
+CODED_CATEGORICALS: dict[str, tuple[str, ...]] = {
+    "bike-sharing": ("season", "mnth", "hr", "weekday", "weathersit"),
+}
+"""Categorical columns that a data set's files store as integer codes and :func:`load` keeps as
+numbers (0/1 columns such as Bike Sharing's yr, holiday, workingday are left out: one-hot adds
+nothing to them). :func:`one_hot_codes` turns them into one-hot blocks on request."""
+
+
+def one_hot_codes(X: np.ndarray, feature_names: Sequence[str], columns: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """Replace each named integer-coded column of ``X``, in place, by its one-hot block.
+
+    Categories are the column's distinct values sorted numerically, one indicator column each,
+    named ``"column=code"`` (none dropped); other columns are kept as they are.
+
+    Raises:
+        ValueError: a name in ``columns`` is not in ``feature_names``, or ``X`` has not
+            ``len(feature_names)`` columns.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    names = list(feature_names)
+    if X.ndim != 2 or X.shape[1] != len(names):
+        raise ValueError(f"`X` must be 2-D with {len(names)} columns (one per feature name), got shape {X.shape}")
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise ValueError(f"`columns` must name features in {names}, got {missing}")
+    blocks: list[np.ndarray] = []
+    out_names: list[str] = []
+    for index, name in enumerate(names):
+        column = X[:, index]
+        if name in columns:
+            categories, codes = np.unique(column, return_inverse=True)
+            blocks.append((codes[:, None] == np.arange(categories.size)).astype(np.float64))
+            out_names.extend(f"{name}={c:g}" for c in categories)
+        else:
+            blocks.append(column[:, None])
+            out_names.append(name)
+    return np.hstack(blocks), out_names

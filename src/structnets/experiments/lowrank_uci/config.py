@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 ALL_DATASETS: tuple[str, ...] = (
     "iris",
@@ -76,6 +77,15 @@ class LowRankUCIConfig:
             :class:`structnets.estimators.MLPClassifier` / ``MLPRegressor`` (early stopping on an
             inner validation split of each training fold; ``batch_size`` is a cap, see
             :func:`batch_size_for`).
+        early_stopping: stop on the inner validation split (the default). ``False`` trains every
+            fit for exactly ``epochs`` epochs on the whole training fold (``patience`` and
+            ``validation_fraction`` are then unused), as a paper-like fixed-epoch protocol.
+        categorical: how categorical columns that the data files store as integer codes enter the
+            network: ``"ordinal"`` (default) keeps the codes as numbers, as
+            :func:`structnets.data.load` gives them; ``"onehot"`` replaces each by its one-hot
+            block (:data:`structnets.data.uci.CODED_CATEGORICALS`: Bike Sharing's season, mnth,
+            hr, weekday, weathersit; no other data set has such columns, and string categoricals
+            are always one-hot).
         max_rows: subsample each data set to at most this many rows (stratified); None keeps all.
         selection_fraction: share of rows held out for the stage-1 grid search.
         latency_batch, latency_pairs: batch size and number of interleaved timing pairs.
@@ -108,6 +118,8 @@ class LowRankUCIConfig:
     efficiency_widths: tuple[int, ...] = (128, 256, 512, 1024)
     activation: str = "swish"
     device: str = "cpu"
+    early_stopping: bool = True
+    categorical: Literal["ordinal", "onehot"] = "ordinal"
 
     @classmethod
     def quick(cls) -> LowRankUCIConfig:
@@ -150,3 +162,7 @@ class LowRankUCIConfig:
             self.device in ("cpu", "cuda", "auto") or (self.device.startswith("cuda:") and self.device[5:].isdigit())
         ):
             raise ValueError(f"`device` must be one of 'cpu', 'cuda', 'cuda:N', 'auto', got {self.device!r}")
+        if not isinstance(self.early_stopping, bool):
+            raise ValueError(f"`early_stopping` must be a bool, got {self.early_stopping!r}")
+        if self.categorical not in ("ordinal", "onehot"):
+            raise ValueError(f"`categorical` must be one of 'ordinal', 'onehot', got {self.categorical!r}")

@@ -40,7 +40,19 @@ def _training_params(config: LowRankUCIConfig) -> dict[str, Any]:
         "activation": config.activation,
         "max_rows": config.max_rows,
         **_device_param(config),
+        **_protocol_params(config),
     }
+
+
+def _protocol_params(config: LowRankUCIConfig) -> dict[str, Any]:
+    """The paper-like options, only where they differ from the defaults, so that units of the
+    default protocol keep the params of runs stored before these options existed (and resume)."""
+    params: dict[str, Any] = {}
+    if not config.early_stopping:
+        params["early_stopping"] = False
+    if config.categorical != "ordinal":
+        params["categorical"] = config.categorical
+    return params
 
 
 def _device_param(config: LowRankUCIConfig) -> dict[str, str]:
@@ -115,6 +127,7 @@ def _efficiency_unit(config: LowRankUCIConfig, key: str, dataset: str, depth: in
             "pairs": config.latency_pairs,
             "activation": config.activation,
             **_device_param(config),
+            **({"categorical": config.categorical} if config.categorical != "ordinal" else {}),
         },
     )
 
@@ -152,12 +165,20 @@ def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     raise ValueError(f"`stage` must be one of ['cv', 'efficiency', 'select'], got {stage!r}")
 
 
-def _dataset_arrays(name: str, max_rows: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
-    """Load ``name`` and, if asked, take a stratified subsample of ``max_rows`` rows."""
+def _dataset_arrays(
+    name: str, max_rows: int | None, seed: int = 0, categorical: str = "ordinal"
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """Load ``name`` and, if asked, one-hot its integer-coded categoricals (``categorical="onehot"``)
+    and take a stratified subsample of ``max_rows`` rows."""
     from ... import data
+    from ...data.uci import CODED_CATEGORICALS, one_hot_codes
 
     dataset = data.load(name)
     X, y = dataset.X, dataset.y
+    if categorical == "onehot" and name in CODED_CATEGORICALS:
+        X, _ = one_hot_codes(X, dataset.feature_names, CODED_CATEGORICALS[name])
+    elif categorical not in ("ordinal", "onehot"):
+        raise ValueError(f"`categorical` must be one of 'ordinal', 'onehot', got {categorical!r}")
     if max_rows is not None and len(y) > max_rows:
         from sklearn.model_selection import train_test_split
 
@@ -188,7 +209,7 @@ def _estimator(task: str, params: Mapping[str, Any], bottleneck: float | None, r
         batch_size=batch_size_for(n_train, int(params["batch_size"])),
         lr=float(params["lr"]),
         weight_decay=float(params["weight_decay"]),
-        early_stopping=True,
+        early_stopping=bool(params.get("early_stopping", True)),
         validation_fraction=float(params["validation_fraction"]),
         patience=int(params["patience"]),
         standardize=True,
@@ -205,6 +226,10 @@ def _unit_device(params: Mapping[str, Any]) -> str:
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return device
+
+
+def _categorical(params: Mapping[str, Any]) -> str:
+    return str(params.get("categorical", "ordinal"))  # units stored before the option kept codes
 
 
 def _scores(task: str, estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, float]:
@@ -241,7 +266,7 @@ def _count_parameters(estimator: Any) -> int:
 def _run_select(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from sklearn.model_selection import train_test_split
 
-    X, y, task = _dataset_arrays(params["dataset"], params["max_rows"])
+    X, y, task = _dataset_arrays(params["dataset"], params["max_rows"], categorical=_categorical(params))
     stratify = y if task == "classification" else None
     X_train, X_val, y_train, y_val = train_test_split(
         X, y, test_size=float(params["selection_fraction"]), random_state=0, stratify=stratify
@@ -267,7 +292,7 @@ def _run_cv(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from ...models import bottleneck_width
 
     seed, fold, folds = int(params["seed"]), int(params["fold"]), int(params["folds"])
-    X, y, task = _dataset_arrays(params["dataset"], params["max_rows"])
+    X, y, task = _dataset_arrays(params["dataset"], params["max_rows"], categorical=_categorical(params))
     splitter_cls = StratifiedKFold if task == "classification" else KFold
     splitter = splitter_cls(n_splits=folds, shuffle=True, random_state=seed)
     train_index, test_index = list(splitter.split(X, y))[fold]
@@ -306,7 +331,7 @@ def _run_efficiency(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from ...models import bottleneck_width, mlp
 
     dataset = data.load(params["dataset"])
-    d = dataset.X.shape[1]
+    d = _dataset_arrays(params["dataset"], None, categorical=_categorical(params))[0].shape[1]
     out = len(dataset.classes) if dataset.task == "classification" and dataset.classes is not None else 1
     depth, width, ratio = int(params["depth"]), int(params["width"]), float(params["bottleneck"])
     batch = int(params["batch"])
