@@ -21,6 +21,12 @@ class DLoRBlindspotConfig:
         data_seed: seed of the training sample.
         floor_samples, floor_directions: Monte Carlo sample and number of directions θ of the
             blind-spot floor estimate (400 bins).
+        device: where the ``train`` units train and evaluate their networks: ``"cpu"`` (default),
+            ``"cuda"`` (``"cuda:N"``) or ``"auto"`` (``structnets run --device``; the runner resolves
+            ``auto`` and checks that CUDA is there). Networks and data are built and drawn on the
+            CPU from their seeds, then moved, so seeds and unit keys do not depend on the device and
+            numbers agree across devices up to floating-point rounding. The ``floor`` and
+            ``interpolate`` units (NumPy and the exact float64 rank-1 interpolants) run on the CPU.
     """
 
     widths: tuple[int, ...] = (2, 4, 8, 16, 32, 64)
@@ -35,6 +41,7 @@ class DLoRBlindspotConfig:
     data_seed: int = 7
     floor_samples: int = 400_000
     floor_directions: int = 180
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> DLoRBlindspotConfig:
@@ -44,6 +51,7 @@ class DLoRBlindspotConfig:
     def __post_init__(self) -> None:
         from ..._validation import check_choice, check_int, check_real
         from ...nn import ACTIVATIONS
+        from ...training.device import check_device
 
         if not self.widths or not self.seeds:
             raise ValueError(f"`widths` and `seeds` must be non-empty, got {self.widths!r}, {self.seeds!r}")
@@ -59,3 +67,4 @@ class DLoRBlindspotConfig:
             check_int("interpolation_sizes", n, low=1)
         check_int("floor_samples", self.floor_samples, low=1000)
         check_int("floor_directions", self.floor_directions, low=1)
+        check_device(self.device)

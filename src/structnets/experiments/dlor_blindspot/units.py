@@ -13,8 +13,10 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ...analysis.timing import synchronize
 from ...protocol import JSONScalar, Unit
 from ...training import torch_threads
+from ...training.device import device_param, unit_device
 from ...training.seed_batched import train_vmapped
 from .config import DLoRBlindspotConfig
 from .targets import MODELS, ridge_floor, saddle_data, saddle_grid
@@ -43,6 +45,7 @@ def make_units(config: DLoRBlindspotConfig, finished: pd.DataFrame) -> list[Unit
                         "n_train": config.n_train,
                         "test_per_axis": config.test_per_axis,
                         "data_seed": config.data_seed,
+                        **device_param(config.device),
                     },
                 )
             )
@@ -107,11 +110,16 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
             *saddle_grid(int(params["test_per_axis"])),
         )
     )
-    models = [_build(model, width, depth, params["activation"], seed) for seed in seeds]
+    device = unit_device(params)
+    # Built and drawn on the CPU from the seeds, then moved: the same start on every device.
+    models = [_build(model, width, depth, params["activation"], seed).to(device) for seed in seeds]
+    X, y, X_test, y_test = (a.to(device) for a in (X, y, X_test, y_test))
+    synchronize()
     start = time.perf_counter()
     test, train, trained = train_vmapped(
         models, X, y, X_test, y_test, epochs=int(params["epochs"]), lr=float(params["lr"])
     )
+    synchronize()
     seconds = time.perf_counter() - start
     # The blind spot, measured: how much the output moves along the direction orthogonal to
     # the first layer's v (exactly 0 for rank-1 networks, whatever training did).
@@ -122,7 +130,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
             v = first.v.detach()
             w = torch.stack([-v[1], v[0]]) / torch.linalg.vector_norm(v)
         else:
-            w = torch.tensor([1.0, -1.0]) / math.sqrt(2.0)
+            w = torch.tensor([1.0, -1.0], device=X_test.device) / math.sqrt(2.0)
         with torch.no_grad():
             invariance.append(float((net(X_test + 0.25 * w) - net(X_test)).abs().max()))
     return {

@@ -50,6 +50,14 @@ class DLoRSawtoothConfig:
         hs: the scales h of the correspondence.
         correspondence_seeds: seeds of the dense MLPs.
         correspondence_rank: rank r of the DLoR networks built from the dense MLP.
+        device: where units train: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``) or ``"auto"``
+            (``structnets run --device``; the runner resolves ``auto`` and checks that CUDA is
+            there). Networks and data are built and drawn on the CPU from their seeds, then moved,
+            so seeds and unit keys do not depend on the device and numbers agree across devices up
+            to floating-point rounding. ``train`` units train and evaluate the seed-batched
+            networks on the device (spectra are taken on the CPU in float64); ``correspondence``
+            units train the dense MLP on the device, then build and check the float64 DLoR
+            networks of the h → 0 correspondence on the CPU.
     """
 
     targets: tuple[str, ...] = ("d1t2", "d1t4", "d2t2")
@@ -77,6 +85,7 @@ class DLoRSawtoothConfig:
     hs: tuple[float, ...] = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4)
     correspondence_seeds: tuple[int, ...] = (0, 1, 2)
     correspondence_rank: int = 1
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> DLoRSawtoothConfig:
@@ -92,6 +101,7 @@ class DLoRSawtoothConfig:
     def __post_init__(self) -> None:
         from ..._validation import check_choice, check_int, check_real
         from ...nn import ACTIVATIONS
+        from ...training.device import check_device
 
         if not self.targets:
             raise ValueError("`targets` must list at least one target, got ()")
@@ -129,6 +139,7 @@ class DLoRSawtoothConfig:
         for h in self.hs:
             check_real("hs", h, low=0.0, high=1.0, low_open=True)
         check_int("correspondence_rank", self.correspondence_rank, low=1)
+        check_device(self.device)
 
 
 def matched_deep_depth(width: int, rank: int, wide_depth: int, branches: int, mode: str = "summed") -> int:

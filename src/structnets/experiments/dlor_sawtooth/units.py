@@ -19,9 +19,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ...analysis.timing import synchronize
 from ...models.batched_dlor import BatchedDLoRNet, build_batched
 from ...protocol import JSONScalar, Unit
 from ...training import torch_threads
+from ...training.device import device_param, unit_device
 from ...training.seed_batched import train_batched, train_dense
 from .config import CORRESPONDENCE_MODES, DLoRSawtoothConfig, deep_depths, parse_target, wide_branches
 
@@ -65,6 +67,7 @@ def make_units(config: DLoRSawtoothConfig, finished: pd.DataFrame) -> list[Unit]
         "n_train": config.n_train,
         "test_points": config.test_points,
         "data_seed": config.data_seed,
+        **device_param(config.device),
     }
     units = []
     for target in config.targets:
@@ -135,7 +138,7 @@ def _spectra(net: BatchedDLoRNet, seed_index: int = 0) -> list[dict[str, Any]]:
     with torch.no_grad():
         weights = net.weights()
         for layer in range(weights.shape[0]):
-            dense = weights[layer, seed_index].double()
+            dense = weights[layer, seed_index].cpu().double()
             out.append(
                 {
                     "alpha": float(net.alpha[layer, seed_index].sum()),
@@ -147,8 +150,10 @@ def _spectra(net: BatchedDLoRNet, seed_index: int = 0) -> list[dict[str, Any]]:
 
 def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     dim, teeth = int(params["dim"]), int(params["teeth"])
-    X, y, X_test, y_test = _unit_data(params, torch.float32)
+    device = unit_device(params)
+    X, y, X_test, y_test = (a.to(device) for a in _unit_data(params, torch.float32))
     seeds = [int(s) for s in params["seeds"]]
+    # Built and drawn on the CPU from the seeds, then moved: the same start on every device.
     net = build_batched(
         seeds,
         dim,
@@ -158,7 +163,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         params["mode"],
         params["activation"],
         int(params["branches"]),
-    )
+    ).to(device)
     history = train_batched(
         net,
         X,
@@ -176,7 +181,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     if dim == 1:
         grid = torch.linspace(0, 1, 257)[:, None]
         with torch.no_grad():
-            prediction = {"x": grid[:, 0].tolist(), "y": net(grid)[0, :, 0].tolist()}
+            prediction = {"x": grid[:, 0].tolist(), "y": net(grid.to(device))[0, :, 0].cpu().tolist()}
     return {
         "stage": "train",
         "target": params["target"],
@@ -214,13 +219,18 @@ def _run_correspondence(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from ...training import seeded
 
     dim, teeth, seed = int(params["dim"]), int(params["teeth"]), int(params["seed"])
+    device = unit_device(params)
     X, y, X_test, y_test = _unit_data(params, torch.float32)
+    # Built and drawn on the CPU from the seed, then moved: the same start on every device.
     with seeded(seed):
         dense = mlp(dim, 1, int(params["dense_width"]), int(params["dense_depth"]), params["activation"])
+    dense = dense.to(device)
+    synchronize()
     start = time.perf_counter()
-    train_dense(dense, X, y, epochs=int(params["dense_epochs"]), lr=float(params["dense_lr"]))
+    train_dense(dense, X.to(device), y.to(device), epochs=int(params["dense_epochs"]), lr=float(params["dense_lr"]))
+    synchronize()
     fit_seconds = time.perf_counter() - start
-    dense = dense.double()  # the correspondence is checked in float64
+    dense = dense.cpu().double()  # the correspondence is built and checked on the CPU in float64
     X_test, y_test = X_test.double(), y_test.double()
     with torch.no_grad():
         reference = dense(X_test)[:, 0]

@@ -55,6 +55,13 @@ class DLoRUniversalityConfig:
         generic_max_neurons: the wide generic network (width J, ⌈J/2⌉ branches per layer) is
             built only for J up to this (its cost grows as J³).
         thresholds: sup errors ε at which the report compares parameter counts.
+        device: where the constructed networks are evaluated on the test grid: ``"cpu"``
+            (default), ``"cuda"`` (``"cuda:N"``) or ``"auto"`` (``structnets run --device``; the
+            runner resolves ``auto`` and checks that CUDA is there). Nothing is trained: the
+            shallow fit, the constructions and the exact weight-by-weight check run on the CPU in
+            float64, then each network moves to the device for its forward pass on the grid, and
+            its outputs come back to the CPU for the errors (float64 on both; sums may round
+            differently on a GPU). Unit keys do not depend on the device.
     """
 
     targets: tuple[str, ...] = ("saddle", "ripple", "cone", "pair")
@@ -69,6 +76,7 @@ class DLoRUniversalityConfig:
     test_per_axis: int = 101
     generic_max_neurons: int = 128
     thresholds: tuple[float, ...] = (0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> DLoRUniversalityConfig:
@@ -80,6 +88,7 @@ class DLoRUniversalityConfig:
     def __post_init__(self) -> None:
         from ..._validation import check_choice, check_int, check_real
         from ...constructive.dlor_universality import _activations
+        from ...training.device import check_device
 
         if not self.targets or not self.neurons:
             raise ValueError(f"`targets` and `neurons` must be non-empty, got {self.targets!r}, {self.neurons!r}")
@@ -99,3 +108,4 @@ class DLoRUniversalityConfig:
         check_int("generic_max_neurons", self.generic_max_neurons, low=0)
         for eps in self.thresholds:
             check_real("thresholds", eps, low=0.0, low_open=True)
+        check_device(self.device)

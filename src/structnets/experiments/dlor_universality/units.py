@@ -3,6 +3,7 @@ DLoR network of the comparison, and their errors against the target and against 
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -11,8 +12,10 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ...analysis.timing import synchronize
 from ...protocol import JSONScalar, Unit
 from ...training import torch_threads
+from ...training.device import device_param, unit_device
 from .config import TARGETS, DLoRUniversalityConfig
 
 
@@ -32,6 +35,7 @@ def make_units(config: DLoRUniversalityConfig, finished: pd.DataFrame) -> list[U
                 "seed": config.seed,
                 "test_per_axis": config.test_per_axis,
                 "generic": j <= config.generic_max_neurons,
+                **device_param(config.device),
             },
         )
         for target in config.targets
@@ -43,6 +47,14 @@ def _errors(out: torch.Tensor, reference: torch.Tensor, shallow: torch.Tensor) -
     """(sup |out − f|, RMS of out − f over points and outputs, sup |out − g|)."""
     diff = out - reference
     return float(diff.abs().max()), float(diff.pow(2).mean().sqrt()), float((out - shallow).abs().max())
+
+
+def _forward(model: nn.Module, X: torch.Tensor, device: str) -> torch.Tensor:
+    """``model(X)`` computed on ``device``, returned on the CPU; the CPU model itself stays where it is
+    (later constructions read its weights there)."""
+    if device == "cpu":
+        return model(X)
+    return copy.deepcopy(model).to(device)(X.to(device)).cpu()
 
 
 def _count(model: nn.Module) -> int:
@@ -72,6 +84,8 @@ def _run(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         wide_dlor_from_shallow,
     )
 
+    device = unit_device(params)
+    synchronize()
     start = time.perf_counter()
     name, J = params["target"], int(params["neurons"])
     function = TARGETS[name][0]
@@ -106,7 +120,7 @@ def _run(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     for rank in (1, 2):
         built = dlor_from_shallow(shallow, rank=rank, h=params["h"])
         registers[rank] = built
-        out = built.network(X)
+        out = _forward(built.network, X, device)
         record(f"deep_r{rank}", built.network, out, built.parameters, built.depth)
         # Theorem 7's transfer, read weight by weight: each dense weight is αI + UVᵀ exactly.
         layers: list[Any] = [mod for mod in built.network if hasattr(mod, "alpha")]
@@ -117,20 +131,21 @@ def _run(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
             exact_weights &= bool(torch.equal(dense, linear.weight)) and bool(
                 torch.equal(dlor.bias[: linear.weight.shape[0]], linear.bias)
             )
-        narrow_gap = max(narrow_gap, float((built.narrow(X) - out).abs().max()))
+        narrow_gap = max(narrow_gap, float((_forward(built.narrow, X, device) - out).abs().max()))
     row["register_h"] = registers[2].h
     row["weights_identical"] = exact_weights
     row["narrow_vs_dlor"] = narrow_gap
     generic = dlor_network_from_dense(registers[2].narrow, "deep", float(params["transfer_h"]), rank=2)
-    record("deep_generic", generic, generic(X), _count(generic), _nonlinear_layers(generic))
+    record("deep_generic", generic, _forward(generic, X, device), _count(generic), _nonlinear_layers(generic))
     wide = wide_dlor_from_shallow(shallow)
-    record("wide_exact", wide, wide(X), _count(wide), 1)
+    record("wide_exact", wide, _forward(wide, X, device), _count(wide), 1)
     if params["generic"]:
         # rank 2 as the deep network, or 1 where the padded width max(J, n) is 2
         rank = min(2, max(J, 2) - 1)
         parallel = dlor_network_from_dense(shallow.to_dense(), "parallel", float(params["transfer_h"]), rank=rank)
-        record("wide_generic", parallel, parallel(X), _count(parallel), _nonlinear_layers(parallel))
+        record("wide_generic", parallel, _forward(parallel, X, device), _count(parallel), _nonlinear_layers(parallel))
     else:  # the same columns in every row (the results store requires it); None: not built
         row.update({f"wide_generic_{k}": None for k in ("params", "depth", "sup", "rms", "vs_g")})
+    synchronize()
     row["seconds"] = time.perf_counter() - start
     return row

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..._validation import check_int, check_real
+from ...training.device import check_device
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,13 @@ class LipschitzDensityConfig:
         train_per_axis_1d, train_per_axis_2d: training grid points per axis (1-D and 2-D targets).
         eval_per_axis_1d, eval_per_axis_2d: evaluation grid points per axis (sup error and RMSE).
         tolerance: sup error at which a depth counts as "reached" in the report.
+        device: where the ``trained`` units train: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``)
+            or ``"auto"`` (``structnets run --device``; the runner resolves ``auto`` and checks
+            that CUDA is there). The networks are built on the CPU from their seeds and trained
+            (float64) on the device; the trained weights come back to the CPU, where the errors,
+            secant ratios and Lipschitz certificates are computed, as are the ``exact`` units'
+            max-min networks and lattice bounds. Seeds and unit keys do not depend on the device;
+            numbers agree across devices up to floating-point rounding.
     """
 
     pieces_1d: tuple[int, ...] = (4, 12)
@@ -42,6 +50,7 @@ class LipschitzDensityConfig:
     eval_per_axis_1d: int = 8193
     eval_per_axis_2d: int = 257
     tolerance: float = 0.02
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> LipschitzDensityConfig:
@@ -87,6 +96,7 @@ class LipschitzDensityConfig:
         check_int("eval_per_axis_1d", self.eval_per_axis_1d, low=2)
         check_int("eval_per_axis_2d", self.eval_per_axis_2d, low=2)
         check_real("tolerance", self.tolerance, low=0.0, low_open=True)
+        check_device(self.device)
 
 
 __all__ = ["LipschitzDensityConfig"]

@@ -22,6 +22,7 @@ def fit_fixed_width(
     step: float = 1.0,
     low: float = -1.0,
     high: float = 1.0,
+    device: str = "cpu",
 ) -> list[Any]:
     """Train ``lipschitz_resnet(dim, 1, width, depth, variant="fixed-width")`` on ``target``, one per seed.
 
@@ -50,9 +51,12 @@ def fit_fixed_width(
         step: initial s ∈ (0, 2) of every block's learnable τ = s/‖W‖₂² (s = 2 is the reflection
             the paper's max/min units use; s = 1 projects the slope out along W where ReLU is on).
         low, high: the domain.
+        device: where the training runs (``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``). The
+            models are built on the CPU from their seeds and the seed-batched module moves to the
+            device; the trained weights are loaded back into the CPU models.
 
     Returns:
-        one float64 ``nn.Sequential`` per seed, in eval mode.
+        one float64 ``nn.Sequential`` per seed, on the CPU, in eval mode.
 
     Raises:
         ValueError: naming the argument (``target`` not callable or not finite on the domain,
@@ -64,6 +68,7 @@ def fit_fixed_width(
     from ...constructive.lipschitz_targets import _check_domain, check_target, grid_points
     from ...models import lipschitz_resnet
     from ...training import fit
+    from ...training.device import check_device, unit_device
     from ...training.fit import seeded
 
     dim = _check_positive_int("dim", dim)
@@ -79,6 +84,7 @@ def fit_fixed_width(
     lr = check_real("lr", lr, low=0.0, low_open=True)
     train_per_axis = check_int("train_per_axis", train_per_axis, low=2)
     step = check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
+    device = unit_device({"device": check_device(device)})
 
     x_np = grid_points(dim, train_per_axis, low, high)
     y_np = np.asarray(target(x_np), dtype=np.float64).reshape(-1)
@@ -91,14 +97,15 @@ def fit_fixed_width(
     for seed in seeds:
         with seeded(seed):
             models.append(lipschitz_resnet(dim, 1, width, depth, variant="fixed-width", step=step, dtype=torch.float64))
-    batched = _SeedBatched(_stack(models, depth))
+    # Built on the CPU under the seeds, then moved: the same start on every device.
+    batched = _SeedBatched(_stack(models, depth)).to(device)
     # Sum over seeds of each seed's mean squared error: seed s's gradient is its own MSE gradient
     # and Adam is elementwise, so every seed trains exactly as it would alone.
     fit(
         batched, torch.tensor(x_np), torch.tensor(y_np), loss=_summed_mse, epochs=steps, batch_size=None, lr=lr,
         schedule="cosine",
     )  # fmt: skip
-    params = dict(batched.params)
+    params = {k: v.detach().cpu() for k, v in batched.params.items()}
     _unstack(params, models, depth)
     for model in models:
         model.eval()

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...analysis.timing import synchronize
 from ...protocol import JSONScalar, Unit
+from ...training.device import device_param, unit_device
 from .config import LipschitzDensityConfig
 from .fixed_width import fit_errors, fit_fixed_width
 
@@ -57,7 +59,13 @@ def units(config: LipschitzDensityConfig, finished: pd.DataFrame) -> list[Unit]:
             result.append(
                 Unit(
                     key=f"{name}/trained/depth={depth}",
-                    params={"target": spec, "model": "trained", "depth": depth, **common},
+                    params={
+                        "target": spec,
+                        "model": "trained",
+                        "depth": depth,
+                        **common,
+                        **device_param(config.device),
+                    },
                 )
             )
     return result
@@ -104,6 +112,7 @@ def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "model": params["model"],
         "eval_points": len(points),
     }
+    synchronize()
     start = time.perf_counter()
     if params["model"] == "exact":
         net = maxmin_network([[(np.asarray(a), c) for a, c in group] for group in target.pieces])
@@ -135,7 +144,9 @@ def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         target, target.dim, depth, width=None if width is None else int(width),
         seeds=[int(s) for s in params["seeds"]], steps=int(params["steps"]), lr=float(params["lr"]),
         train_per_axis=int(params["train_per_axis_1d" if target.dim == 1 else "train_per_axis_2d"]), step=float(params["step"]),
+        device=unit_device(params),
     )  # fmt: skip
+    synchronize()
     seconds = time.perf_counter() - start
     sups, rmses, uppers, measured = [], [], [], []
     for model in models:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..._validation import check_choice, check_int, check_real
 from ...compression import METHODS
+from ...training.device import check_device
 
 DATASETS: tuple[str, ...] = ("mnist", "iris", "rice", "bank-marketing", "adult", "real-estate", "abalone",
                              "wine-quality", "bike-sharing")  # fmt: skip
@@ -45,6 +46,13 @@ class LowRankCompressConfig:
             None keeps all.
         test_fraction: held-out share of a UCI set's rows.
         activation: nonlinearity of every layer.
+        device: where the nets train (dense, fine-tuning, from scratch): ``"cpu"`` (default),
+            ``"cuda"`` (``"cuda:N"``) or ``"auto"`` (``structnets run --device``; the runner
+            resolves ``auto`` and checks that CUDA is there). Every net is built and initialised on
+            the CPU from its seed (and data are drawn there), moved to the device for
+            :func:`structnets.training.fit` and moved back after it, so the compression (SVD), the
+            cost counts and the test scores run on the CPU. Seeds and unit keys do not depend on
+            the device; numbers agree across devices up to floating-point rounding.
     """
 
     datasets: tuple[str, ...] = ("mnist", "bike-sharing")
@@ -64,6 +72,7 @@ class LowRankCompressConfig:
     max_test: int | None = None
     test_fraction: float = 0.2
     activation: str = "swish"
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> LowRankCompressConfig:
@@ -116,6 +125,7 @@ class LowRankCompressConfig:
                 check_int(name, value, low=10)
         check_real("test_fraction", self.test_fraction, low=0.05, high=0.5)
         check_choice("activation", self.activation, _activations())
+        check_device(self.device)
 
 
 def ratio_key(ratio: float) -> str:

@@ -4,7 +4,8 @@ Every unit is a pure, seeded function of its params (one result row). The compre
 fine-tuned units need the trained dense net of their (data set, seed): they retrain it, which on
 the CPU gives bit-identical weights (:func:`structnets.training.fit`), so a worker process keeps the
 last trained dense net in memory and reuses it instead (:func:`_trained_dense`); the numbers are
-the same either way.
+the same either way. With a ``device`` param the nets train there and come back to the CPU
+after every :func:`structnets.training.fit` (:func:`_train`); everything else runs on the CPU.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 from torch import nn
 
 from ...protocol import JSONScalar, Unit
+from ...training.device import device_param, unit_device
 from .config import LowRankCompressConfig, ratio_key
 
 _DENSE_FIELDS: tuple[str, ...] = (
@@ -44,6 +46,7 @@ def all_units(config: LowRankCompressConfig, finished: pd.DataFrame) -> list[Uni
                 "activation": config.activation, "epochs": config.epochs, "batch_size": config.batch_size,
                 "lr": config.lr, "weight_decay": config.weight_decay, "max_train": config.max_train,
                 "max_test": config.max_test, "test_fraction": config.test_fraction,
+                **device_param(config.device),
             }  # fmt: skip
             out.append(Unit(key=f"dense/{dataset}/seed={seed}", params={"model": "dense", **dense}))
             for ratio in config.ratios:
@@ -119,14 +122,21 @@ def _fresh_dense(params: Mapping[str, Any], features: int, outputs: int) -> nn.S
 
 def _train(model: nn.Module, params: Mapping[str, Any], X: torch.Tensor, y: torch.Tensor, task: str,
            *, epochs: int, lr: float) -> float:  # fmt: skip
-    """Train ``model`` in place with :func:`structnets.training.fit` (Adam, fixed budget); return seconds."""
+    """Train ``model`` in place with :func:`structnets.training.fit` (Adam, fixed budget); return seconds.
+
+    The model (built on the CPU) trains on the unit's device and is back on the CPU afterwards.
+    ``fit``'s wall time reads every epoch's loss as a Python float, so it includes the GPU's work.
+    """
     from ...training.fit import fit
 
+    device = unit_device(params)
+    model.to(device)
     result = fit(
-        model, X, y, loss="cross_entropy" if task == "classification" else "mse", epochs=epochs,
-        batch_size=int(params["batch_size"]), lr=lr, weight_decay=float(params["weight_decay"]),
+        model, X.to(device), y.to(device), loss="cross_entropy" if task == "classification" else "mse",
+        epochs=epochs, batch_size=int(params["batch_size"]), lr=lr, weight_decay=float(params["weight_decay"]),
         seed=int(params["seed"]),
     )  # fmt: skip
+    model.to("cpu")
     return result.wall_time
 
 
@@ -141,7 +151,8 @@ def _trained_dense_cached(key: str) -> tuple[nn.Sequential, float]:
 
 def _trained_dense(params: Mapping[str, Any]) -> tuple[nn.Sequential, float]:
     """The trained dense net of ``params`` and its training seconds (never modify the net: it is shared)."""
-    return _trained_dense_cached(json.dumps({k: params[k] for k in _DENSE_FIELDS}, sort_keys=True))
+    fields = (*_DENSE_FIELDS, "device") if "device" in params else _DENSE_FIELDS
+    return _trained_dense_cached(json.dumps({k: params[k] for k in fields}, sort_keys=True))
 
 
 def _compress(model: nn.Module, params: Mapping[str, Any]) -> Any:
