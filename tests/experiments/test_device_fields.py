@@ -1,0 +1,213 @@
+"""The ``device`` field of the experiments that train (``structnets run NAME --device``).
+
+For dlor-blindspot, dlor-sawtooth, dlor-universality, lipschitz-density and lowrank-compress: the
+config refuses a bad device naming ``device``; ``device="cpu"`` leaves every unit's key and params as
+the default config's (old run folders resume); a tiny unit gives bit-identical results with the
+default, ``"cpu"`` and ``"auto"`` (on a machine without CUDA: ``auto`` means the CPU); and
+``--device cuda`` without CUDA is a one-line error before the run folder exists. CUDA itself is not
+tested here (no GPU on the test machines).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from structnets.cli import main
+from structnets.experiments import get, names
+from structnets.runner.device import has_device_field
+
+# name -> (tiny config overrides, the key of a unit that trains (or evaluates) on the device, timing columns)
+TINY: dict[str, tuple[dict[str, Any], list[str], tuple[str, ...]]] = {
+    "dlor-blindspot": (
+        dict(widths=(2,), seeds=(0, 1), epochs=15, n_train=32, test_per_axis=6, interpolation_sizes=(3,),
+             floor_samples=1000, floor_directions=2),
+        ["train/dlor/width=2", "train/rank1/width=2"],
+        ("seconds",),
+    ),
+    "dlor-sawtooth": (
+        dict(targets=("d1t2",), seeds=(0, 1), budgets=(12,), width=4, wide_modes=("parallel",), wide_depth=1,
+             branches=2, n_train=16, test_points=16, eval_every=4, dense_width=4, dense_epochs=12, hs=(1e-2,),
+             correspondence_seeds=(0,)),
+        ["train/d1t2/parallel/depth=1/branches=2/budget=12", "correspondence/d1t2/seed=0"],
+        ("seconds", "fit_seconds"),
+    ),
+    "dlor-universality": (
+        dict(targets=("pair",), neurons=(3,), fit_per_axis=8, test_per_axis=7, generic_max_neurons=3),
+        ["pair/J=3"],
+        ("seconds",),
+    ),
+    "lipschitz-density": (
+        dict(pieces_1d=(3,), groups_2d=(), depths=(1,), seeds=(0, 1), steps=8, train_per_axis_1d=9,
+             eval_per_axis_1d=33),
+        ["1d-K3-s0/trained/depth=1"],
+        ("seconds",),
+    ),
+    "lowrank-compress": (
+        dict(datasets=("iris",), ratios=(0.5,), seeds=(0,), width=8, depth=2, epochs=3, finetune_epochs=2,
+             batch_size=32),
+        ["dense/iris/seed=0", "finetuned/iris/ratio=0.5/seed=0", "scratch/iris/ratio=0.5/seed=0"],
+        ("train_seconds",),
+    ),
+}  # fmt: skip
+EXPERIMENTS = sorted(TINY)
+
+NO_DEVICE: dict[str, str] = {
+    "swish-construction": "a pure construction: the explicit Swish network is built and evaluated in float64, "
+    "nothing is trained",
+    "smooth-constant-depth": "a pure construction: explicit constant-depth networks and their error bounds in "
+    "float64, nothing is trained",
+}
+"""Registered experiments that legitimately have no ``device`` field, and why."""
+
+BEING_ADDED: frozenset[str] = frozenset({"rank-bounds", "smoothness-rates"})
+"""Experiments that train and are being given a ``device`` field in parallel work (lowrank-uci has one)."""
+
+
+def _config_class(name: str) -> Any:
+    return get(name).config_class
+
+
+def _units(name: str, **fields: Any) -> list[Any]:
+    overrides = TINY[name][0] if name in TINY else {}
+    config = _config_class(name)(**{**overrides, **fields})
+    return get(name).units(config, pd.DataFrame())
+
+
+def _reset_caches(name: str) -> None:
+    """Forget lowrank-compress's cached dense nets, so that every run below trains its own."""
+    if name == "lowrank-compress":
+        from structnets.experiments.lowrank_compress import units
+
+        units._trained_dense_cached.cache_clear()
+        units._arrays.cache_clear()
+
+
+def _row(name: str, key: str, **fields: Any) -> tuple[dict[str, Any], str]:
+    """(the unit's params, its result row as canonical JSON without the timing columns)."""
+    _reset_caches(name)
+    unit = next(u for u in _units(name, **fields) if u.key == key)
+    row = get(name).run_unit(unit.params)
+    kept = {k: v for k, v in row.items() if k not in TINY[name][2]}
+    return dict(unit.params), json.dumps(kept, sort_keys=True, default=repr)
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+@pytest.mark.parametrize("device", ["gpu", "CUDA", "cuda:", "cuda:x", "", None, 0])
+def test_config_refuses_a_bad_device_naming_it(name: str, device: object) -> None:
+    with pytest.raises(ValueError, match=r"^`device` must be one of 'cpu', 'cuda', 'cuda:N', 'auto', got "):
+        _config_class(name)(device=device)
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_device_field_defaults_to_cpu_and_accepts_every_name(name: str) -> None:
+    cls = _config_class(name)
+    assert cls().device == "cpu" and cls.quick().device == "cpu"
+    for device in ("cpu", "cuda", "cuda:1", "auto"):
+        assert cls(device=device).device == device  # availability is the runner's check, not the config's
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+@pytest.mark.parametrize("preset", ["full", "quick", "tiny"])
+def test_cpu_units_are_the_default_units_and_other_devices_add_only_the_device(name: str, preset: str) -> None:
+    cls = _config_class(name)
+    base = {"full": cls(), "quick": cls.quick(), "tiny": cls(**TINY[name][0])}[preset]
+
+    def units(device: str | None) -> list[tuple[str, dict[str, Any]]]:
+        config = base if device is None else dataclasses.replace(base, device=device)
+        return [(u.key, dict(u.params)) for u in get(name).units(config, pd.DataFrame())]
+
+    default = units(None)
+    assert units("cpu") == default  # resume compatibility: CPU params are those stored before the field
+    assert all("device" not in params for _, params in default)
+    for device in ("cuda", "cuda:1", "auto"):
+        other = units(device)
+        assert [k for k, _ in other] == [k for k, _ in default]  # keys never depend on the device
+        carried = 0
+        for (_, params), (_, base_params) in zip(other, default, strict=True):
+            if "device" in params:
+                assert params.pop("device") == device
+                carried += 1
+            assert params == base_params
+        assert carried >= 1  # at least the training units carry it
+    # the units the tiny runs below use are among those that carry it
+    if preset == "tiny":
+        keys = {k for k, params in units("cuda") if "device" in params}
+        assert set(TINY[name][1]) <= keys
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_tiny_units_are_bit_identical_on_cpu_and_auto_without_cuda(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for key in TINY[name][1]:
+        default_params, default = _row(name, key)
+        cpu_params, cpu = _row(name, key, device="cpu")
+        auto_params, auto = _row(name, key, device="auto")
+        assert cpu_params == default_params and "device" not in default_params
+        assert auto_params == {**default_params, "device": "auto"}
+        assert cpu == default, key
+        assert auto == default, key
+        assert any(isinstance(v, float) and math.isfinite(v) and v != 0.0 for v in json.loads(default).values())
+
+
+def test_fit_fixed_width_refuses_a_bad_device_and_matches_on_cpu() -> None:
+    from structnets.experiments.lipschitz_density.fixed_width import fit_fixed_width
+
+    def target(x: np.ndarray) -> np.ndarray:
+        return np.abs(x[:, 0]) - 0.5
+
+    with pytest.raises(ValueError, match=r"^`device` must be one of .* got 'gpu'$"):
+        fit_fixed_width(target, 1, 1, steps=2, train_per_axis=5, device="gpu")
+    first = fit_fixed_width(target, 1, 2, seeds=(0, 1), steps=5, train_per_axis=9)
+    second = fit_fixed_width(target, 1, 2, seeds=(0, 1), steps=5, train_per_axis=9, device="cpu")
+    for a, b in zip(first, second, strict=True):
+        assert all(p.device.type == "cpu" for p in a.parameters())
+        for (name_a, pa), (name_b, pb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+            assert name_a == name_b and torch.equal(pa, pb)
+    assert not all(torch.equal(p, q) for p, q in zip(first[0].parameters(), first[1].parameters(), strict=True))
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_cli_device_cuda_without_cuda_exits_2_before_the_run_folder(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "run"
+    assert main(["run", name, "--quick", "--device", "cuda", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: `device`='cuda' but CUDA is not available"), err
+    assert "\n" not in err
+    assert not out.exists()
+
+
+def _has_device(name: str) -> bool:
+    return has_device_field(_config_class(name)())
+
+
+def _expectation(name: str) -> Any:
+    if name in BEING_ADDED and not any(f.name == "device" for f in dataclasses.fields(_config_class(name))):
+        return pytest.param(name, marks=pytest.mark.xfail(reason=f"{name}'s device field is being added", strict=False))
+    return name
+
+
+@pytest.mark.parametrize("name", [_expectation(n) for n in names()])
+def test_every_experiment_that_trains_has_a_device_field(name: str) -> None:
+    if name in NO_DEVICE:
+        assert not _has_device(name), f"{name} has a device field now: take it off NO_DEVICE"
+        return
+    assert _has_device(name), f"{name} trains but its config has no `device` field (or list it in NO_DEVICE)"
+    field = next(f for f in dataclasses.fields(_config_class(name)) if f.name == "device")
+    assert field.default == "cpu" and field.type in (str, "str")
+
+
+def test_the_lists_name_registered_experiments() -> None:
+    registered = set(names())
+    assert set(NO_DEVICE) <= registered and BEING_ADDED <= registered and set(TINY) <= registered
