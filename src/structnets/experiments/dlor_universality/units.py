@@ -3,7 +3,6 @@ DLoR network of the comparison, and their errors against the target and against 
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -50,11 +49,13 @@ def _errors(out: torch.Tensor, reference: torch.Tensor, shallow: torch.Tensor) -
 
 
 def _forward(model: nn.Module, X: torch.Tensor, device: str) -> torch.Tensor:
-    """``model(X)`` computed on ``device``, returned on the CPU; the CPU model itself stays where it is
-    (later constructions read its weights there)."""
-    if device == "cpu":
-        return model(X)
-    return copy.deepcopy(model).to(device)(X.to(device)).cpu()
+    """``model(X)`` computed on ``device`` and returned on the CPU, where ``model`` is again afterwards
+    (later constructions read its weights there; a float64 round trip is exact)."""
+    model.to(device)
+    try:
+        return model(X.to(device)).cpu()
+    finally:
+        model.to("cpu")
 
 
 def _count(model: nn.Module) -> int:
