@@ -139,6 +139,7 @@ class LowRankUCIConfig:
 
     def __post_init__(self) -> None:
         from ..._validation import check_int, check_real
+        from ...training.device import check_device
 
         unknown = [name for name in self.datasets if name not in ALL_DATASETS]
         if unknown or not self.datasets:
@@ -158,10 +159,7 @@ class LowRankUCIConfig:
         if self.max_rows is not None:
             check_int("max_rows", self.max_rows, low=50)
         check_real("selection_fraction", self.selection_fraction, low=0.05, high=0.5)
-        if not isinstance(self.device, str) or not (
-            self.device in ("cpu", "cuda", "auto") or (self.device.startswith("cuda:") and self.device[5:].isdigit())
-        ):
-            raise ValueError(f"`device` must be one of 'cpu', 'cuda', 'cuda:N', 'auto', got {self.device!r}")
+        check_device(self.device)
         if not isinstance(self.early_stopping, bool):
             raise ValueError(f"`early_stopping` must be a bool, got {self.early_stopping!r}")
         if self.categorical not in ("ordinal", "onehot"):

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...protocol import JSONScalar, Unit
+from ...training.device import device_param, unit_device
 from .config import LowRankUCIConfig
 
 
@@ -39,7 +40,7 @@ def _training_params(config: LowRankUCIConfig) -> dict[str, Any]:
         "validation_fraction": config.validation_fraction,
         "activation": config.activation,
         "max_rows": config.max_rows,
-        **_device_param(config),
+        **device_param(config.device),
         **_protocol_params(config),
     }
 
@@ -53,12 +54,6 @@ def _protocol_params(config: LowRankUCIConfig) -> dict[str, Any]:
     if config.categorical != "ordinal":
         params["categorical"] = config.categorical
     return params
-
-
-def _device_param(config: LowRankUCIConfig) -> dict[str, str]:
-    """``{"device": ...}`` for a GPU run; empty on the CPU, so that CPU units keep the params of
-    runs stored before the ``device`` field existed (and resume without a params warning)."""
-    return {} if config.device == "cpu" else {"device": config.device}
 
 
 def _units(config: LowRankUCIConfig, finished: pd.DataFrame) -> list[Unit]:
@@ -126,7 +121,7 @@ def _efficiency_unit(config: LowRankUCIConfig, key: str, dataset: str, depth: in
             "batch": config.latency_batch,
             "pairs": config.latency_pairs,
             "activation": config.activation,
-            **_device_param(config),
+            **device_param(config.device),
             **({"categorical": config.categorical} if config.categorical != "ordinal" else {}),
         },
     )
@@ -214,18 +209,8 @@ def _estimator(task: str, params: Mapping[str, Any], bottleneck: float | None, r
         patience=int(params["patience"]),
         standardize=True,
         random_state=random_state,
-        device=_unit_device(params),
+        device=unit_device(params),
     )
-
-
-def _unit_device(params: Mapping[str, Any]) -> str:
-    """The unit's torch device; ``auto`` (a config used without the runner) is resolved here."""
-    device = str(params.get("device", "cpu"))  # units stored before the device field ran on the CPU
-    if device == "auto":
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 def _categorical(params: Mapping[str, Any]) -> str:
@@ -335,7 +320,7 @@ def _run_efficiency(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     out = len(dataset.classes) if dataset.task == "classification" and dataset.classes is not None else 1
     depth, width, ratio = int(params["depth"]), int(params["width"]), float(params["bottleneck"])
     batch = int(params["batch"])
-    device = _unit_device(params)
+    device = unit_device(params)
     # Built and drawn on the CPU, then moved: the same weights and inputs on every device.
     torch.manual_seed(0)
     dense = mlp(d, out, width, depth, params["activation"])
