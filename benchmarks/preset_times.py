@@ -1,0 +1,165 @@
+"""Wall time of every experiment preset, run one after another in one sitting.
+
+Not a ratio: the table ``benchmarks/README.md`` keeps of how long each full and quick preset takes
+(``structnets run NAME [--quick] --jobs J``) on this machine. Each preset runs from scratch in its
+own folder under ``--out`` as a subprocess; beside its wall time the table gives the CPU time of the
+run (its processes and their workers) and the share of all CPUs that *other* processes used while it
+ran (``/proc/stat``), because a wall time taken next to other work is not the preset's wall time.
+
+Resumable: every finished preset is appended to ``OUT/times.jsonl``; a second call skips presets
+already measured at the same commit and starts an interrupted one again from scratch (its
+half-finished folder under ``OUT`` is removed first). ``--table FILE`` writes the Markdown table.
+
+    python benchmarks/preset_times.py --presets quick,full --jobs 2 --out runs/preset-times \
+        --table benchmarks/preset_times.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _args import int_at_least
+from structnets.atomic_io import write_text
+from structnets.experiments import names
+
+PRESETS = ("quick", "full")
+FULL_TARGET_S = 30 * 60  # every full preset within 30 minutes on 2 idle cores
+
+
+def _csv_choice(allowed: tuple[str, ...] | list[str], what: str) -> Any:
+    def parse(text: str) -> tuple[str, ...]:
+        values = tuple(v.strip() for v in text.split(",") if v.strip())
+        if values == ("all",):
+            return tuple(allowed)
+        unknown = [v for v in values if v not in allowed]
+        if not values or unknown:
+            raise argparse.ArgumentTypeError(f"{what} must be 'all' or among {', '.join(allowed)}, got {text!r}")
+        return values
+
+    return parse
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    return sum(fields), fields[3] + fields[4]
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def _units_finished(folder: Path) -> int:
+    database = folder / "results.db"
+    if not database.exists():
+        return 0
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
+        return int(connection.execute("select count(*) from results").fetchone()[0])
+
+
+def _measure(name: str, preset: str, jobs: int, out: Path) -> dict[str, Any]:
+    folder = out / f"{name}-{preset}"
+    if folder.exists():  # an interrupted measurement: a resumed run would understate the wall time
+        if not (folder / "run_info.json").exists():
+            raise SystemExit(f"{folder} exists but is not a run folder; remove it or choose another --out")
+        shutil.rmtree(folder)
+    command = [sys.executable, "-m", "structnets", "run", name, "--jobs", str(jobs), "--out", str(folder), "-q"]
+    if preset == "quick":
+        command.insert(5, "--quick")
+    load_before = os.getloadavg()[0]
+    ticks_start, children_start = _cpu_ticks(), sum(os.times()[2:4])
+    start = time.perf_counter()
+    completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    ticks_end, children_end = _cpu_ticks(), sum(os.times()[2:4])
+    total, idle = ticks_end[0] - ticks_start[0], ticks_end[1] - ticks_start[1]
+    own = (children_end - children_start) * os.sysconf("SC_CLK_TCK")
+    return {
+        "experiment": name,
+        "preset": preset,
+        "jobs": jobs,
+        "exit": completed.returncode,
+        "error": completed.stderr.strip().splitlines()[-1] if completed.returncode and completed.stderr else "",
+        "units": _units_finished(folder),
+        "wall_s": round(wall, 1),
+        "cpu_s": round(children_end - children_start, 1),
+        "other_load": round(max(0.0, (total - idle - own) / max(total, 1)), 3),
+        "load_before": round(load_before, 2),
+        "commit": _commit(),
+        "cpus": os.cpu_count(),
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(round(seconds % 60)):02d} s"
+
+
+def _table(records: list[dict[str, Any]]) -> str:
+    lines = [
+        f"Measured with `python benchmarks/preset_times.py` on {platform.machine()}, {os.cpu_count()} CPUs; "
+        "other load = share of all CPUs used by other processes during the preset (above 10 %: not an idle "
+        "measurement, marked ⚠).",
+        "",
+        "| experiment | preset | jobs | units | wall | CPU time | full ≤ 30 min | other load | commit | exit |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in records:
+        target = ("yes" if r["wall_s"] <= FULL_TARGET_S else "**no**") if r["preset"] == "full" else ""
+        flag = " ⚠" if r["other_load"] > 0.10 else ""
+        lines.append(
+            f"| {r['experiment']} | {r['preset']} | {r['jobs']} | {r['units']} | {_minutes(r['wall_s'])} | "
+            f"{_minutes(r['cpu_s'])} | {target} | {100 * r['other_load']:.0f} %{flag} | {r['commit']} | "
+            f"{r['exit']}{' ' + r['error'] if r['error'] else ''} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiments", type=_csv_choice(names(), "--experiments"), default=tuple(names()))
+    parser.add_argument("--presets", type=_csv_choice(PRESETS, "--presets"), default=PRESETS)
+    parser.add_argument("--jobs", type=int_at_least(1), default=2)
+    parser.add_argument("--out", type=Path, default=Path("runs/preset-times"))
+    parser.add_argument("--table", type=Path, default=None, help="write the Markdown table here")
+    args = parser.parse_args(argv)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / "times.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+    commit = _commit()
+    done = {(r["experiment"], r["preset"]) for r in records if r["commit"] == commit}
+    for preset in args.presets:
+        for name in args.experiments:
+            if (name, preset) in done:
+                continue
+            print(f"{name} {preset} ...", flush=True)
+            record = _measure(name, preset, args.jobs, args.out)
+            records.append(record)
+            with log.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            print(f"  {_minutes(record['wall_s'])}, other load {100 * record['other_load']:.0f} %", flush=True)
+    latest = {(r["experiment"], r["preset"]): r for r in records}
+    table = _table([latest[k] for k in sorted(latest, key=lambda k: (PRESETS.index(k[1]), k[0]))])
+    if args.table is not None:
+        write_text(args.table, table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
