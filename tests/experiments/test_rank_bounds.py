@@ -173,3 +173,36 @@ def test_small_run_end_to_end_writes_table_figures_and_resumes(uci_data: Path, t
         results.sort_values("key")["seconds"].reset_index(drop=True),
     )
     assert (tmp_path / "table.md").read_text() == table
+
+
+def test_ranks_from_one_svd_equal_the_library_functions() -> None:
+    """The unit's ranks come from one SVD per matrix; they equal structnets.analysis's, bit for bit."""
+    import torch
+
+    from structnets.analysis import effective_rank, numerical_rank, singular_values, stable_rank
+    from structnets.experiments.rank_bounds.units import _effective_rank, _numerical_rank, _stable_rank
+
+    g = torch.Generator().manual_seed(0)
+    low = torch.randn(40, 3, generator=g) @ torch.randn(3, 30, generator=g)
+    for matrix in (torch.randn(40, 30, generator=g), low, low + 1e-3 * torch.randn(40, 30, generator=g), low * 0):
+        sigma = singular_values(matrix)
+        for rtol in (1e-2, 1e-6):
+            assert _numerical_rank(sigma, rtol) == int(numerical_rank(matrix, rtol=rtol))
+        assert _stable_rank(sigma) == float(stable_rank(matrix))
+        assert _effective_rank(sigma) == float(effective_rank(matrix))
+    assert _numerical_rank(singular_values(low), 1e-4) == 3 and _numerical_rank(singular_values(low * 0), 1e-2) == 0
+
+
+def test_device_field_keeps_cpu_unit_params() -> None:
+    """``device`` is checked; CPU units carry no device entry (old run folders resume), others do."""
+    with pytest.raises(ValueError, match="`device`"):
+        RankBoundsConfig(device="tpu")
+    quick = RankBoundsConfig.quick()
+    assert quick.device == "cpu"
+    assert all("device" not in u.params for u in EXPERIMENT.units(quick, pd.DataFrame()))
+    units = EXPERIMENT.units(replace(quick, device="cuda"), pd.DataFrame())
+    mlp = [u for u in units if u.params.get("kind") != "deep-linear"]
+    assert mlp and all(u.params["device"] == "cuda" for u in mlp)
+    # the deep linear units run on the CPU whatever the device, with unchanged params
+    assert all("device" not in u.params for u in units if u.params.get("kind") == "deep-linear")
+    assert [u.key for u in units] == [u.key for u in EXPERIMENT.units(quick, pd.DataFrame())]

@@ -63,6 +63,12 @@ class RankBoundsConfig:
         linear_width: their width (= input and output dimension).
         linear_steps, linear_lr: gradient steps and step size (0.05 is unstable at depth 8:
             the loss stalls at 2.4 with gradient norm 6; 0.02 converges at every depth).
+        device: where the MLP units train: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``) or
+            ``"auto"`` (``structnets run --device``; the runner resolves ``auto`` and checks that
+            CUDA is there). Models are built and data drawn on the CPU from their seeds, then
+            moved, so seeds and unit keys do not depend on the device; ranks and bounds are
+            measured on the CPU, and numbers agree across devices up to floating-point rounding.
+            The deep linear units (16 × 16 matrices) always run on the CPU.
     """
 
     datasets: tuple[str, ...] = DATASETS
@@ -88,6 +94,7 @@ class RankBoundsConfig:
     linear_width: int = 16
     linear_steps: int = 20_000
     linear_lr: float = 0.02
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> RankBoundsConfig:
@@ -110,6 +117,7 @@ class RankBoundsConfig:
 
     def __post_init__(self) -> None:
         from ..._validation import check_int, check_real
+        from ...training.device import check_device
 
         unknown = [name for name in self.datasets if name not in DATASETS]
         if unknown or not self.datasets:
@@ -152,6 +160,7 @@ class RankBoundsConfig:
         check_int("linear_width", self.linear_width, low=4)
         check_int("linear_steps", self.linear_steps, low=1)
         check_real("linear_lr", self.linear_lr, low=0.0, low_open=True)
+        check_device(self.device)
 
 
 def _p_column(p: float) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...protocol import JSONScalar, Unit
+from ...training.device import device_param, unit_device
 from .config import RankBoundsConfig, _p_column
 from .deep_linear import _run_linear_unit
 
@@ -32,6 +33,7 @@ def _units(config: RankBoundsConfig, finished: pd.DataFrame) -> list[Unit]:
         "ps": list(config.ps),
         "delta": config.delta,
         "sample_target": config.sample_target,
+        **device_param(config.device),
     }
     grid = itertools.product(
         config.datasets, config.depths, config.widths, config.weight_decays, config.ranks, config.seeds
@@ -149,17 +151,15 @@ def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from ...analysis import (
         bottleneck_rank,
         dense_matrices,
-        effective_rank,
         hidden_representations,
         margin_for_bounds,
         margin_loss,
         margins,
-        numerical_rank,
         pac_bayes_bound,
         parameter_count_bound,
         rank_sparse_bounds,
+        singular_values,
         spectral_bound,
-        stable_rank,
     )
     from ...analysis.balance import frobenius_sum, schatten_end_to_end
     from ...analysis.dense_matrices import factor_ranks, stored_parameters
@@ -170,20 +170,28 @@ def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     dataset, depth, width = params["dataset"], int(params["depth"]), int(params["width"])
     seed, decay, rtol = int(params["seed"]), float(params["weight_decay"]), float(params["rank_rtol"])
     X_train, y_train, X_test, y_test, k = _arrays(dataset, params["n_train"], params["n_test"])
-    with seeded(seed):
+    device = unit_device(params)
+    with seeded(seed):  # built on the CPU, then moved: the same initial weights on every device
         rank = None if params["rank"] is None else int(params["rank"])
-        model = _model(X_train.shape[1], int(k), width, depth, rank)
-    probe = torch.from_numpy(X_train[: int(params["probe_size"])])
+        model = _model(X_train.shape[1], int(k), width, depth, rank).to(device)
+    probe = torch.from_numpy(X_train[: int(params["probe_size"])]).to(device)
     epochs = int(params["epochs"])
     checkpoints = sorted(
         {round(epochs * (i + 1) / int(params["rank_checkpoints"])) - 1 for i in range(int(params["rank_checkpoints"]))}
     )
     history: dict[str, list] = {"epoch": [], "weight_ranks": [], "activation_ranks": []}
+    # the singular values of the weights at the last record: the final ones when training ran
+    # every epoch (the last epoch is always a checkpoint), so the final ranks reuse that SVD
+    recorded: dict[str, Any] = {"epoch": -1, "spectra": []}
 
     def record(epoch: int) -> None:
+        # measured on the CPU (float32 SVDs, as the numbers of CPU runs), whatever the device
+        spectra = [singular_values(m.detach().cpu()) for m in dense_matrices(model)]
+        recorded["epoch"], recorded["spectra"] = epoch + 1, spectra
         history["epoch"].append(epoch + 1)
-        history["weight_ranks"].append([int(numerical_rank(m, rtol=rtol)) for m in dense_matrices(model)])
-        history["activation_ranks"].append(bottleneck_rank(hidden_representations(model, probe), rtol=rtol))
+        history["weight_ranks"].append([_numerical_rank(sigma, rtol) for sigma in spectra])
+        hidden = [h.cpu() for h in hidden_representations(model, probe)]
+        history["activation_ranks"].append(bottleneck_rank(hidden, rtol=rtol))
 
     record(-1)  # at initialisation
 
@@ -203,6 +211,7 @@ def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         seed=seed,
         callback=callback,
     )
+    model = model.cpu()  # measured on the CPU
     with torch.no_grad():
         out_train = model(torch.from_numpy(X_train)).double()
         out_test = model(torch.from_numpy(X_test)).double()
@@ -245,7 +254,10 @@ def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     truncated = rank_sparse_bounds(matrices, ps=ps, data_norm=data_norm, tail_covering="truncate", **common)
 
     final_activation = history["activation_ranks"][-1]
-    weight_ranks = [int(numerical_rank(m, rtol=rtol)) for m in matrices]
+    spectra = recorded["spectra"]
+    if recorded["epoch"] != result.epochs_run:  # training stopped before its last checkpoint
+        spectra = [singular_values(m) for m in matrices]
+    weight_ranks = [_numerical_rank(sigma, rtol) for sigma in spectra]
     row: dict[str, JSONScalar] = {
         "dataset": dataset,
         "depth": depth,
@@ -265,8 +277,8 @@ def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "margin_loss": risk,
         "input_norm": input_norm,
         "weight_ranks": json.dumps(weight_ranks),
-        "stable_ranks": json.dumps([round(float(stable_rank(m)), 4) for m in matrices]),
-        "effective_ranks": json.dumps([round(float(effective_rank(m)), 3) for m in matrices]),
+        "stable_ranks": json.dumps([round(_stable_rank(sigma), 4) for sigma in spectra]),
+        "effective_ranks": json.dumps([round(_effective_rank(sigma), 3) for sigma in spectra]),
         "activation_ranks": json.dumps(final_activation),
         "min_activation_rank": int(min(final_activation)),
         "mean_activation_rank_ratio": float(np.mean(final_activation) / width),
@@ -310,3 +322,33 @@ def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     row["threads"] = torch.get_num_threads()
     row["seconds"] = time.perf_counter() - start
     return row
+
+
+# The three ranks of structnets.analysis.spectral (numerical_rank, stable_rank, effective_rank),
+# evaluated on singular values already computed, so one SVD per weight matrix serves all three
+# (tests/experiments/test_rank_bounds.py checks they equal the library's, bit for bit).
+
+
+def _numerical_rank(sigma: Any, rtol: float) -> int:
+    """``#{i : σ_i > rtol · σ_1, σ_i > 0}`` of a descending singular-value vector."""
+    return int(((sigma > rtol * sigma[..., :1]) & (sigma > 0)).sum(-1))
+
+
+def _stable_rank(sigma: Any) -> float:
+    """``Σ_i σ_i² / σ_1²`` (0 for a zero matrix)."""
+    import torch
+
+    top = sigma[..., 0]
+    safe_top = torch.where(top > 0, top, torch.ones_like(top))
+    return float(torch.where(top > 0, ((sigma / safe_top.unsqueeze(-1)) ** 2).sum(-1), torch.zeros_like(top)))
+
+
+def _effective_rank(sigma: Any) -> float:
+    """``exp(−Σ_i q_i log q_i)``, ``q_i = σ_i / Σ_j σ_j`` (0 for a zero matrix)."""
+    import torch
+
+    total = sigma.sum(-1, keepdim=True)
+    safe_total = torch.where(total > 0, total, torch.ones_like(total))
+    q = sigma / safe_total
+    entropy = -torch.where(q > 0, q * torch.log(torch.where(q > 0, q, torch.ones_like(q))), torch.zeros_like(q)).sum(-1)
+    return float(torch.where(total[..., 0] > 0, torch.exp(entropy), torch.zeros_like(entropy)))
