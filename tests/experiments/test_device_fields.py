@@ -25,7 +25,7 @@ from structnets.cli import main
 from structnets.experiments import get, names
 from structnets.runner.device import has_device_field
 
-# name -> (tiny config overrides, the key of a unit that trains (or evaluates) on the device, timing columns)
+# name -> (tiny config overrides, keys of units that train (or evaluate) on the device, their timing columns)
 TINY: dict[str, tuple[dict[str, Any], list[str], tuple[str, ...]]] = {
     "dlor-blindspot": (
         dict(widths=(2,), seeds=(0, 1), epochs=15, n_train=32, test_per_axis=6, interpolation_sizes=(3,),
