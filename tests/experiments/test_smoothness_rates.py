@@ -74,3 +74,46 @@ def test_smoothness_rates_end_to_end(tmp_path: Path) -> None:
         again.sort_values("key")[columns].to_numpy(), results.sort_values("key")[columns].to_numpy()
     )
     assert {p.name for p in (run_dir / "figures").iterdir()} >= {"estimation.png", "approximation.png"}
+
+
+def test_device_field_keeps_cpu_params_and_names_bad_values() -> None:
+    """``device`` enters a training unit's params only off the CPU (old run folders resume); floors never."""
+    import dataclasses
+
+    import pytest
+
+    cpu = rates.make_units(TINY, pd.DataFrame())
+    assert all("device" not in unit.params for unit in cpu)
+    gpu = rates.make_units(dataclasses.replace(TINY, device="cuda:1"), pd.DataFrame())
+    assert [unit.key for unit in gpu] == [unit.key for unit in cpu]
+    for unit in gpu:
+        expected = {} if unit.params["part"] == "relu-floor" else {"device": "cuda:1"}
+        assert {k: v for k, v in unit.params.items() if k == "device"} == expected
+    with pytest.raises(ValueError, match="`device`"):
+        SmoothnessRatesConfig(device="tpu")
+
+
+def test_units_equal_the_stored_params_of_a_run_before_the_speed_changes() -> None:
+    """The quick preset's units have exactly the params of the stored run folders (resume, no params change)."""
+    units = rates.make_units(SmoothnessRatesConfig.quick(), pd.DataFrame())
+    unit = next(u for u in units if u.key == "approximation/d=1/s=3/L=2/N=360")
+    assert unit.params == {
+        "part": "approximation",
+        "d": 1,
+        "s": 3.0,
+        "depth": 2,
+        "n": 512,
+        "width": 120,
+        "noise": 0.0,
+        "seeds": [0, 1],
+        "steps": 150,
+        "lbfgs_iters": 0,
+        "lm_iters": 300,
+        "activations": ["relu", "tanh", "gelu", "silu"],
+        "lr": 0.01,
+        "ftol": 1e-9,
+        "levels": 8,
+        "directions": "dense",
+        "test_points": 2048,
+        "input_scale": 10.0,
+    }

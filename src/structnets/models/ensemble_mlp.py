@@ -306,7 +306,7 @@ class EnsembleMLP:
         if chunk >= m:
             squares, grad = self._chunk_sums(x, inputs, targets, members, m)
         else:
-            squares = torch.zeros(x.shape[0], dtype=x.dtype)
+            squares = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
             grad = torch.zeros_like(x)
             for start in range(0, m, chunk):
                 part_squares, part_grad = self._chunk_sums(
@@ -364,12 +364,12 @@ class EnsembleMLP:
         weights, _ = self._layers(x)
         hs, zs, acts, out = self._hidden(x, inputs, members)
         rows, m = out.shape
-        J = torch.empty(rows, m, self.P, dtype=x.dtype)
+        J = torch.empty(rows, m, self.P, dtype=x.dtype, device=x.device)
         offsets = [0]
         for shape in self.shapes:
             offsets.append(offsets[-1] + math.prod(shape))
         runs = self._runs(members)
-        delta = torch.ones(rows, m, 1, dtype=x.dtype)
+        delta = torch.ones(rows, m, 1, dtype=x.dtype, device=x.device)
         for layer in reversed(range(len(weights))):
             fan_in, fan_out = self.shapes[2 * layer]
             w_cols = J[:, :, offsets[2 * layer] : offsets[2 * layer + 1]].unflatten(2, (fan_in, fan_out))

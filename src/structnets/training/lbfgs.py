@@ -211,26 +211,26 @@ def batched_lbfgs(
         f_all[idx], g_all[idx] = f_sub, g_sub
         return f_all, g_all
 
-    f = torch.zeros(E, dtype=x.dtype)
+    f = torch.zeros(E, dtype=x.dtype, device=x.device)
     g = torch.zeros_like(x)
-    f, g = evaluate(x, torch.ones(E, dtype=torch.bool))
-    S = torch.zeros(history, E, P, dtype=x.dtype)
-    Y = torch.zeros(history, E, P, dtype=x.dtype)
-    rho = torch.zeros(history, E, dtype=x.dtype)
-    gamma = torch.ones(E, dtype=x.dtype)
+    f, g = evaluate(x, torch.ones(E, dtype=torch.bool, device=x.device))
+    S = torch.zeros(history, E, P, dtype=x.dtype, device=x.device)
+    Y = torch.zeros(history, E, P, dtype=x.dtype, device=x.device)
+    rho = torch.zeros(history, E, dtype=x.dtype, device=x.device)
+    gamma = torch.ones(E, dtype=x.dtype, device=x.device)
     # Per-member ring buffers: member e's newest pair sits in slot newest[e], and it has
     # filled[e] pairs; a member that does not move leaves its buffer untouched.
-    newest = torch.full((E,), -1, dtype=torch.long)
-    filled = torch.zeros(E, dtype=torch.long)
-    members = torch.arange(E)
-    iterations = torch.zeros(E, dtype=torch.long)
-    quiet = torch.zeros(E, dtype=torch.long)
-    backtracks = torch.zeros(E, dtype=torch.long)
+    newest = torch.full((E,), -1, dtype=torch.long, device=x.device)
+    filled = torch.zeros(E, dtype=torch.long, device=x.device)
+    members = torch.arange(E, device=x.device)
+    iterations = torch.zeros(E, dtype=torch.long, device=x.device)
+    quiet = torch.zeros(E, dtype=torch.long, device=x.device)
+    backtracks = torch.zeros(E, dtype=torch.long, device=x.device)
     converged = g.norm(dim=1) <= gtol * f.abs().clamp(min=1.0)
-    first = torch.ones(E, dtype=torch.bool)  # no usable curvature yet: scale the first step
-    retry = torch.zeros(E, dtype=torch.bool)
+    first = torch.ones(E, dtype=torch.bool, device=x.device)  # no usable curvature yet: scale the first step
+    retry = torch.zeros(E, dtype=torch.bool, device=x.device)
     p_prev = torch.zeros_like(x)
-    t_prev = torch.ones(E, dtype=x.dtype)
+    t_prev = torch.ones(E, dtype=x.dtype, device=x.device)
     loss_half = None
     for step in range(max_iter):
         if step == (max_iter + 1) // 2:
@@ -264,7 +264,7 @@ def batched_lbfgs(
             first |= bad
             slope = (g * p).sum(1)
         p[~active] = 0.0
-        t = torch.ones(E, dtype=x.dtype)
+        t = torch.ones(E, dtype=x.dtype, device=x.device)
         t[first] = torch.clamp(1.0 / g[first].abs().sum(1).clamp(min=1e-300), max=1.0)
         t = torch.where(retry, t_prev, t)
         trial, g_trial = evaluate(x + t[:, None] * p, active)

@@ -56,6 +56,12 @@ class SmoothnessRatesConfig:
             see :func:`structnets.data.lacunary_target`. The same for d = 1.
         input_scale: first-layer initialisation scale (see :func:`train_ensemble`).
         test_points: fresh test points per unit.
+        device: where the units train: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``) or ``"auto"``
+            (``structnets run --device``; the runner resolves ``auto``). CPU units keep the params
+            of runs stored before this field existed; keys, seeds and data never depend on it
+            (models and data are built on the CPU, then moved), and numbers agree across devices
+            up to floating-point rounding (amplified, like any rounding change, along the
+            non-converged members' trajectories).
     """
 
     targets: tuple[tuple[int, float], ...] = ((1, 1.0), (2, 2.0))
@@ -85,6 +91,7 @@ class SmoothnessRatesConfig:
     levels: int = 10
     directions: str = "dense"
     test_points: int = 4096
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> SmoothnessRatesConfig:
@@ -107,6 +114,7 @@ class SmoothnessRatesConfig:
 
     def __post_init__(self) -> None:
         from ..._validation import check_choice, check_int, check_real
+        from ...training.device import check_device
 
         cells = parse_separation_cells(self.separation_cells)
         if not self.targets and not cells:
@@ -136,6 +144,7 @@ class SmoothnessRatesConfig:
         check_int("approx_lm_iters", self.approx_lm_iters, low=0)
         check_int("floor_max_pieces", self.floor_max_pieces, low=1)
         check_choice("directions", self.directions, ("one", "dense"))
+        check_device(self.device)
         for d, s in self.approx_targets:
             check_int("approx_targets", d, low=1)
             check_real("approx_targets", s, low=0.0, low_open=True)

@@ -58,6 +58,7 @@ def train_ensemble(
     ftol: float = 1e-9,
     lm_iters: int = 0,
     lm_solver: str = "cholesky",
+    device: str = "cpu",
 ) -> EnsembleFit:
     """Train E independent MLPs at once in float64: Adam, then per-member L-BFGS.
 
@@ -80,6 +81,8 @@ def train_ensemble(
             :meth:`structnets.models.ensemble_mlp.EnsembleMLP.jacobian`); 0 skips it. The convergence
             fields then describe this last phase.
         lm_solver: how Levenberg–Marquardt solves its damped step, ``"qr"`` or ``"cholesky"``.
+        device: torch device of the training (``"cpu"``, ``"cuda"``, ``"cuda:N"``); the
+            initialisation is drawn on the CPU and moved, so a seed starts from the same point.
 
     Returns:
         an :class:`EnsembleFit`. The objective is Σ_e MSE_e and both optimisers act on each member
@@ -101,8 +104,8 @@ def train_ensemble(
         input_scale=input_scale,
         dtype=torch.float64,
     )
-    Xp = (2 * X[net.order] - 1).double()
-    yp = y[net.order].double()
+    Xp = (2 * X[net.order] - 1).double().to(device)
+    yp = y[net.order].double().to(device)
 
     def losses(x: torch.Tensor) -> torch.Tensor:
         return ((net.outputs(x, Xp) - yp) ** 2).mean(dim=1)
@@ -112,7 +115,7 @@ def train_ensemble(
             return net.mse_and_grad(x, Xp, yp)
         return net.mse_and_grad(x, Xp[members], yp[members], members)
 
-    x = adam_phase(None, net.x, steps=steps, lr=lr, value_and_grad=value_and_grad)
+    x = adam_phase(None, net.x.to(device), steps=steps, lr=lr, value_and_grad=value_and_grad)
     adam_train = losses(x)
     if lbfgs_iters > 0:
         x, result = batched_lbfgs(None, x, max_iter=lbfgs_iters, ftol=ftol, value_and_grad=value_and_grad)
@@ -121,33 +124,47 @@ def train_ensemble(
     if lm_iters > 0:
         from ...training.levenberg_marquardt import batched_levenberg_marquardt
 
-        def residuals(x: torch.Tensor) -> torch.Tensor:
-            return net.outputs(x, Xp) - yp
+        def rows(members: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+            if members.numel() == E:
+                return Xp, yp, None
+            return Xp[members], yp[members], members
 
-        def jacobian(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            out, J = net.jacobian(x, Xp)
-            return out - yp, J
+        def residuals(x: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
+            inputs, targets, subset = rows(members)
+            return net.outputs(x, inputs, subset) - targets
 
-        x, lm = batched_levenberg_marquardt(residuals, jacobian, x, max_iter=lm_iters, ftol=ftol, solver=lm_solver)
+        def jacobian(x: torch.Tensor, members: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            inputs, targets, subset = rows(members)
+            out, J = net.jacobian(x, inputs, subset)
+            return out - targets, J
+
+        # Only the members still running (residuals) and those that moved (Jacobians) are evaluated.
+        x, lm = batched_levenberg_marquardt(
+            residuals, jacobian, x, max_iter=lm_iters, ftol=ftol, solver=lm_solver, by_members=True
+        )
         converged, iterations = lm.converged, lm.iterations
         grad_norm, late_gain = lm.grad_norm, lm.loss_half - lm.loss
     if lbfgs_iters == 0 and lm_iters == 0:
-        converged = torch.zeros(E, dtype=torch.bool)
-        iterations = torch.zeros(E, dtype=torch.long)
+        converged = torch.zeros(E, dtype=torch.bool, device=x.device)
+        iterations = torch.zeros(E, dtype=torch.long, device=x.device)
         grad_norm = value_and_grad(x, None)[1].norm(dim=1)
-        late_gain = torch.full((E,), float("nan"), dtype=torch.float64)
+        late_gain = torch.full((E,), float("nan"), dtype=torch.float64, device=x.device)
     train = losses(x)
-    test_in = (2 * X_test.double() - 1).expand(E, -1, -1)
-    test = ((net.outputs(x, test_in) - f_test.double()) ** 2).mean(dim=1)
+    test_in = (2 * X_test.double().to(device) - 1).expand(E, -1, -1)
+    test = ((net.outputs(x, test_in) - f_test.double().to(device)) ** 2).mean(dim=1)
     inv = net.inverse
+
+    def host(values: torch.Tensor) -> np.ndarray:
+        return values.detach().cpu()[inv].numpy()
+
     return EnsembleFit(
-        train_mse=train[inv].numpy(),
-        test_mse=test[inv].numpy(),
-        adam_train_mse=adam_train[inv].numpy(),
-        converged=converged[inv].numpy(),
-        iterations=iterations[inv].numpy(),
-        grad_norm=grad_norm[inv].detach().numpy(),
-        late_gain=late_gain[inv].detach().numpy(),
+        train_mse=host(train),
+        test_mse=host(test),
+        adam_train_mse=host(adam_train),
+        converged=host(converged),
+        iterations=host(iterations),
+        grad_norm=host(grad_norm),
+        late_gain=host(late_gain),
     )
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...protocol import JSONScalar, Unit
+from ...training.device import device_param, unit_device
 from .config import SmoothnessRatesConfig, estimation_cells, estimation_width, parameter_count, width_for_parameters
 from .training import train_ensemble
 
@@ -74,6 +75,7 @@ def make_units(config: SmoothnessRatesConfig, finished: pd.DataFrame) -> list[Un
                         "lbfgs_iters": config.lbfgs_iters,
                         "lm_iters": config.lm_iters,
                         **common,
+                        **device_param(config.device),
                     },
                 )
             )
@@ -96,6 +98,7 @@ def make_units(config: SmoothnessRatesConfig, finished: pd.DataFrame) -> list[Un
                             "lbfgs_iters": config.approx_lbfgs_iters,
                             "lm_iters": config.approx_lm_iters,
                             **common,
+                            **device_param(config.device),
                         },
                     )
                 )
@@ -172,10 +175,13 @@ def run_floor_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
 
 
 def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    from threadpoolctl import threadpool_limits
+
     from ...training import torch_threads
 
-    # One intra-op thread per unit (units run side by side); restored for an in-process caller.
-    with torch_threads(1):
+    # One intra-op thread per unit (units run side by side), for torch and for the BLAS behind
+    # NumPy (Levenberg–Marquardt's JᵀJ, levenberg_marquardt.gram); restored for an in-process caller.
+    with torch_threads(1), threadpool_limits(limits=1, user_api="blas"):
         if params["part"] == "relu-floor":
             return run_floor_unit(params)
         return _run_fit_unit(params)
@@ -225,6 +231,7 @@ def _run_fit_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         lbfgs_iters=int(params["lbfgs_iters"]),
         ftol=float(params["ftol"]),
         lm_iters=int(params.get("lm_iters", 0)),
+        device=unit_device(params),
     )
     # The noise actually drawn: the training MSE of the true f, the level an ERM fits down to.
     noise_mse = float(
