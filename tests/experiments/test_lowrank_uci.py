@@ -247,3 +247,22 @@ def test_paper_like_units_train_fixed_epochs_on_one_hot_codes(uci_data):
     assert row["parameters"] == 58 * 6 + 6 + 6 + 1  # the first layer sees the 58 one-hot columns
     stopped = _run_cv({**params, "early_stopping": True, "epochs": 50})
     assert stopped["n_train"] == row["n_train"] and stopped["epochs_run"] <= 50
+
+
+def test_training_units_run_on_one_thread_and_restore_the_count(monkeypatch):
+    import torch
+
+    from structnets.experiments.lowrank_uci import units
+
+    seen = []
+    monkeypatch.setattr(units, "_run_cv", lambda params: seen.append(torch.get_num_threads()) or {})
+    monkeypatch.setattr(units, "_run_select", lambda params: seen.append(torch.get_num_threads()) or {})
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        units._run_unit({"stage": "cv"})
+        units._run_unit({"stage": "select"})
+        assert seen == [1, 1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(previous)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...protocol import JSONScalar, Unit
+from ...training import torch_threads
 from ...training.device import device_param, unit_device
 from .config import LowRankUCIConfig
 
@@ -151,10 +152,16 @@ def _chosen_architecture(config: LowRankUCIConfig, finished: pd.DataFrame, datas
 
 def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     stage = params["stage"]
+    # Training units fit small nets (width <= a few hundred, batches <= 256): one intra-op thread.
+    # A second thread gains nothing there and, on a shared machine, costs up to 20x in OpenMP
+    # waits (``--jobs 1`` gives each unit every CPU; docs/lowrank.md). With ``--jobs 2`` on 2
+    # CPUs a unit already has one thread, so results are unchanged there.
     if stage == "select":
-        return _run_select(params)
+        with torch_threads(1):
+            return _run_select(params)
     if stage == "cv":
-        return _run_cv(params)
+        with torch_threads(1):
+            return _run_cv(params)
     if stage == "efficiency":
         return _run_efficiency(params)
     raise ValueError(f"`stage` must be one of ['cv', 'efficiency', 'select'], got {stage!r}")
