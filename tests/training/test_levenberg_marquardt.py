@@ -9,7 +9,7 @@ import torch
 
 from structnets.models.ensemble_mlp import EnsembleMLP
 from structnets.training.lbfgs import batched_lbfgs
-from structnets.training.levenberg_marquardt import batched_levenberg_marquardt, gram
+from structnets.training.levenberg_marquardt import batched_levenberg_marquardt, cholesky_step, gram
 
 
 def _linear(E: int, n: int, P: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -279,11 +279,12 @@ def test_same_iterates_as_the_reference_solver(seed: int) -> None:
 
 @pytest.mark.parametrize("by_members", [False, True])
 def test_bit_identical_to_the_reference_with_the_same_gram(by_members: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With JᵀJ from ``torch.bmm`` as before, the restructured loop (in-place damping, no copies while
+    """With JᵀJ from ``torch.bmm`` and the step from ``torch.cholesky_solve`` as before, the restructured loop (in-place damping, no copies while
     every member runs) reproduces the old iterates bit for bit; with member subsets, to rounding."""
     import structnets.training.levenberg_marquardt as module
 
     monkeypatch.setattr(module, "gram", lambda J: torch.bmm(J.transpose(1, 2), J))
+    monkeypatch.setattr(module, "cholesky_step", lambda L, g: -torch.cholesky_solve(g[:, :, None], L).squeeze(-1))
     net, inputs, y, start = _network_problem(4)
 
     def residual(x: torch.Tensor) -> torch.Tensor:
@@ -373,3 +374,14 @@ def test_same_steps_as_the_reference_on_random_problems(seed: int) -> None:
         torch.testing.assert_close(x_new, x_ref, rtol=1e-10, atol=1e-13)
         torch.testing.assert_close(new.loss, loss_ref, rtol=1e-10, atol=0)
         assert torch.equal(new.iterations, it_ref)
+
+
+def test_cholesky_step_equals_cholesky_solve() -> None:
+    g = torch.Generator().manual_seed(3)
+    J = torch.randn(4, 30, 12, generator=g, dtype=torch.float64)
+    A = gram(J) + 1e-3 * torch.eye(12, dtype=torch.float64)
+    rhs = torch.randn(4, 12, generator=g, dtype=torch.float64)
+    chol = torch.linalg.cholesky(A)
+    h = cholesky_step(chol, rhs)
+    torch.testing.assert_close(h, -torch.cholesky_solve(rhs[:, :, None], chol).squeeze(-1), rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(torch.bmm(A, h[:, :, None]).squeeze(-1), -rhs, rtol=1e-10, atol=1e-12)

@@ -17,8 +17,9 @@ lower training errors than L-BFGS at the same wall time (5–500× in MSE on the
 Gauss–Newton curvature JᵀJ exactly, which is what a residual near zero needs. Its cost per step
 is O(nP² + P³) per member (forming JᵀJ and a Cholesky solve), so it is for small P only. JᵀJ,
 the nP² part, is formed by BLAS ``syrk`` (:func:`gram`: one triangle, half the flops of a general
-product); the damping μD is added to a copy's diagonal, and nothing of size (E, P, P) is copied
-while every member runs. (For P > n the n × n dual (JJᵀ + μI) would be cheaper; the fits here
+product); the damping μD is added to JᵀJ's diagonal in place and undone exactly (the saved
+diagonal is restored), the step comes from two triangular solves (:func:`cholesky_step`), and
+nothing of size (E, P, P) is copied while every member runs. (For P > n the n × n dual (JJᵀ + μI) would be cheaper; the fits here
 have n ≥ 3P, so it is not implemented.)
 
 Members share nothing but the loop: each has its own μ, ν, acceptance and stopping test, and a
@@ -86,6 +87,24 @@ def gram(J: torch.Tensor) -> torch.Tensor:
         Jn = J.detach().contiguous().numpy()
         return torch.from_numpy(np.matmul(Jn.transpose(0, 2, 1), Jn))
     return torch.bmm(J.transpose(1, 2), J)
+
+
+def cholesky_step(chol: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """The step h = −(LLᵀ)⁻¹g of every member, given the Cholesky factors L (E, P, P) and g (E, P).
+
+    Two triangular solves (``torch.linalg.solve_triangular``); the same numbers as
+    ``torch.cholesky_solve`` to rounding, 6× faster for E = 12, P = 640 on one core here (that
+    copies the factors into LAPACK's column-major layout first).
+
+    Args:
+        chol: (E, P, P) lower-triangular factors.
+        g: (E, P) right-hand sides.
+
+    Returns:
+        (E, P) steps.
+    """
+    forward = torch.linalg.solve_triangular(chol, g[:, :, None], upper=False)
+    return -torch.linalg.solve_triangular(chol.transpose(1, 2), forward, upper=True).squeeze(-1)
 
 
 def batched_levenberg_marquardt(
@@ -226,17 +245,22 @@ def batched_levenberg_marquardt(
             solved = torch.isfinite(h_act).all(1)
             h_act = torch.where(solved[:, None], h_act, torch.zeros_like(h_act))
         else:
-            system = A_act.clone()  # A + diag(μD): the same numbers as adding μD·I
-            torch.diagonal(system, dim1=1, dim2=2).add_(damping)
-            chol, info = torch.linalg.cholesky_ex(system)
-            del system
+            # A + diag(μD), the same numbers as adding μD·I, formed in A itself and undone
+            # exactly by restoring the saved diagonal (no copy of the (E, P, P) matrices).
+            diagonal = torch.diagonal(A_act, dim1=1, dim2=2)
+            saved = diagonal.clone()
+            diagonal.add_(damping)
+            try:
+                chol, info = torch.linalg.cholesky_ex(A_act)
+            finally:
+                diagonal.copy_(saved)
             solved = info == 0
             if bool(solved.all()):
-                h_act = -torch.cholesky_solve(g_act[:, :, None], chol).squeeze(-1)
+                h_act = cholesky_step(chol, g_act)
             else:
                 h_act = torch.zeros(idx.numel(), P, dtype=x.dtype, device=x.device)
                 if bool(solved.any()):
-                    h_act[solved] = -torch.cholesky_solve(g_act[solved][:, :, None], chol[solved]).squeeze(-1)
+                    h_act[solved] = cholesky_step(chol[solved], g_act[solved])
             del chol
         x_trial = (x if whole else x[idx]) + h_act
         r_trial = residuals(x_trial, idx)
@@ -296,4 +320,4 @@ def batched_levenberg_marquardt(
     )
 
 
-__all__ = ["LevenbergMarquardtResult", "batched_levenberg_marquardt", "gram"]
+__all__ = ["LevenbergMarquardtResult", "batched_levenberg_marquardt", "cholesky_step", "gram"]
