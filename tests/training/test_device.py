@@ -61,3 +61,19 @@ def test_exported_from_structnets_training() -> None:
     assert training.device_param is device_param
     assert training.unit_device is unit_device
     assert {"check_device", "device_param", "unit_device"} <= set(training.__all__)
+
+
+def test_fit_and_seed_batched_times_wait_for_the_device(monkeypatch):
+    """The wall times `fit` and `train_batched` report are read after a CUDA synchronise."""
+    import structnets.analysis.timing as timing
+    from structnets.models import mlp
+    from structnets.training import fit, seeded, synchronized_clock
+
+    calls: list[int] = []
+    monkeypatch.setattr(timing, "synchronize", lambda: calls.append(1))
+    before = synchronized_clock()
+    assert calls == [1] and isinstance(before, float)
+    with seeded(0):
+        model = mlp(2, 1, 4, 2)
+    result = fit(model, torch.zeros(8, 2), torch.zeros(8, 1), epochs=1, batch_size=8)
+    assert len(calls) == 2 and result.wall_time >= 0.0

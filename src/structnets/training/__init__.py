@@ -42,9 +42,10 @@ seed=0, callback=None, schedule="constant", warmup_epochs=None, warmup_steps=Non
     An experiment's ``device`` field: the config's check (ValueError naming ``name``), the
     unit-param entry (``{}`` on the CPU, so CPU params stay as before) and the unit's torch device
     (absent: ``"cpu"``; ``"auto"`` resolved) (:mod:`structnets.training.device`).
+    ``synchronized_clock()`` is the clock the trainers stop with: it waits for queued CUDA work.
 """
 
-from .device import check_device, device_param, unit_device
+from .device import check_device, device_param, synchronized_clock, unit_device
 from .ensemble import EnsembleEpoch, EnsembleResult, train_ensemble
 from .fit import OPTIMIZERS, FitResult, evaluate, fit, seeded
 from .lbfgs import LBFGSResult, adam_phase, batched_lbfgs  # noqa: F401
@@ -70,6 +71,7 @@ __all__ = [
     "seeded",
     "set_threads",
     "torch_threads",
+    "synchronized_clock",
     "train_ensemble",
     "unit_device",
     "warmup_cosine_lr",

@@ -16,6 +16,7 @@ drawn on the CPU from the seed and then moved, so a unit starts from the same po
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,4 +68,13 @@ def unit_device(params: Mapping[str, Any]) -> str:
     return device
 
 
-__all__ = ["DEVICE_NAMES", "check_device", "device_param", "unit_device"]
+def synchronized_clock() -> float:
+    """``time.perf_counter()`` read after queued CUDA work has finished, so a wall time measured on a
+    GPU includes the kernels it launched (a no-op wait on CPU-only runs)."""
+    from ..analysis.timing import synchronize  # deferred: keeps `import structnets.training` light
+
+    synchronize()
+    return time.perf_counter()
+
+
+__all__ = ["DEVICE_NAMES", "check_device", "device_param", "synchronized_clock", "unit_device"]

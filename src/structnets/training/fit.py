@@ -47,6 +47,7 @@ from ._data import (
     epoch_mean,
     evaluate_loss,
 )
+from .device import synchronized_clock
 from .losses import _UNCHECKED, TARGET_KIND, LossFn, get_loss
 from .schedules import SchedulerFactory, apply_rates, check_schedule, scheduler_for
 
@@ -369,7 +370,7 @@ def fit(
         stopped_early=stopped_early,
         restored_best=restored,
         diverged=diverged,
-        wall_time=time.perf_counter() - start,
+        wall_time=synchronized_clock() - start,
     )
 
 

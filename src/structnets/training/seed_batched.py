@@ -32,6 +32,7 @@ from torch import nn
 
 from .._validation import MAX_STEPS, check_choice, check_int, check_real
 from ._data import as_tensor, check_rows, device_and_dtype
+from .device import synchronized_clock
 
 SCHEDULES: tuple[str, ...] = ("cosine", "constant")
 """Learning-rate schedules of :func:`train_batched`: cosine decay to lr/100, or constant."""
@@ -209,7 +210,7 @@ def train_batched(
         epochs_to_threshold=reached,
         eval_epochs=eval_epochs,
         test_curve=curve,
-        seconds=time.perf_counter() - start,
+        seconds=synchronized_clock() - start,
     )
 
 
