@@ -178,7 +178,8 @@ def _dataset_arrays(
     dataset = data.load(name)
     X, y = dataset.X, dataset.y
     if categorical == "onehot" and name in CODED_CATEGORICALS:
-        X, _ = one_hot_codes(X, dataset.feature_names, CODED_CATEGORICALS[name])
+        coded = [column for column in CODED_CATEGORICALS[name] if column in dataset.feature_names]
+        X, _ = one_hot_codes(X, dataset.feature_names, coded)  # (a daily table has no hr)
     elif categorical not in ("ordinal", "onehot"):
         raise ValueError(f"`categorical` must be one of 'ordinal', 'onehot', got {categorical!r}")
     if max_rows is not None and len(y) > max_rows:
