@@ -100,8 +100,10 @@ def _linear_ratios(steps: int, pairs: int) -> None:
     from structnets.training.linear_gd import deep_linear_gradient_descent
 
     g = torch.Generator().manual_seed(0)
+    left, _ = torch.linalg.qr(torch.randn(16, 3, generator=g, dtype=torch.float64))
+    right, _ = torch.linalg.qr(torch.randn(16, 3, generator=g, dtype=torch.float64))
     X = torch.randn(256, 16, generator=g, dtype=torch.float64)
-    Y = X @ torch.randn(16, 16, generator=g, dtype=torch.float64).T
+    Y = X @ (left @ torch.diag(torch.tensor([3.0, 2.0, 1.0], dtype=torch.float64)) @ right.T).T  # a rank-3 teacher
     print(f"\n| deep linear, {steps} steps | fit + SGD (s) | linear_gd (s) | ratio (median, q1–q3) |")
     print("|---|---|---|---|")
     for depth in RankBoundsConfig().linear_depths:

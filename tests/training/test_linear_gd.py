@@ -112,3 +112,12 @@ def test_bad_arguments_are_named() -> None:
         deep_linear_gradient_descent(weights, X, Y, steps=1, lr=0.1, callback=3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="`callback_steps`"):
         deep_linear_gradient_descent(weights, X, Y, steps=1, lr=0.1, callback=print, callback_steps=[0])
+
+
+def test_divergence_stops_quietly_with_non_finite_weights() -> None:
+    """Too large a step: the loop stops soon after the weights overflow, without numpy warnings."""
+    weights, X, Y = _problem(3)
+    steps: list[int] = []
+    out = deep_linear_gradient_descent(weights, X, Y, steps=10_000, lr=50.0, callback=lambda s, ws: steps.append(s))
+    assert not all(bool(torch.isfinite(w).all()) for w in out)
+    assert len(steps) < 1000

@@ -64,7 +64,10 @@ def deep_linear_gradient_descent(
         callback_steps: the step counts at which ``callback`` is called (default: every step).
 
     Returns:
-        the trained ``[W_1, …, W_L]`` as new float64 CPU tensors.
+        the trained ``[W_1, …, W_L]`` as new float64 CPU tensors. If the iterates diverge (a step
+        size too large for the problem), the loop stops within 64 steps of the weights becoming
+        non-finite and returns them as they are, as :func:`~structnets.training.fit` stops on a
+        non-finite loss.
     """
     if isinstance(weights, torch.Tensor | np.ndarray) or not isinstance(weights, Sequence) or not weights:
         raise ValueError(f"`weights` must be a non-empty sequence of 2-D matrices [W_1, ..., W_L], got {weights!r}")
@@ -92,13 +95,32 @@ def deep_linear_gradient_descent(
 
     n = x.shape[0]
     sxx, syx = x.T @ x / n, y.T @ x / n
-    depth = len(layers)
     views = [torch.from_numpy(w) for w in layers]  # share memory: the callback sees every update
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is detected below, not warned about
+        _descend(layers, sxx, syx, steps, lr, weight_decay, callback, marks, views)
+    return [torch.from_numpy(w) for w in layers]
+
+
+def _descend(
+    layers: list[np.ndarray],
+    sxx: np.ndarray,
+    syx: np.ndarray,
+    steps: int,
+    lr: float,
+    weight_decay: float,
+    callback: LinearCallback | None,
+    marks: set[int] | None,
+    views: list[torch.Tensor],
+) -> None:
+    """The loop of :func:`deep_linear_gradient_descent`, updating ``layers`` in place."""
+    depth = len(layers)
     for step in range(1, steps + 1):
         prefix = [layers[0]]  # prefix[i] = W_{i+1} ⋯ W_1 (0-based)
         for w in layers[1:]:
             prefix.append(w @ prefix[-1])
         g = prefix[-1] @ sxx - syx
+        if step % 64 == 0 and not np.isfinite(g).all():
+            return
         grads: list[np.ndarray] = [np.empty(0)] * depth
         left = g  # S_iᵀ G, built from the output layer down
         for i in range(depth - 1, -1, -1):
@@ -111,7 +133,6 @@ def deep_linear_gradient_descent(
             w -= lr * (grad + weight_decay * w) if weight_decay else lr * grad
         if callback is not None and (marks is None or step in marks):
             callback(step, views)
-    return [torch.from_numpy(w) for w in layers]
 
 
 __all__ = ["deep_linear_gradient_descent"]
