@@ -34,8 +34,8 @@ PAPER_CLAIMS: tuple[tuple[str, str], ...] = (
 class RankBoundsConfig:
     """Configuration of ``rank-bounds``; ``RankBoundsConfig()`` is the full run.
 
-    The full run is sized for two cores (docs/rank_bounds.md: 180 units, estimated 22–35 min
-    with ``--jobs 2``): 20,000 seeded MNIST training rows (all 3,048 of Rice), 20 epochs, one
+    The full run is sized for two cores (docs/rank_bounds.md, Run time: 189 units, about 3,500
+    CPU seconds, projected 29 min with ``--jobs 2`` on two idle cores): 20,000 seeded MNIST training rows (all 3,048 of Rice), 20 epochs, one
     seed, widths 64–1024, depths 2/4/8, weight decay 0/1e-4/1e-3, dense and rank-16 nets.
 
     Attributes:
