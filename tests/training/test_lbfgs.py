@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -206,7 +208,7 @@ def test_lm_phase_lowers_the_noiseless_training_error_below_lbfgs() -> None:
     y = torch.sin(6 * X[..., 0]) + 0.3 * torch.cos(17 * X[..., 0])
     X_test = torch.linspace(0, 1, 301, dtype=torch.float64)[:, None]
     f_test = torch.sin(6 * X_test[:, 0]) + 0.3 * torch.cos(17 * X_test[:, 0])
-    common = dict(steps=100, lr=1e-2, seed=3, input_scale=10.0)
+    common: dict[str, Any] = dict(steps=100, lr=1e-2, seed=3, input_scale=10.0)
     activations = ["tanh", "gelu", "silu"]
     lbfgs = train_ensemble(X, y, X_test, f_test, activations, 12, 2, lbfgs_iters=150, **common)
     lm = train_ensemble(X, y, X_test, f_test, activations, 12, 2, lm_iters=150, **common)
@@ -325,3 +327,19 @@ def test_mse_and_grad_over_blocks_of_points_equals_one_block(monkeypatch: pytest
     assert torch.all((blocked_grad - grad).abs() <= 1e-14 * grad.abs().amax(dim=1, keepdim=True))
     with pytest.raises(ValueError, match="targets"):
         net.mse_and_grad(net.x, X, y[:, :-1])
+
+
+def test_jacobian_into_a_reused_buffer_equals_a_fresh_one() -> None:
+    net, X, _ = _mixed_ensemble(3)
+    _, J = net.jacobian(net.x, X)
+    buffer = torch.full_like(J, float("nan"))
+    for _ in range(2):  # every column is written: a reused buffer holds no stale values
+        _, into = net.jacobian(net.x, X, out=buffer)
+        assert into is buffer and torch.equal(into, J)
+    members = torch.tensor([1, 4])
+    _, sub = net.jacobian(net.x[members], X[members], members, out=buffer[:2])
+    torch.testing.assert_close(sub, J[members], rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="`out`"):
+        net.jacobian(net.x, X, out=buffer[:2])
+    with pytest.raises(ValueError, match="`out`"):
+        net.jacobian(net.x, X, out=buffer.float())

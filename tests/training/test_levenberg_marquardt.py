@@ -9,7 +9,7 @@ import torch
 
 from structnets.models.ensemble_mlp import EnsembleMLP
 from structnets.training.lbfgs import batched_lbfgs
-from structnets.training.levenberg_marquardt import batched_levenberg_marquardt, cholesky_step, gram
+from structnets.training.levenberg_marquardt import batched_levenberg_marquardt, cholesky_step, gradient, gram
 
 
 def _linear(E: int, n: int, P: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -279,12 +279,13 @@ def test_same_iterates_as_the_reference_solver(seed: int) -> None:
 
 @pytest.mark.parametrize("by_members", [False, True])
 def test_bit_identical_to_the_reference_with_the_same_gram(by_members: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With JᵀJ from ``torch.bmm`` and the step from ``torch.cholesky_solve`` as before, the restructured loop (in-place damping, no copies while
+    """With JᵀJ and Jᵀr from ``torch.bmm`` and the step from ``torch.cholesky_solve`` as before, the restructured loop (in-place damping, no copies while
     every member runs) reproduces the old iterates bit for bit; with member subsets, to rounding."""
     import structnets.training.levenberg_marquardt as module
 
     monkeypatch.setattr(module, "gram", lambda J: torch.bmm(J.transpose(1, 2), J))
     monkeypatch.setattr(module, "cholesky_step", lambda L, g: -torch.cholesky_solve(g[:, :, None], L).squeeze(-1))
+    monkeypatch.setattr(module, "gradient", lambda J, r: torch.bmm(J.transpose(1, 2), r[:, :, None]).squeeze(-1))
     net, inputs, y, start = _network_problem(4)
 
     def residual(x: torch.Tensor) -> torch.Tensor:
@@ -385,3 +386,14 @@ def test_cholesky_step_equals_cholesky_solve() -> None:
     h = cholesky_step(chol, rhs)
     torch.testing.assert_close(h, -torch.cholesky_solve(rhs[:, :, None], chol).squeeze(-1), rtol=1e-12, atol=1e-14)
     torch.testing.assert_close(torch.bmm(A, h[:, :, None]).squeeze(-1), -rhs, rtol=1e-10, atol=1e-12)
+
+
+def test_gradient_and_gram_into_a_buffer_equal_the_plain_products() -> None:
+    g = torch.Generator().manual_seed(4)
+    J = torch.randn(3, 40, 9, generator=g, dtype=torch.float64)
+    r = torch.randn(3, 40, generator=g, dtype=torch.float64)
+    reference = torch.bmm(J.transpose(1, 2), r[:, :, None]).squeeze(-1)
+    torch.testing.assert_close(gradient(J, r), reference, rtol=1e-13, atol=1e-13)
+    buffer = torch.full((3, 9, 9), float("nan"), dtype=torch.float64)
+    assert gram(J, out=buffer) is buffer
+    assert torch.equal(buffer, gram(J))

@@ -341,7 +341,12 @@ class EnsembleMLP:
         return squares, grad
 
     def jacobian(
-        self, x: torch.Tensor, inputs: torch.Tensor, members: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        inputs: torch.Tensor,
+        members: torch.Tensor | None = None,
+        *,
+        out: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Outputs (E', m) and their Jacobians (E', m, P) with respect to each member's parameters.
 
@@ -356,15 +361,28 @@ class EnsembleMLP:
         Args:
             x: (E', P) parameters; inputs: (E', m, d).
             members: sorted internal indices of the E' members evaluated (None: all E).
+            out: optional contiguous (E', m, P) tensor of x's dtype and device to write the
+                Jacobians into; a caller that linearises repeatedly (Levenberg–Marquardt) saves
+                the fresh pages of a new allocation each time (~30 ms per 60 MB here).
 
         Returns:
-            (outputs (E', m), Jacobians (E', m, P)).
+            (outputs (E', m), Jacobians (E', m, P)); the Jacobians are ``out`` when given.
         """
         x = x.detach()
         weights, _ = self._layers(x)
-        hs, zs, acts, out = self._hidden(x, inputs, members)
-        rows, m = out.shape
-        J = torch.empty(rows, m, self.P, dtype=x.dtype, device=x.device)
+        hs, zs, acts, outputs = self._hidden(x, inputs, members)
+        rows, m = outputs.shape
+        if out is None:
+            J = torch.empty(rows, m, self.P, dtype=x.dtype, device=x.device)
+        elif (
+            out.shape != (rows, m, self.P) or not out.is_contiguous() or out.dtype != x.dtype or out.device != x.device
+        ):
+            raise ValueError(
+                f"`out` must be a contiguous {x.dtype} tensor of shape {(rows, m, self.P)} on {x.device}, got "
+                f"{out.dtype} {tuple(out.shape)} on {out.device} (contiguous: {out.is_contiguous()})"
+            )
+        else:
+            J = out
         offsets = [0]
         for shape in self.shapes:
             offsets.append(offsets[-1] + math.prod(shape))
@@ -381,7 +399,7 @@ class EnsembleMLP:
                 z, a = zs[layer - 1], acts[layer - 1]
                 for name, start, stop in runs:
                     _backward_into(name, grad_a[start:stop], z[start:stop], a[start:stop], delta[start:stop])
-        return out, J
+        return outputs, J
 
 
 __all__ = ["ACTIVATION_FUNCTIONS", "EnsembleMLP"]

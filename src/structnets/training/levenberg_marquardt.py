@@ -68,7 +68,17 @@ class LevenbergMarquardtResult:
     damping: torch.Tensor
 
 
-def gram(J: torch.Tensor) -> torch.Tensor:
+def gradient(J: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """Jᵀr of every member: J (E, n, P), r (E, n) → (E, P).
+
+    As the row-vector product rᵀJ (``torch.bmm`` of (E, 1, n) with (E, n, P)): the same numbers as
+    ``bmm(Jᵀ, r)`` to rounding, 5× faster on the CPU here (a transposed matrix-vector ``bmm`` takes
+    a slow path).
+    """
+    return torch.bmm(r[:, None, :], J).squeeze(1)
+
+
+def gram(J: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """JᵀJ of every member: (E, n, P) → (E, P, P), exactly symmetric.
 
     On the CPU (float32/float64) through NumPy's ``matmul``, which recognises a matrix times its
@@ -79,13 +89,20 @@ def gram(J: torch.Tensor) -> torch.Tensor:
 
     Args:
         J: (E, n, P) Jacobians.
+        out: optional contiguous (E, P, P) tensor of J's dtype and device to write into (saves
+            the allocation, whose fresh pages cost as much as a fifth of the product at P = 640).
 
     Returns:
-        (E, P, P) Gram matrices J_eᵀJ_e.
+        (E, P, P) Gram matrices J_eᵀJ_e (``out`` when given).
     """
     if J.device.type == "cpu" and J.dtype in (torch.float32, torch.float64):
         Jn = J.detach().contiguous().numpy()
+        if out is not None and out.is_contiguous() and out.dtype == J.dtype and out.device == J.device:
+            np.matmul(Jn.transpose(0, 2, 1), Jn, out=out.numpy())
+            return out
         return torch.from_numpy(np.matmul(Jn.transpose(0, 2, 1), Jn))
+    if out is not None:
+        return torch.bmm(J.transpose(1, 2), J, out=out)
     return torch.bmm(J.transpose(1, 2), J)
 
 
@@ -145,7 +162,9 @@ def batched_levenberg_marquardt(
         by_members: the functions take the rows to evaluate: ``residual_fn(x_rows, members)`` and
             ``jacobian_fn(x_rows, members)``, with ``members`` the sorted (E',) indices of the rows
             x_rows (E', P), and return those members' values only. Then converged members and
-            members whose step was rejected cost nothing; the iterates are the same.
+            members whose step was rejected cost nothing; the iterates are the same. Either way
+            no Jacobian is kept between calls of ``jacobian_fn`` (what the QR solver keeps is
+            copied), so ``jacobian_fn`` may return views of one reused buffer.
 
     Returns:
         (x, result): the final (E, P) parameters and a :class:`LevenbergMarquardtResult`.
@@ -197,7 +216,7 @@ def batched_levenberg_marquardt(
 
     r, J = linearise(every)
     n = r.shape[1]
-    g = torch.bmm(J.transpose(1, 2), r[:, :, None]).squeeze(-1)  # Jᵀr (E, P)
+    g = gradient(J, r)  # Jᵀr (E, P)
     # Per-member linearisation, replaced for the members that move: the normal equations need
     # JᵀJ (E, P, P) only; the QR step needs J and r themselves (JᵀJ's diagonal is their column norms).
     if solver == "cholesky":
@@ -293,11 +312,11 @@ def batched_levenberg_marquardt(
                 x[moved] = x_trial[ok_act]
             # Re-linearise the moved members only (the expensive O(nP²) part).
             r_moved, J_moved = linearise(moved)
-            g_moved = torch.bmm(J_moved.transpose(1, 2), r_moved[:, :, None]).squeeze(-1)
+            g_moved = gradient(J_moved, r_moved)
             if moved.numel() == E:
                 g = g_moved
                 if A is not None:
-                    A = gram(J_moved)
+                    A = gram(J_moved, out=A)
                 else:
                     J, r = J_moved.clone(), r_moved.clone()
             else:
@@ -320,4 +339,4 @@ def batched_levenberg_marquardt(
     )
 
 
-__all__ = ["LevenbergMarquardtResult", "batched_levenberg_marquardt", "cholesky_step", "gram"]
+__all__ = ["LevenbergMarquardtResult", "batched_levenberg_marquardt", "cholesky_step", "gradient", "gram"]

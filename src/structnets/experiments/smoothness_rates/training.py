@@ -133,9 +133,12 @@ def train_ensemble(
             inputs, targets, subset = rows(members)
             return net.outputs(x, inputs, subset) - targets
 
+        # One Jacobian buffer for the whole phase (LM keeps no Jacobian between calls).
+        buffer = torch.empty(E, n, net.P, dtype=x.dtype, device=x.device)
+
         def jacobian(x: torch.Tensor, members: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             inputs, targets, subset = rows(members)
-            out, J = net.jacobian(x, inputs, subset)
+            out, J = net.jacobian(x, inputs, subset, out=buffer[: members.numel()])
             return out - targets, J
 
         # Only the members still running (residuals) and those that moved (Jacobians) are evaluated.
