@@ -7,8 +7,9 @@ after ``--adam`` Adam steps from the unit's initialisation) for ``--iters`` iter
 * **old**: ``levenberg_marquardt.py`` as of commit 73db794 (read with ``git show``): JᵀJ by
   ``torch.bmm``, μD·I added to a copy, ``torch.cholesky_solve``, every member's residuals and
   Jacobian evaluated at every step;
-* **new**: the current module, JᵀJ by BLAS ``syrk`` (``gram``), damping in place,
-  ``cholesky_step``, only the running/moved members evaluated (``by_members``).
+* **new**: the current module, JᵀJ by BLAS ``syrk`` (``gram``), Jᵀr as rᵀJ, damping in place,
+  ``cholesky_step``, only the running/moved members evaluated (``by_members``), the Jacobians
+  written into one reused buffer (as ``smoothness-rates`` calls it).
 
 Interleaved pairs (old, new), (new, old), …, one torch and one BLAS thread; the table gives the
 median of the per-pair ratios old/new of this process's CPU time (and of the wall time) and the
@@ -86,8 +87,10 @@ def pair_times(
     def residual_rows(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
         return net.outputs(x, inputs[m], m) - y[m]
 
+    buffer = torch.empty(inputs.shape[0], inputs.shape[1], net.P, dtype=x0.dtype)  # as smoothness-rates does
+
     def jacobian_rows(x: torch.Tensor, m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        out, J = net.jacobian(x, inputs[m], m)
+        out, J = net.jacobian(x, inputs[m], m, out=buffer[: m.numel()])
         return out - y[m], J
 
     def old() -> None:
