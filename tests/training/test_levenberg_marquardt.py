@@ -274,7 +274,7 @@ def test_same_iterates_as_the_reference_solver(seed: int) -> None:
         torch.testing.assert_close(x, x_ref, rtol=1e-7, atol=1e-9)
         torch.testing.assert_close(result.loss, loss_ref, rtol=1e-6, atol=1e-16)
         assert torch.equal(result.iterations, it_ref) and torch.equal(result.converged, conv_ref)
-        torch.testing.assert_close(result.damping, mu_ref, rtol=1e-8, atol=0)
+        torch.testing.assert_close(result.damping, mu_ref, rtol=1e-6, atol=0)  # μ scales by a gain ratio of differences
 
 
 @pytest.mark.parametrize("by_members", [False, True])

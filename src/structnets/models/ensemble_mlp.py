@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from .._validation import check_int, check_real
@@ -98,29 +99,51 @@ def _backward_into(name: str, grad: torch.Tensor, z: torch.Tensor, a: torch.Tens
         _aten.silu_backward.grad_input(grad, z, grad_input=out)
 
 
+def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Batched product a @ b outside autograd: NumPy's ``matmul`` (OpenBLAS) for CPU float64.
+
+    For the small per-member matrices here it is 3–4× faster than ``torch.bmm`` (MKL) on this
+    machine's AMD CPU (20 products of 468 × 14 by 14 × 14: 0.08 against 0.27 ms on one core), so
+    a loss-and-gradient sweep of a depth-6 unit is 1.2–1.5× faster; the same numbers to rounding
+    (2·10⁻¹⁶ relative on the gradients). Elsewhere (a GPU, other dtypes, tensors that need gradients)
+    ``torch.bmm``.
+    """
+    if (
+        a.device.type == "cpu"
+        and a.dtype == torch.float64
+        and b.dtype == torch.float64
+        and not (a.requires_grad or b.requires_grad)
+    ):
+        return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
+    return torch.bmm(a, b)
+
+
 def _affine(h: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """z = hW + b for h (E, m, fan_in), W (E, fan_in, fan_out), b (E, 1, fan_out); differentiable.
 
     A one-input layer (d = 1) is the broadcast product h·W + b: ``torch.baddbmm`` with an inner
-    dimension of 1 runs several times slower than one fused elementwise pass.
+    dimension of 1 runs several times slower than one fused elementwise pass. Outside autograd
+    the product goes through :func:`_bmm`.
     """
     if W.shape[1] == 1:
         return torch.addcmul(b, h, W)
-    return torch.baddbmm(b, h, W)
+    if h.requires_grad or W.requires_grad or b.requires_grad:
+        return torch.baddbmm(b, h, W)
+    return _bmm(h, W).add_(b)
 
 
 def _input_grad(delta: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     """δWᵀ for δ (E, m, fan_out): a broadcast product when fan_out = 1 (the output layer)."""
     if W.shape[2] == 1:
         return delta * W.transpose(1, 2)
-    return torch.bmm(delta, W.transpose(1, 2))
+    return _bmm(delta, W.transpose(1, 2))
 
 
 def _weight_grad(h: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
     """hᵀδ (E, fan_in, fan_out); for fan_out = 1 as (δᵀh)ᵀ, whose (1 × m)(m × fan_in) product is the fast layout."""
     if delta.shape[2] == 1:
-        return torch.bmm(delta.transpose(1, 2), h).transpose(1, 2)
-    return torch.bmm(h.transpose(1, 2), delta)
+        return _bmm(delta.transpose(1, 2), h).transpose(1, 2)
+    return _bmm(h.transpose(1, 2), delta)
 
 
 class EnsembleMLP:
