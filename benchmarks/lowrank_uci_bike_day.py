@@ -1,6 +1,6 @@
 """lowrank-uci's Bike Sharing protocol on UCI's *daily* table (day.csv, 731 days) instead of hour.csv.
 
-Question (issue 12 item 11): does the paper's Bike Sharing RMSE (low-rank 0.070, dense 0.100) come
+Question: does the paper's Bike Sharing RMSE (low-rank 0.070, dense 0.100) come
 from the daily table? The experiment itself only knows hour.csv; this script runs the unchanged
 ``lowrank-uci`` units in this process with ``structnets.data.load("bike-sharing")`` answered from
 day.csv, parsed by the same parser (instant, dteday, casual, registered dropped; cnt min-max scaled

@@ -15,7 +15,7 @@ mode              nonlinear layer ℓ = 1 … L; the last map (no σ)          p
 ``"deep"``        x ↦ σ(M x + b);  y = M x + b                              (L+1)(2Nr + 1 + N)
 ``"parallel"``    x ↦ Σ_{k=1}^{B} σ(M_k x + b_k);  y = Σ_k M_k x + b        L·B(2Nr + 1 + N) + B(2Nr + 1) + N
 ``"summed"``      x ↦ σ(Σ_{k=1}^{B} M_k x + b);  y = Σ_k M_k x + b          (L+1)(B(2Nr + 1) + N)
-``"wide"``        deprecated alias of ``"summed"`` (its name before issue 12)
+``"wide"``        deprecated alias of ``"summed"`` (its name in release 0.1.0)
 ================  =====================================================  ===================================
 
 ``"parallel"`` is the paper's wide network: the additive decomposition W = Σ_k M_k "mapped
@@ -49,7 +49,7 @@ MODES: tuple[str, ...] = ("deep", "parallel", "summed", "wide")
 def resolve_mode(mode: str) -> str:
     """Validate ``mode`` and map the deprecated ``"wide"`` to ``"summed"`` (with a FutureWarning).
 
-    Before issue 12, ``mode="wide"`` summed the branches before σ; that form is now called
+    In release 0.1.0, ``mode="wide"`` summed the branches before σ; that form is now called
     ``"summed"``, and the paper's wide network (σ per branch) is ``"parallel"``. ``"wide"`` keeps
     building the summed form so that existing code and saved configurations give the same
     numbers.
