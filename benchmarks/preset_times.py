@@ -105,6 +105,17 @@ def _measure(name: str, preset: str, jobs: int, out: Path) -> dict[str, Any]:
     }
 
 
+def _read_log(log: Path) -> list[dict[str, Any]]:
+    """The measured presets; a line cut short by a kill is skipped (that preset is measured again)."""
+    records = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
 def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min {int(round(seconds % 60)):02d} s"
 
@@ -140,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "times.jsonl"
-    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+    records = _read_log(log)
     commit = _commit()
     done = {(r["experiment"], r["preset"]) for r in records if r["commit"] == commit}
     for preset in args.presets:
