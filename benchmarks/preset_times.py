@@ -49,6 +49,33 @@ def _csv_choice(allowed: tuple[str, ...] | list[str], what: str) -> Any:
     return parse
 
 
+def _become_subreaper() -> bool:
+    """Adopt orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``), so their CPU time can be counted.
+
+    The runner's workers are children of a multiprocessing fork server, which is not waited for by the
+    ``structnets run`` process; without this, its workers' CPU time never reaches this process's
+    children times, and the preset's own CPU would be counted as other processes' load.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap_adopted() -> None:
+    """Wait for every descendant adopted after the run (the fork server and any worker it left)."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+
+
 def _cpu_ticks() -> tuple[int, int]:
     with open("/proc/stat") as f:
         fields = [int(v) for v in f.readline().split()[1:]]
@@ -71,7 +98,7 @@ def _units_finished(folder: Path) -> int:
         return int(connection.execute("select count(*) from results").fetchone()[0])
 
 
-def _measure(name: str, preset: str, jobs: int, out: Path) -> dict[str, Any]:
+def _measure(name: str, preset: str, jobs: int, out: Path, adopted: bool) -> dict[str, Any]:
     folder = out / f"{name}-{preset}"
     if folder.exists():  # an interrupted measurement: a resumed run would understate the wall time
         if not (folder / "run_info.json").exists():
@@ -85,6 +112,7 @@ def _measure(name: str, preset: str, jobs: int, out: Path) -> dict[str, Any]:
     start = time.perf_counter()
     completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - start
+    _reap_adopted()  # their CPU time joins this process's children times once they are waited for
     ticks_end, children_end = _cpu_ticks(), sum(os.times()[2:4])
     total, idle = ticks_end[0] - ticks_start[0], ticks_end[1] - ticks_start[1]
     own = (children_end - children_start) * os.sysconf("SC_CLK_TCK")
@@ -98,6 +126,7 @@ def _measure(name: str, preset: str, jobs: int, out: Path) -> dict[str, Any]:
         "wall_s": round(wall, 1),
         "cpu_s": round(children_end - children_start, 1),
         "other_load": round(max(0.0, (total - idle - own) / max(total, 1)), 3),
+        "tree_cpu": adopted,  # False: the workers' CPU time was not counted (cpu_s, other_load unknown)
         "load_before": round(load_before, 2),
         "commit": _commit(),
         "cpus": os.cpu_count(),
@@ -131,10 +160,13 @@ def _table(records: list[dict[str, Any]]) -> str:
     ]
     for r in records:
         target = ("yes" if r["wall_s"] <= FULL_TARGET_S else "**no**") if r["preset"] == "full" else ""
-        flag = " ⚠" if r["other_load"] > 0.10 else ""
+        measured = bool(r.get("tree_cpu", False))
+        flag = " ⚠" if measured and r["other_load"] > 0.10 else ""
+        cpu = _minutes(r["cpu_s"]) if measured else "not measured"
+        load = f"{100 * r['other_load']:.0f} %{flag}" if measured else "not measured"
         lines.append(
             f"| {r['experiment']} | {r['preset']} | {r['jobs']} | {r['units']} | {_minutes(r['wall_s'])} | "
-            f"{_minutes(r['cpu_s'])} | {target} | {100 * r['other_load']:.0f} %{flag} | {r['commit']} | "
+            f"{cpu} | {target} | {load} | {r['commit']} | "
             f"{r['exit']}{' ' + r['error'] if r['error'] else ''} |"
         )
     return "\n".join(lines) + "\n"
@@ -150,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
+    adopted = _become_subreaper()
+    if not adopted:
+        print("warning: cannot adopt the runner's worker processes here; CPU time and other load are not measured")
     log = args.out / "times.jsonl"
     records = _read_log(log)
     commit = _commit()
@@ -159,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             if (name, preset) in done:
                 continue
             print(f"{name} {preset} ...", flush=True)
-            record = _measure(name, preset, args.jobs, args.out)
+            record = _measure(name, preset, args.jobs, args.out, adopted)
             records.append(record)
             with log.open("a") as f:
                 f.write(json.dumps(record) + "\n")
