@@ -69,6 +69,58 @@ def _layers_with_tolerance(matrices: Sequence[torch.Tensor]) -> list[tuple[torch
     return layers
 
 
+def layer_spectra(matrices: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The singular values of each layer, as every bound calculator computes them.
+
+    One float64 SVD per layer (``torch.linalg.svdvals`` of the float64 copy, descending). Pass the
+    result as ``spectra=`` to :func:`~structnets.analysis.parameter_count_bound`,
+    :func:`~structnets.analysis.rank_sparse_bounds`, :func:`~structnets.analysis.spectral_bound`,
+    :func:`~structnets.analysis.pac_bayes_bound` and the others, so that several bounds of one
+    network share these SVDs: the bounds are then the same numbers as without ``spectra``.
+
+    Args:
+        matrices: ``[A_1, …, A_L]``, chaining as in the bound calculators.
+
+    Returns:
+        L float64 tensors, σ(A_i) of length min(m_i, n_i), non-increasing.
+    """
+    return [torch.linalg.svdvals(layer) for layer, _ in _layers_with_tolerance(matrices)]
+
+
+def _spectra(layers: Sequence[torch.Tensor], spectra: Sequence[torch.Tensor] | None) -> list[torch.Tensor]:
+    """σ(A_i) of the float64 layers: computed, or ``spectra`` checked against them.
+
+    A given spectrum must be float64, of length min(m_i, n_i), finite, ≥ 0 and non-increasing, and
+    its energy Σσ² must be ‖A_i‖_F² to 1e-8 relative (singular values of another matrix would
+    silently give another bound).
+    """
+    if spectra is None:
+        return [torch.linalg.svdvals(a) for a in layers]
+    if isinstance(spectra, torch.Tensor) or not isinstance(spectra, Sequence) or len(spectra) != len(layers):
+        raise ValueError(
+            f"`spectra` must be a sequence of {len(layers)} singular-value vectors, one per matrix (layer_spectra), "
+            f"got {type(spectra).__name__}" + (f" of length {len(spectra)}" if isinstance(spectra, Sequence) else "")
+        )
+    checked = []
+    for index, (a, sigma) in enumerate(zip(layers, spectra)):
+        name = f"spectra[{index}]"
+        length = min(a.shape)
+        if not isinstance(sigma, torch.Tensor) or sigma.dtype != torch.float64 or tuple(sigma.shape) != (length,):
+            got = f"{sigma.dtype} {tuple(sigma.shape)}" if isinstance(sigma, torch.Tensor) else type(sigma).__name__
+            raise ValueError(f"`{name}` must be a float64 tensor of shape ({length},) (layer_spectra), got {got}")
+        sigma = sigma.to(a.device)
+        if not bool(torch.isfinite(sigma).all()) or bool((sigma < 0).any()) or bool((sigma[1:] > sigma[:-1]).any()):
+            raise ValueError(f"`{name}` must be finite, non-negative and non-increasing singular values")
+        energy, frobenius = float(sigma.square().sum()), float(a.square().sum())
+        if abs(energy - frobenius) > 1e-8 * max(frobenius, 1e-300):
+            raise ValueError(
+                f"`{name}` are not the singular values of `matrices[{index}]`: Σσ² = {energy:.6g} but ‖A‖_F² = "
+                f"{frobenius:.6g}"
+            )
+        checked.append(sigma)
+    return checked
+
+
 def _target(sample_target: float) -> float:
     return check_real("sample_target", sample_target, low=0.0, high=8.0, low_open=True, high_open=True)
 

@@ -39,7 +39,7 @@ the radius allocation (:mod:`~structnets.analysis.allocation`), the covering bou
 
 from __future__ import annotations
 
-from ._bound_setting import SWISH_LIPSCHITZ
+from ._bound_setting import SWISH_LIPSCHITZ, layer_spectra
 from .allocation import _allocate as _allocate  # private names kept at their old import path
 from .covering import _tail_profile as _tail_profile
 from .covering import schatten_ball_log_covering
@@ -55,6 +55,7 @@ __all__ = [
     "PacBayesBound",
     "SpectralBound",
     "dudley_entropy_bound",
+    "layer_spectra",
     "margin_for_bounds",
     "margin_loss",
     "margins",

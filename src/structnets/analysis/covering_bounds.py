@@ -15,7 +15,16 @@ import numpy as np
 import torch
 
 from .._validation import check_int, check_real
-from ._bound_setting import _confidence, _exponent, _layers_with_tolerance, _Setting, _setting, _smallest_n, _target
+from ._bound_setting import (
+    _confidence,
+    _exponent,
+    _layers_with_tolerance,
+    _Setting,
+    _setting,
+    _smallest_n,
+    _spectra,
+    _target,
+)
 from .allocation import _OPTIMISE_FROM, _TAU_PER_DECADE, _allocate, _allocation_choice
 from .covering import _log_covering_routes, _tail_choice
 from .dudley import _dudley_grid, _dudley_min, _dudley_tails
@@ -102,6 +111,7 @@ def _covering_bounds(
     tail_covering: str,
     allocation: str = "optimal",
     factor_ranks: Sequence[int | None] | None = None,
+    spectra: Sequence[torch.Tensor] | None = None,
 ) -> list[CoveringBound]:
     """One :class:`CoveringBound` per entry of ``ps`` (None: parameter count), sharing one SVD per layer."""
     if data_norm is None:
@@ -112,7 +122,7 @@ def _covering_bounds(
     rms = data_norm / math.sqrt(setting.n)
     layers = _layers_with_tolerance(matrices)
     depth = len(layers)
-    sigmas = [torch.linalg.svdvals(a) for a, _ in layers]
+    sigmas = _spectra([a for a, _ in layers], spectra)
     spectral = [float(sigma[0]) for sigma in sigmas]
     # singular values at the rounding level of the dtype the layer came in are exact zeros
     # (see structnets.analysis.schatten_norm); they cannot count towards ‖A‖_{S_p}^p or the rank.
@@ -286,6 +296,7 @@ def parameter_count_bound(
     sample_target: float = 0.1,
     allocation: str = "optimal",
     factor_ranks: Sequence[int | None] | None = None,
+    spectra: Sequence[torch.Tensor] | None = None,
 ) -> CoveringBound:
     """Parameter-count (VC-style) margin bound: log-covering = #parameters × log(1/ε).
 
@@ -321,13 +332,15 @@ def parameter_count_bound(
             (docs/bounds.md, eq. 4.1f) when that is smaller than ``m_i n_i log(3√k/t)``: the
             parameter count of the network as stored. Each r_i must be at least the layer's
             numerical rank.
+        spectra: the layers' singular values from :func:`layer_spectra`, to share one SVD per
+            layer between several bounds of one network (the same numbers); None computes them.
 
     Returns:
         a :class:`CoveringBound` with ``name="parameter-count"``.
     """
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
     return _covering_bounds(
-        matrices, setting, [None], _target(sample_target), data_norm, "truncate", allocation, factor_ranks
+        matrices, setting, [None], _target(sample_target), data_norm, "truncate", allocation, factor_ranks, spectra
     )[0]
 
 
@@ -345,6 +358,7 @@ def rank_sparse_bound(
     sample_target: float = 0.1,
     tail_covering: str = "maurey",
     allocation: str = "optimal",
+    spectra: Sequence[torch.Tensor] | None = None,
 ) -> CoveringBound:
     """Rank-sparse Schatten-p margin bound (Ledent, Alves and Lei, NeurIPS 2025; our derivation).
 
@@ -374,13 +388,16 @@ def rank_sparse_bound(
             covered by Maurey's empirical lemma; ``"truncate"``: only by truncation (a
             data-independent spectral cover).
         allocation: ``"optimal"`` or ``"equal"``, as in :func:`parameter_count_bound`.
+        spectra: as in :func:`parameter_count_bound`.
 
     Returns:
         a :class:`CoveringBound` with ``name="rank-sparse"``.
     """
     p = _exponent(p, "p")
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
-    return _covering_bounds(matrices, setting, [p], _target(sample_target), data_norm, tail_covering, allocation)[0]
+    return _covering_bounds(
+        matrices, setting, [p], _target(sample_target), data_norm, tail_covering, allocation, spectra=spectra
+    )[0]
 
 
 def rank_sparse_bounds(
@@ -397,6 +414,7 @@ def rank_sparse_bounds(
     sample_target: float = 0.1,
     tail_covering: str = "maurey",
     allocation: str = "optimal",
+    spectra: Sequence[torch.Tensor] | None = None,
 ) -> tuple[CoveringBound, ...]:
     """:func:`rank_sparse_bound` for each p of a grid, in the order given.
 
@@ -415,5 +433,7 @@ def rank_sparse_bounds(
     exponents = [_exponent(p, f"ps[{index}]") for index, p in enumerate(ps)]
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
     return tuple(
-        _covering_bounds(matrices, setting, exponents, _target(sample_target), data_norm, tail_covering, allocation)
+        _covering_bounds(
+            matrices, setting, exponents, _target(sample_target), data_norm, tail_covering, allocation, spectra=spectra
+        )
     )

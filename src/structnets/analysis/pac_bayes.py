@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._bound_setting import _layers, _setting, _smallest_n, _target
+from ._bound_setting import _layers, _setting, _smallest_n, _spectra, _target
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ def pac_bayes_bound(
     delta: float = 0.05,
     lipschitz: float = 1.0,
     sample_target: float = 0.1,
+    spectra: Sequence[torch.Tensor] | None = None,
 ) -> PacBayesBound:
     """Neyshabur, Bhojanapalli and Srebro (ICLR 2018), Thm 1, with the constants of its proof.
 
@@ -75,7 +76,7 @@ def pac_bayes_bound(
     state). Sample complexity Õ(d² h · stable_rank_sum) = Õ(W² L²) at full rank.
 
     Args:
-        matrices, n, margin, input_norm, empirical_risk, delta, lipschitz: as in
+        matrices, n, margin, input_norm, empirical_risk, delta, lipschitz, spectra: as in
             :func:`parameter_count_bound`.
 
     Returns:
@@ -83,7 +84,7 @@ def pac_bayes_bound(
     """
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
     layers = _layers(matrices)
-    spectral = [float(torch.linalg.matrix_norm(a, ord=2)) for a in layers]
+    spectral = [float(sigma[0]) for sigma in _spectra(layers, spectra)]  # ‖A‖_2, as matrix_norm(ord=2)
     if min(spectral) == 0.0:
         raise ValueError("a layer matrix is zero: the stable rank ‖W‖_F²/‖W‖_2² is undefined")
     stable = sum(float(a.square().sum()) / s**2 for a, s in zip(layers, spectral))

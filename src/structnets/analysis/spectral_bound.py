@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import check_real
-from ._bound_setting import _confidence, _layers, _setting, _smallest_n, _target
+from ._bound_setting import _confidence, _layers, _setting, _smallest_n, _spectra, _target
 from .spectral import _as_matrix
 
 
@@ -67,6 +67,7 @@ def spectral_bound(
     lipschitz: float = 1.0,
     references: Sequence[torch.Tensor] | None = None,
     sample_target: float = 0.1,
+    spectra: Sequence[torch.Tensor] | None = None,
 ) -> SpectralBound:
     """Bartlett, Foster and Telgarsky (NeurIPS 2017), Lemma A.8 (Thm 1.1 with norms fixed).
 
@@ -78,7 +79,7 @@ def spectral_bound(
     (‖Aᵀ‖_{2,1}/‖A‖_2)² ≤ W · rank(A), so the sample complexity is Õ(W² L³) at full rank.
 
     Args:
-        matrices, n, margin, input_norm, empirical_risk, delta, lipschitz: as in
+        matrices, n, margin, input_norm, empirical_risk, delta, lipschitz, spectra: as in
             :func:`parameter_count_bound`.
         data_norm: ``‖X‖_F`` of the training inputs; defaults to ``input_norm · √n`` (its bound).
         references: reference matrices M_i of the same shapes (e.g. the initialisation), or None
@@ -105,7 +106,7 @@ def spectral_bound(
     if data_norm is None:
         data_norm = setting.input_norm * math.sqrt(setting.n)
     data_norm = check_real("data_norm", data_norm, low=0.0, low_open=True)
-    spectral = [float(torch.linalg.matrix_norm(a, ord=2)) for a in layers]
+    spectral = [float(sigma[0]) for sigma in _spectra(layers, spectra)]  # ‖A‖_2, as matrix_norm(ord=2)
     if min(spectral) == 0.0:
         raise ValueError("a layer matrix is zero: the spectral bound's norm ratios ‖A‖_{2,1}/‖A‖_2 are undefined")
     ratios = [float((a - ref).norm(dim=1).sum()) / s for a, ref, s in zip(layers, refs, spectral)]

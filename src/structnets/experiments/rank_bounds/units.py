@@ -152,6 +152,7 @@ def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         bottleneck_rank,
         dense_matrices,
         hidden_representations,
+        layer_spectra,
         margin_for_bounds,
         margin_loss,
         margins,
@@ -226,6 +227,7 @@ def _run_unit_body(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     data_norm = float(np.linalg.norm(X_train.astype(np.float64)))
     matrices = dense_matrices(model)
     common: dict[str, Any] = {
+        "spectra": layer_spectra(matrices),  # one float64 SVD per layer for all seven bound calls
         "n": n,
         "margin": gamma,
         "input_norm": input_norm,
