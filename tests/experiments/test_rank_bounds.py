@@ -206,3 +206,29 @@ def test_device_field_keeps_cpu_unit_params() -> None:
     # the deep linear units run on the CPU whatever the device, with unchanged params
     assert all("device" not in u.params for u in units if u.params.get("kind") == "deep-linear")
     assert [u.key for u in units] == [u.key for u in EXPERIMENT.units(quick, pd.DataFrame())]
+
+
+def test_units_run_longest_first_with_the_same_keys() -> None:
+    """The full preset's units start with the largest networks and end with the deep linear ones;
+    ordering changes no key (old run folders resume)."""
+    import itertools
+
+    import pandas as pd
+
+    from structnets.experiments.rank_bounds import RankBoundsConfig
+    from structnets.experiments.rank_bounds.units import _units
+
+    config = RankBoundsConfig()
+    units = _units(config, pd.DataFrame())
+    grid = itertools.product(config.datasets, config.depths, config.widths, config.weight_decays, config.ranks)
+    expected = {
+        f"{d}/depth={L}/width={w}/wd={wd:g}/{'dense' if r is None else f'rank={r}'}/seed=0" for d, L, w, wd, r in grid
+    }
+    expected |= {
+        f"linear/depth={L}/wd={wd:g}/seed=0" for L in config.linear_depths for wd in config.linear_weight_decays
+    }
+    assert {u.key for u in units} == expected and len(units) == len(expected)
+    assert units[0].key == "mnist/depth=8/width=1024/wd=0/dense/seed=0"
+    assert all(
+        u.key.startswith("linear/") for u in units[-len(config.linear_depths) * len(config.linear_weight_decays) :]
+    )
