@@ -89,8 +89,22 @@ def test_bad_spectra_are_named(spectra: Any, message: str) -> None:
 
 @pytest.mark.parametrize("name", ["parameter_count", "rank_sparse", "spectral", "pac_bayes"])
 def test_given_spectra_are_the_ones_used(name: str) -> None:
-    """A flat spectrum of the same energy passes the checks and changes ‖A‖_2, so the bound moves."""
+    """A spectrum with a larger σ₁ and the same energy passes the checks and changes ‖A‖_2, so the bound moves."""
     matrices = _chain(0)
     spectra = layer_spectra(matrices)
-    flat = [torch.full_like(s, float(s.square().mean().sqrt())) for s in spectra]
-    assert CALLS[name](matrices, spectra=flat) != CALLS[name](matrices)
+    moved = []
+    for s in spectra:
+        s = s.clone()
+        s[0] *= 1.01  # σ₁ up, the rest scaled down to keep Σσ² (and the order)
+        s[1:] *= ((spectra[len(moved)].square().sum() - s[0] ** 2) / s[1:].square().sum()).sqrt()
+        moved.append(s)
+    assert CALLS[name](matrices, spectra=moved) != CALLS[name](matrices)
+
+
+def test_a_too_small_spectral_norm_is_refused() -> None:
+    """A flat spectrum of the same energy has σ₁ below a column norm: it would make the bounds optimistic."""
+    matrices = _chain(0)
+    flat = [torch.full_like(s, float(s.square().mean().sqrt())) for s in layer_spectra(matrices)]
+    for call in (CALLS["parameter_count"], CALLS["spectral"], CALLS["pac_bayes"]):
+        with pytest.raises(ValueError, match="below the largest row or column norm"):
+            call(matrices, spectra=flat)

@@ -90,9 +90,10 @@ def layer_spectra(matrices: Sequence[torch.Tensor]) -> list[torch.Tensor]:
 def _spectra(layers: Sequence[torch.Tensor], spectra: Sequence[torch.Tensor] | None) -> list[torch.Tensor]:
     """σ(A_i) of the float64 layers: computed, or ``spectra`` checked against them.
 
-    A given spectrum must be float64, of length min(m_i, n_i), finite, ≥ 0 and non-increasing, and
-    its energy Σσ² must be ‖A_i‖_F² to 1e-8 relative (singular values of another matrix would
-    silently give another bound).
+    A given spectrum must be float64, of length min(m_i, n_i), finite, ≥ 0 and non-increasing, its
+    energy Σσ² must be ‖A_i‖_F² to 1e-8 relative, and σ₁ at least the largest row or column norm
+    of A_i (a lower bound on ‖A_i‖_2, so that no spectrum makes a bound optimistic through a too
+    small norm). These catch the singular values of another matrix in most cases, not all.
     """
     if spectra is None:
         return [torch.linalg.svdvals(a) for a in layers]
@@ -116,6 +117,14 @@ def _spectra(layers: Sequence[torch.Tensor], spectra: Sequence[torch.Tensor] | N
             raise ValueError(
                 f"`{name}` are not the singular values of `matrices[{index}]`: Σσ² = {energy:.6g} but ‖A‖_F² = "
                 f"{frobenius:.6g}"
+            )
+        # ‖A‖_2 is at least every row's and column's norm: a σ₁ below that would make every bound
+        # optimistic (invalid); one above it only loosens them.
+        floor = max(float(a.norm(dim=0).max()), float(a.norm(dim=1).max()))
+        if float(sigma[0]) < floor * (1 - 1e-10):
+            raise ValueError(
+                f"`{name}` are not the singular values of `matrices[{index}]`: σ₁ = {float(sigma[0]):.6g} is below "
+                f"the largest row or column norm {floor:.6g}, a lower bound on ‖A‖_2"
             )
         checked.append(sigma)
     return checked
