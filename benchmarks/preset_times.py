@@ -34,6 +34,7 @@ from structnets.experiments import names
 
 PRESETS = ("quick", "full")
 FULL_TARGET_S = 30 * 60  # every full preset within 30 minutes on 2 idle cores
+IDLE_LOAD = 0.10  # above this share of all CPUs used by other processes, a measurement is not idle
 
 
 def _csv_choice(allowed: tuple[str, ...] | list[str], what: str) -> Any:
@@ -161,7 +162,7 @@ def _table(records: list[dict[str, Any]]) -> str:
     for r in records:
         target = ("yes" if r["wall_s"] <= FULL_TARGET_S else "**no**") if r["preset"] == "full" else ""
         measured = bool(r.get("tree_cpu", False))
-        flag = " ⚠" if measured and r["other_load"] > 0.10 else ""
+        flag = " ⚠" if measured and r["other_load"] > IDLE_LOAD else ""
         cpu = _minutes(r["cpu_s"]) if measured else "not measured"
         load = f"{100 * r['other_load']:.0f} %{flag}" if measured else "not measured"
         lines.append(
@@ -188,7 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     log = args.out / "times.jsonl"
     records = _read_log(log)
     commit = _commit()
-    done = {(r["experiment"], r["preset"]) for r in records if r["commit"] == commit}
+    # A preset is done when measured at this commit on an idle machine; a loaded measurement is taken again.
+    done = {
+        (r["experiment"], r["preset"])
+        for r in records
+        if r["commit"] == commit and r.get("tree_cpu", False) and r["other_load"] <= IDLE_LOAD
+    }
     for preset in args.presets:
         for name in args.experiments:
             if (name, preset) in done:
