@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -111,7 +112,13 @@ def _measure(name: str, preset: str, jobs: int, out: Path, adopted: bool) -> dic
     load_before = os.getloadavg()[0]
     ticks_start, children_start = _cpu_ticks(), sum(os.times()[2:4])
     start = time.perf_counter()
-    completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = process.communicate()
+    except BaseException:  # SIGTERM or Ctrl-C: stop the run as well, so no orphan keeps writing its folder
+        process.terminate()
+        process.wait()
+        raise
     wall = time.perf_counter() - start
     _reap_adopted()  # their CPU time joins this process's children times once they are waited for
     ticks_end, children_end = _cpu_ticks(), sum(os.times()[2:4])
@@ -121,8 +128,8 @@ def _measure(name: str, preset: str, jobs: int, out: Path, adopted: bool) -> dic
         "experiment": name,
         "preset": preset,
         "jobs": jobs,
-        "exit": completed.returncode,
-        "error": completed.stderr.strip().splitlines()[-1] if completed.returncode and completed.stderr else "",
+        "exit": process.returncode,
+        "error": stderr.strip().splitlines()[-1] if process.returncode and stderr else "",
         "units": _units_finished(folder),
         "wall_s": round(wall, 1),
         "cpu_s": round(children_end - children_start, 1),
@@ -181,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/preset-times"))
     parser.add_argument("--table", type=Path, default=None, help="write the Markdown table here")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # unwinds _measure, which stops the run
 
     args.out.mkdir(parents=True, exist_ok=True)
     adopted = _become_subreaper()
