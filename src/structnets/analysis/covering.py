@@ -6,6 +6,8 @@ The per-layer log-covering numbers behind the rank-sparse bounds of Ledent, Alve
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -58,7 +60,78 @@ def _tail_profile(k_max: int, p: float, m: float) -> tuple[np.ndarray, np.ndarra
 _Route = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
+class _RoutesMemo:
+    """The last results of :func:`_log_covering_routes`, by exact arguments, within a byte budget.
+
+    The bound calculators of one network ask for the same layer classes at the same radii many
+    times (``rank_sparse_bounds`` with each ``tail_covering`` and each ``allocation``: every route is
+    computed on every call), and one call costs ~0.1 s at width 1,024. The key holds the radii's
+    bytes, so a hit returns exactly what the computation would; the arrays are read-only, so no
+    caller can change what a later one gets.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple, tuple[dict[str, _Route], int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> dict[str, _Route] | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return dict(entry[0])
+
+    def put(self, key: tuple, routes: dict[str, _Route]) -> None:
+        size = len(key[-1]) + sum(array.nbytes for route in routes.values() for array in route)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = (routes, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_ROUTES_MEMO = _RoutesMemo(max_bytes=64 * 2**20)
+
+
 def _log_covering_routes(
+    rows: int,
+    cols: int,
+    t: np.ndarray,
+    p: float | None,
+    m: float | None,
+    factor_rank: int | None = None,
+) -> dict[str, _Route]:
+    """Vectorised :func:`schatten_ball_log_covering` over an array of relative radii t, per route.
+
+    Remembered by exact arguments (:class:`_RoutesMemo`); the returned arrays are read-only.
+    """
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    key = (rows, cols, p, m, factor_rank, t.shape, t.tobytes())
+    routes = _ROUTES_MEMO.get(key)
+    if routes is None:
+        routes = _compute_log_covering_routes(rows, cols, t, p, m, factor_rank)
+        for route in routes.values():
+            for array in route:
+                array.setflags(write=False)
+        _ROUTES_MEMO.put(key, routes)
+        routes = dict(routes)
+    return routes
+
+
+def _compute_log_covering_routes(
     rows: int,
     cols: int,
     t: np.ndarray,
