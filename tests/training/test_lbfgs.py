@@ -263,6 +263,76 @@ def test_member_subsets_give_those_members_values(depth: int) -> None:
         net.mse_and_grad(net.x, X, y, members)
 
 
+@pytest.mark.parametrize("depth", [2, 4])
+def test_jacobian_reusing_a_kept_forward_pass_is_the_same(depth: int) -> None:
+    """``jacobian(forward=forward_pass(...))`` gives exactly the Jacobian of a fresh sweep, also for
+    rows of a pass over more members; a pass of another point, members or inputs is refused."""
+    net, X, _ = _mixed_ensemble(depth)
+    x = net.x + 0.01 * torch.randn(net.x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    kept = net.forward_pass(x, X)
+    out, J = net.jacobian(x, X)
+    out_kept, J_kept = net.jacobian(x, X, forward=kept)
+    assert torch.equal(out_kept, out) and torch.equal(J_kept, J)
+    assert torch.equal(kept.outputs, net.outputs(x, X))
+    running = torch.tensor([0, 1, 3, 4, 5])
+    moved = torch.tensor([1, 4, 5])
+    index = torch.searchsorted(running, moved)
+    part = net.forward_pass(x[running], X[running], running).rows(index, moved)
+    _, J_moved = net.jacobian(x[moved], X[moved], moved)
+    _, J_rows = net.jacobian(x[moved], X[moved], moved, forward=part)
+    assert torch.equal(J_rows, J_moved)
+    every = net.forward_pass(x[running], X[running], running).rows(torch.arange(5), running)
+    assert torch.equal(net.jacobian(x[running], X[running], running, forward=every)[1], J[running])
+    other_x = x.clone()
+    other_x[2, 3] += 1e-9
+    for args, forward in [
+        ((other_x, X), kept),  # another point
+        ((x[moved], X[moved], moved), net.forward_pass(x[moved], X[moved], torch.tensor([1, 4, 4]))),  # members
+        ((x, X + 1e-12), kept),  # other inputs
+    ]:
+        with pytest.raises(ValueError, match="forward_pass of the same"):
+            net.jacobian(*args, forward=forward)
+
+
+def test_lm_phase_is_the_same_with_the_kept_forward_pass() -> None:
+    """train_ensemble's LM reuses the accepted trial point's forward pass for its Jacobian: every
+    number equals a run whose Jacobians sweep afresh (forward_pass hidden from the closure)."""
+    X = torch.rand(4, 96, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    y = torch.sin(6 * X[..., 0])
+    X_test = torch.linspace(0, 1, 51, dtype=torch.float64)[:, None]
+    common: dict[str, Any] = dict(steps=20, lr=1e-2, seed=3, input_scale=5.0, lm_iters=40)
+    activations = ["relu", "tanh", "gelu", "silu"]
+    jacobian = EnsembleMLP.jacobian
+    given = []
+
+    def watched(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        given.append(kwargs.get("forward") is not None)
+        return jacobian(self, *args, **kwargs)
+
+    EnsembleMLP.jacobian = watched  # type: ignore[method-assign]
+    try:
+        reused = train_ensemble(X, y, X_test, torch.sin(6 * X_test[:, 0]), activations, 8, 3, **common)
+    finally:
+        EnsembleMLP.jacobian = jacobian  # type: ignore[method-assign]
+    assert sum(given) >= len(given) - 1 > 0  # every linearisation but the first reused a kept pass
+    original = EnsembleMLP.forward_pass
+    calls = []
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        forward = original(self, *args, **kwargs)
+        return forward._replace(x=forward.x + 1.0)  # never matches: every Jacobian sweeps afresh
+
+    EnsembleMLP.forward_pass = counted  # type: ignore[method-assign]
+    try:
+        fresh = train_ensemble(X, y, X_test, torch.sin(6 * X_test[:, 0]), activations, 8, 3, **common)
+    finally:
+        EnsembleMLP.forward_pass = original  # type: ignore[method-assign]
+    assert calls  # the LM phase evaluates its residuals through forward_pass
+    for field in ("train_mse", "test_mse", "iterations", "converged", "grad_norm", "late_gain"):
+        np.testing.assert_array_equal(getattr(reused, field), getattr(fresh, field))
+
+
 def test_optimisers_with_value_and_grad_follow_the_autograd_trajectory() -> None:
     """Adam and L-BFGS (which also skips converged members) with hand-written gradients follow the
     autograd trajectories to rounding."""

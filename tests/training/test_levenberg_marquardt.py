@@ -283,7 +283,7 @@ def test_bit_identical_to_the_reference_with_the_same_gram(by_members: bool, mon
     every member runs) reproduces the old iterates bit for bit; with member subsets, to rounding."""
     import structnets.training.levenberg_marquardt as module
 
-    monkeypatch.setattr(module, "gram", lambda J: torch.bmm(J.transpose(1, 2), J))
+    monkeypatch.setattr(module, "gram", lambda J, out=None: torch.bmm(J.transpose(1, 2), J, out=out))
     monkeypatch.setattr(module, "cholesky_step", lambda L, g: -torch.cholesky_solve(g[:, :, None], L).squeeze(-1))
     monkeypatch.setattr(module, "gradient", lambda J, r: torch.bmm(J.transpose(1, 2), r[:, :, None]).squeeze(-1))
     net, inputs, y, start = _network_problem(4)

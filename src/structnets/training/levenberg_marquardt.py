@@ -192,7 +192,7 @@ def batched_levenberg_marquardt(
     x = x.detach().clone()
     E, P = x.shape
     # the normal equations hold one P × P matrix per member
-    check_fits_in_memory(f"`x` of shape {(E, P)}", E * P * P, itemsize=x.element_size())
+    check_fits_in_memory(f"`x` of shape {(E, P)}", 3 * E * P * P, itemsize=x.element_size())  # JᵀJ, work, factors
     every = torch.arange(E, device=x.device)
 
     def residuals(rows: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
@@ -239,6 +239,13 @@ def batched_levenberg_marquardt(
 
     converged = grad_norm() <= gtol * loss().clamp(min=1.0)
     loss_half = None
+    # where the damped matrices of a subset of members are formed and factored: one buffer for the
+    # whole run, not a fresh (E', P, P) gather each iteration (its new pages cost ~a tenth of JᵀJ)
+    work = torch.empty_like(A) if A is not None and E > 1 else None
+    # the Cholesky factors, written in LAPACK's column-major layout: no fresh (E, P, P) output and
+    # no layout copy each iteration (0.083 → 0.063 s for E = 12, P = 641 on one core; same factors)
+    factors = torch.empty_like(A).mT if A is not None else None
+    infos = torch.empty(E, dtype=torch.int32, device=x.device)
     for step in range(max_iter):
         if step == (max_iter + 1) // 2:
             loss_half = loss().clone()
@@ -250,7 +257,10 @@ def batched_levenberg_marquardt(
         g_act = g if whole else g[idx]
         mu_act = mu if whole else mu[idx]
         if A is not None:
-            A_act = A if whole else A[idx]
+            if whole or work is None:
+                A_act = A
+            else:
+                A_act = torch.index_select(A, 0, idx, out=work[: idx.numel()])
             diag = torch.diagonal(A_act, dim1=1, dim2=2)
         else:
             diag = (J[idx] * J[idx]).sum(1)
@@ -264,13 +274,14 @@ def batched_levenberg_marquardt(
             solved = torch.isfinite(h_act).all(1)
             h_act = torch.where(solved[:, None], h_act, torch.zeros_like(h_act))
         else:
-            # A + diag(μD), the same numbers as adding μD·I, formed in A itself and undone
+            # A + diag(μD), the same numbers as adding μD·I, formed in A itself (or its gathered copy) and undone
             # exactly by restoring the saved diagonal (no copy of the (E, P, P) matrices).
             diagonal = torch.diagonal(A_act, dim1=1, dim2=2)
             saved = diagonal.clone()
             diagonal.add_(damping)
             try:
-                chol, info = torch.linalg.cholesky_ex(A_act)
+                assert factors is not None  # the Cholesky solver keeps JᵀJ, so its buffers exist
+                chol, info = torch.linalg.cholesky_ex(A_act, out=(factors[: idx.numel()], infos[: idx.numel()]))
             finally:
                 diagonal.copy_(saved)
             solved = info == 0
@@ -322,7 +333,9 @@ def batched_levenberg_marquardt(
             else:
                 g[moved] = g_moved
                 if A is not None:
-                    A[moved] = gram(J_moved)
+                    # each moved member's JᵀJ written in place (the same product per member)
+                    for row, member in enumerate(moved.tolist()):
+                        gram(J_moved[row : row + 1], out=A[member : member + 1])
                 else:
                     J[moved], r[moved] = J_moved, r_moved
             del J_moved

@@ -8,7 +8,7 @@ only wires them to the unit's data and collects the per-member diagnostics the r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -91,7 +91,7 @@ def train_ensemble(
     """
     import torch
 
-    from ...models.ensemble_mlp import EnsembleMLP
+    from ...models.ensemble_mlp import EnsembleForward, EnsembleMLP
     from ...training.lbfgs import adam_phase, batched_lbfgs
 
     E, n, d = X.shape
@@ -129,16 +129,33 @@ def train_ensemble(
                 return Xp, yp, None
             return Xp[members], yp[members], members
 
+        # The last residual evaluation's forward pass: LM linearises the members whose trial step
+        # it accepted at exactly that trial point, so their Jacobians reuse the pass.
+        last: dict[str, Any] = {}
+
         def residuals(x: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
             inputs, targets, subset = rows(members)
-            return net.outputs(x, inputs, subset) - targets
+            forward = net.forward_pass(x, inputs, subset)
+            last["members"], last["forward"] = members, forward
+            return forward.outputs - targets
+
+        def kept_forward(x: torch.Tensor, members: torch.Tensor) -> EnsembleForward | None:
+            """The rows of the last pass for ``members`` if it was at ``x`` (checked exactly), else None."""
+            if not last:
+                return None
+            index = torch.searchsorted(last["members"], members).clamp(max=last["members"].numel() - 1)
+            if not torch.equal(last["members"][index], members) or not torch.equal(last["forward"].x[index], x):
+                return None
+            return last["forward"].rows(index, None if members.numel() == E else members)
 
         # One Jacobian buffer for the whole phase (LM keeps no Jacobian between calls).
         buffer = torch.empty(E, n, net.P, dtype=x.dtype, device=x.device)
 
         def jacobian(x: torch.Tensor, members: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             inputs, targets, subset = rows(members)
-            out, J = net.jacobian(x, inputs, subset, out=buffer[: members.numel()])
+            forward = kept_forward(x, members)
+            out, J = net.jacobian(x, inputs, subset, out=buffer[: members.numel()], forward=forward)
+            last.clear()  # the next linearisation follows a new residual evaluation
             return out - targets, J
 
         # Only the members still running (residuals) and those that moved (Jacobians) are evaluated.
