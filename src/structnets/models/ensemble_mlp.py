@@ -13,7 +13,10 @@ Besides a differentiable :meth:`EnsembleMLP.forward`, the class gives, without a
   ``benchmarks/rates_refiners.py --gradients``): no graph, no concatenation of the activation
   blocks, broadcast products for layers with one input or one output, GELU and its derivative in
   one pass, and blocks of points small enough for the per-core cache (the sweep is memory-bound);
-* :meth:`EnsembleMLP.jacobian`: the per-point Jacobians (E, m, P) for Gauss–Newton methods.
+* :meth:`EnsembleMLP.jacobian`: the per-point Jacobians (E, m, P) for Gauss–Newton methods; given
+  the :meth:`EnsembleMLP.forward_pass` of the same point (Levenberg–Marquardt's accepted trial
+  point), it skips its forward sweep: the same numbers, 0.10 → 0.06–0.08 s per Jacobian at E = 12,
+  m = 2,048, P = 640 (one core, measured on a loaded machine).
 
 Both accept ``members``, a sorted subset of the (internal) member indices, so optimisers can
 evaluate only the members still training. Used by ``smoothness-rates`` (Liu, Wang, Wu, Zhang,
