@@ -240,7 +240,8 @@ def batched_levenberg_marquardt(
     converged = grad_norm() <= gtol * loss().clamp(min=1.0)
     loss_half = None
     # where the damped matrices of a subset of members are formed and factored: one buffer for the
-    # whole run, not a fresh (E', P, P) gather each iteration (its new pages cost ~a tenth of JᵀJ)
+    # whole run, not a fresh (E', P, P) gather each iteration (a small saving: the fresh pages and
+    # scatter of a 10-member JᵀJ measured 2 % of its product here)
     work = torch.empty_like(A) if A is not None and E > 1 else None
     # the Cholesky factors, written in LAPACK's column-major layout: no fresh (E, P, P) output and
     # no layout copy each iteration (0.083 → 0.063 s for E = 12, P = 641 on one core; same factors)
