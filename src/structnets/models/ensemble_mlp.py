@@ -137,10 +137,15 @@ def _affine(h: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _input_grad(delta: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """δWᵀ for δ (E, m, fan_out): a broadcast product when fan_out = 1 (the output layer)."""
+    """δWᵀ for δ (E, m, fan_out): a broadcast product when fan_out = 1 (the output layer).
+
+    Wᵀ is copied contiguous first: OpenBLAS multiplies by a transposed right operand 2× slower
+    on these small matrices (468 × 14 by 14 × 14: 207 against 91 µs for 20 members on one core),
+    and the copy (fan_in × fan_out numbers per member) gives the same products, bit for bit here.
+    """
     if W.shape[2] == 1:
         return delta * W.transpose(1, 2)
-    return _bmm(delta, W.transpose(1, 2))
+    return _bmm(delta, W.transpose(1, 2).contiguous())
 
 
 def _weight_grad(h: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:

@@ -238,22 +238,23 @@ def batched_lbfgs(
         active = ~converged
         if not bool(active.any()):
             break
-        # Two-loop recursion, newest pair first, batched over members.
+        # Two-loop recursion, newest pair first, batched over members. Every member's pairs are
+        # gathered once, by age (row i: each member's i-th newest pair; weight 0 past its filled
+        # ones): a constant number of gathers per iteration instead of eight small ops per pair.
         q = g.clone()
         alphas = []
-        slots = []
-        for i in range(int(filled.max())):
-            slot = (newest - i) % history
-            weight = torch.where(i < filled, rho[slot, members], torch.zeros_like(gamma))
-            slots.append((S[slot, members], Y[slot, members], weight))
-        for s_i, y_i, rho_i in slots:
+        ages = torch.arange(int(filled.max()), device=x.device)
+        slot = (newest[None, :] - ages[:, None]) % history  # (pairs, E)
+        S_age, Y_age = S[slot, members], Y[slot, members]
+        rho_age = torch.where(ages[:, None] < filled[None, :], rho[slot, members], 0.0)
+        for s_i, y_i, rho_i in zip(S_age, Y_age, rho_age, strict=True):
             a = rho_i * (s_i * q).sum(1)
             q -= a[:, None] * y_i
             alphas.append(a)
         r = gamma[:, None] * q
-        for (s_i, y_i, rho_i), a in zip(reversed(slots), reversed(alphas)):
-            b = rho_i * (y_i * r).sum(1)
-            r += s_i * (a - b)[:, None]
+        for i in reversed(range(len(alphas))):
+            b = rho_age[i] * (Y_age[i] * r).sum(1)
+            r += S_age[i] * (alphas[i] - b)[:, None]
         p = torch.where(retry[:, None], p_prev, -r)
         slope = (g * p).sum(1)
         bad = ~retry & (~(slope < 0) | ~torch.isfinite(slope))
