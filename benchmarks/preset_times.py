@@ -4,7 +4,9 @@ Not a ratio: the table ``benchmarks/README.md`` keeps of how long each full and 
 (``structnets run NAME [--quick] --jobs J``) on this machine. Each preset runs from scratch in its
 own folder under ``--out`` as a subprocess; beside its wall time the table gives the CPU time of the
 run (its processes and their workers) and the share of all CPUs that *other* processes used while it
-ran (``/proc/stat``), because a wall time taken next to other work is not the preset's wall time.
+ran (``/proc/stat``), because a wall time taken next to other work is not the preset's wall time,
+and ``speed_probe.py``'s figure before and after it, because this host's own speed moves (up to
+1.7× within a day here) while nothing inside the machine shows it.
 
 Resumable: every finished preset is appended to ``OUT/times.jsonl``; a second call skips presets
 already measured at the same commit and starts an interrupted one again from scratch (its
@@ -67,15 +69,27 @@ def _become_subreaper() -> bool:
         return False
 
 
-def _reap_adopted() -> None:
-    """Wait for every descendant adopted after the run (the fork server and any worker it left)."""
+REAP_TIMEOUT_S = 120.0  # how long the run's adopted descendants may take to exit after it
+
+
+def _reap_adopted(timeout: float = REAP_TIMEOUT_S) -> bool:
+    """Wait for every descendant adopted after the run (the fork server and any worker it left).
+
+    Returns False if some are still running after ``timeout`` seconds (a worker left hanging by a
+    killed run): they are not waited for, so their CPU time is not counted.
+    """
+    deadline = time.monotonic() + timeout
     while True:
         try:
-            os.waitpid(-1, 0)
+            pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return True
         except InterruptedError:
             continue
+        if pid == 0:  # some are alive and none has exited yet
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
 
 def _cpu_ticks() -> tuple[int, int]:
@@ -100,7 +114,18 @@ def _units_finished(folder: Path) -> int:
         return int(connection.execute("select count(*) from results").fetchone()[0])
 
 
-def _measure(name: str, preset: str, jobs: int, out: Path, adopted: bool) -> dict[str, Any]:
+def _speed_probe() -> float | None:
+    """``speed_probe.py``'s sweep time (ms) now, or None if it failed: how fast the host runs."""
+    probe = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("speed_probe.py"))], capture_output=True, text=True, check=False
+    )
+    words = probe.stdout.split()
+    if probe.returncode or len(words) != 2 or words[0] != "sweep_ms":
+        return None
+    return float(words[1])
+
+
+def _measure(name: str, preset: str, jobs: int, out: Path, adopted: bool, probe: bool) -> dict[str, Any]:
     folder = out / f"{name}-{preset}"
     if folder.exists():  # an interrupted measurement: a resumed run would understate the wall time
         if not (folder / "run_info.json").exists():
@@ -109,6 +134,7 @@ def _measure(name: str, preset: str, jobs: int, out: Path, adopted: bool) -> dic
     command = [sys.executable, "-m", "structnets", "run", name, "--jobs", str(jobs), "--out", str(folder), "-q"]
     if preset == "quick":
         command.insert(5, "--quick")
+    probe_before = _speed_probe() if probe else None
     load_before = os.getloadavg()[0]
     ticks_start, children_start = _cpu_ticks(), sum(os.times()[2:4])
     start = time.perf_counter()
@@ -120,10 +146,14 @@ def _measure(name: str, preset: str, jobs: int, out: Path, adopted: bool) -> dic
         process.wait()
         raise
     wall = time.perf_counter() - start
-    _reap_adopted()  # their CPU time joins this process's children times once they are waited for
+    # their CPU time joins this process's children times once they are waited for
+    reaped = _reap_adopted()
+    if not reaped:
+        print(f"warning: {name} {preset}: processes it left are still running; its CPU time is not counted")
     ticks_end, children_end = _cpu_ticks(), sum(os.times()[2:4])
     total, idle = ticks_end[0] - ticks_start[0], ticks_end[1] - ticks_start[1]
     own = (children_end - children_start) * os.sysconf("SC_CLK_TCK")
+    probe_after = _speed_probe() if probe else None
     return {
         "experiment": name,
         "preset": preset,
@@ -134,8 +164,9 @@ def _measure(name: str, preset: str, jobs: int, out: Path, adopted: bool) -> dic
         "wall_s": round(wall, 1),
         "cpu_s": round(children_end - children_start, 1),
         "other_load": round(max(0.0, (total - idle - own) / max(total, 1)), 3),
-        "tree_cpu": adopted,  # False: the workers' CPU time was not counted (cpu_s, other_load unknown)
+        "tree_cpu": adopted and reaped,  # False: the workers' CPU time was not counted (cpu_s, other_load unknown)
         "load_before": round(load_before, 2),
+        "probe_ms": [probe_before, probe_after],  # speed_probe.py before and after (None: not run)
         "commit": _commit(),
         "cpus": os.cpu_count(),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -161,10 +192,12 @@ def _table(records: list[dict[str, Any]]) -> str:
     lines = [
         f"Measured with `python benchmarks/preset_times.py` on {platform.machine()}, {os.cpu_count()} CPUs; "
         "other load = share of all CPUs used by other processes during the preset (above 10 %: not an idle "
-        "measurement, marked ⚠).",
+        "measurement, marked ⚠); speed probe = `benchmarks/speed_probe.py`'s sweep time before / after the "
+        "preset (ms; higher: a slower host; — where not taken).",
         "",
-        "| experiment | preset | jobs | units | wall | CPU time | full ≤ 30 min | other load | commit | exit |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| experiment | preset | jobs | units | wall | CPU time | full ≤ 30 min | other load | speed probe | commit "
+        "| exit |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in records:
         target = ("yes" if r["wall_s"] <= FULL_TARGET_S else "**no**") if r["preset"] == "full" else ""
@@ -172,9 +205,10 @@ def _table(records: list[dict[str, Any]]) -> str:
         flag = " ⚠" if measured and r["other_load"] > IDLE_LOAD else ""
         cpu = _minutes(r["cpu_s"]) if measured else "not measured"
         load = f"{100 * r['other_load']:.0f} %{flag}" if measured else "not measured"
+        probes = " / ".join("—" if v is None else f"{v:.0f}" for v in r.get("probe_ms", [None, None]))
         lines.append(
             f"| {r['experiment']} | {r['preset']} | {r['jobs']} | {r['units']} | {_minutes(r['wall_s'])} | "
-            f"{cpu} | {target} | {load} | {r['commit']} | "
+            f"{cpu} | {target} | {load} | {probes} | {r['commit']} | "
             f"{r['exit']}{' ' + r['error'] if r['error'] else ''} |"
         )
     return "\n".join(lines) + "\n"
@@ -187,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int_at_least(1), default=2)
     parser.add_argument("--out", type=Path, default=Path("runs/preset-times"))
     parser.add_argument("--table", type=Path, default=None, help="write the Markdown table here")
+    parser.add_argument(
+        "--no-probe", action="store_true", help="skip speed_probe.py before and after each preset (about 5 s each)"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # unwinds _measure, which stops the run
 
@@ -208,11 +245,16 @@ def main(argv: list[str] | None = None) -> int:
             if (name, preset) in done:
                 continue
             print(f"{name} {preset} ...", flush=True)
-            record = _measure(name, preset, args.jobs, args.out, adopted)
+            record = _measure(name, preset, args.jobs, args.out, adopted, not args.no_probe)
             records.append(record)
             with log.open("a") as f:
                 f.write(json.dumps(record) + "\n")
-            print(f"  {_minutes(record['wall_s'])}, other load {100 * record['other_load']:.0f} %", flush=True)
+            probes = " / ".join("—" if v is None else f"{v:.0f}" for v in record["probe_ms"])
+            print(
+                f"  {_minutes(record['wall_s'])}, other load {100 * record['other_load']:.0f} %, "
+                f"speed probe {probes} ms",
+                flush=True,
+            )
     latest = {(r["experiment"], r["preset"]): r for r in records}
     table = _table([latest[k] for k in sorted(latest, key=lambda k: (PRESETS.index(k[1]), k[0]))])
     if args.table is not None:
