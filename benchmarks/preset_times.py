@@ -185,7 +185,8 @@ def _read_log(log: Path) -> list[dict[str, Any]]:
 
 
 def _minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {int(round(seconds % 60)):02d} s"
+    whole = round(seconds)  # round first: 119.6 s is 2 min 00 s, not 1 min 60 s
+    return f"{whole // 60} min {whole % 60:02d} s"
 
 
 def _table(records: list[dict[str, Any]]) -> str:

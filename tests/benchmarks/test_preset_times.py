@@ -85,3 +85,10 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(0.0, "0 min 00 s"), (59.4, "0 min 59 s"), (119.6, "2 min 00 s"), (1852.3, "30 min 52 s")]
+)
+def test_minutes_round_the_whole_time_first(preset_times: ModuleType, seconds: float, text: str) -> None:
+    assert preset_times._minutes(seconds) == text
