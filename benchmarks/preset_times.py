@@ -5,8 +5,8 @@ Not a ratio: the table ``benchmarks/README.md`` keeps of how long each full and 
 own folder under ``--out`` as a subprocess; beside its wall time the table gives the CPU time of the
 run (its processes and their workers) and the share of all CPUs that *other* processes used while it
 ran (``/proc/stat``), because a wall time taken next to other work is not the preset's wall time,
-and ``speed_probe.py``'s figure before and after it, because this host's own speed moves (up to
-1.7× within a day here) while nothing inside the machine shows it.
+and ``speed_probe.py``'s figure before and after it, because this host's own speed moves (1.6×
+within minutes here) while nothing inside the machine shows it.
 
 Resumable: every finished preset is appended to ``OUT/times.jsonl``; a second call skips presets
 already measured at the same commit and starts an interrupted one again from scratch (its
@@ -37,6 +37,7 @@ from structnets.experiments import names
 
 PRESETS = ("quick", "full")
 FULL_TARGET_S = 30 * 60  # every full preset within 30 minutes on 2 idle cores
+PROBE_TIMEOUT_S = 300  # speed_probe.py takes ~5 s; a hung probe must not stop the measurements
 IDLE_LOAD = 0.10  # above this share of all CPUs used by other processes, a measurement is not idle
 
 
@@ -116,9 +117,13 @@ def _units_finished(folder: Path) -> int:
 
 def _speed_probe() -> float | None:
     """``speed_probe.py``'s sweep time (ms) now, or None if it failed: how fast the host runs."""
-    probe = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("speed_probe.py"))], capture_output=True, text=True, check=False
-    )
+    try:
+        probe = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("speed_probe.py"))],
+            capture_output=True, text=True, check=False, timeout=PROBE_TIMEOUT_S,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None
     words = probe.stdout.split()
     if probe.returncode or len(words) != 2 or words[0] != "sweep_ms":
         return None

@@ -1,10 +1,9 @@
 """A fixed single-thread workload whose time tells how fast this machine runs right now.
 
-Not a ratio: a reference figure to print beside wall times. On the shared 2-core machine the
-same ``smoothness-rates`` unit took 22.7 s one day and 31.5–39.5 s on others, with the same
-code, no other process and no steal time visible inside the VM, while a large matrix product
-ran at the same speed (~50 Gflop/s) throughout: what moved was the memory-bound part. A wall time
-measured on such a host needs this figure beside it.
+Not a ratio: a reference figure to print beside wall times. On the shared 2-core machine one
+``smoothness-rates`` unit (``estimation/d=1/s=3/L=2/n=5000``, one thread) took 39.5 s and, minutes
+later, 24.6 s with the same code, no other process and no steal time visible inside the VM. A wall
+time measured on such a host needs this figure beside it.
 
 The workload is the loss-and-gradient sweep that dominates the first-order experiments:
 :meth:`structnets.models.ensemble_mlp.EnsembleMLP.mse_and_grad` of 20 float64 members (ReLU,

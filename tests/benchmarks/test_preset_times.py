@@ -92,3 +92,10 @@ print("ok")
 )
 def test_minutes_round_the_whole_time_first(preset_times: ModuleType, seconds: float, text: str) -> None:
     assert preset_times._minutes(seconds) == text
+
+
+def test_a_probe_past_its_timeout_is_recorded_as_not_taken(
+    preset_times: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(preset_times, "PROBE_TIMEOUT_S", 0.01)  # far below the interpreter's start-up
+    assert preset_times._speed_probe() is None
