@@ -37,7 +37,10 @@ class SmoothnessRatesConfig:
         approx_targets: (d, s) pairs of the approximation part; s > L (weight layers) is where the
             ReLU depth cap −min(L, s)/d binds (e.g. s = 3 at L = 2: cap −2 against −3).
         approx_parameters: parameter counts N of the approximation part (a log grid; the width is
-            solved from N at each depth, so the depths are compared at equal N).
+            solved from N at each depth, so the depths are compared at equal N). The full preset
+            spans one decade, 40–400 in five even log steps; its earlier grid 40–640 cost 36 % of
+            the run's unit time in the four N = 640 units alone (Levenberg–Marquardt's JᵀJ grows as
+            P²), so ``docs/smoothness.md`` compares both runs' tables.
         lm_iters: budget of an optional third phase of the estimation part, per-member
             Levenberg–Marquardt (0: none; the estimation part uses L-BFGS).
         approx_steps: Adam steps of the approximation part.
@@ -80,7 +83,7 @@ class SmoothnessRatesConfig:
     input_scale: float = 10.0
     min_width: int = 6
     approx_targets: tuple[tuple[int, float], ...] = ((1, 3.0), (2, 3.0))
-    approx_parameters: tuple[int, ...] = (40, 80, 160, 320, 640)
+    approx_parameters: tuple[int, ...] = (40, 71, 126, 225, 400)
     lm_iters: int = 0
     approx_steps: int = 300
     approx_lbfgs_iters: int = 0
