@@ -313,3 +313,31 @@ def test_outputs_follow_the_umask(mask: int, tmp_path: Path) -> None:
     for name in ("table.md", "results.csv", "run_info.json"):
         assert (tmp_path / "run" / name).stat().st_mode & 0o777 == 0o666 & ~mask, name
     assert (tmp_path / "run" / "figures" / "values.png").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+# -- a folder of another config is refused, with the --set that resumes it --------------------------
+
+
+def test_a_folder_of_another_config_is_refused_with_the_set_that_resumes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After a preset's default changes, its old folders name the --set that makes them resume."""
+    out = tmp_path / "run"
+    assert main(["run", TOY, "--out", str(out), "--no-progress", "--jobs", "1", "--set", "seeds=0,1", "scale=2.5"]) == 0
+    capsys.readouterr()
+    assert main(["run", TOY, "--out", str(out), "--no-progress", "--jobs", "1"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "seeds: stored [0, 1], requested [0, 1, 2]" in line
+    assert line.endswith("to resume it as stored, pass --set scale=2.5 seeds=0,1")
+    # the hint does what it says: the folder resumes, with nothing left to run
+    assert main(["run", TOY, "--out", str(out), "--no-progress", "--jobs", "1", "--set", "scale=2.5", "seeds=0,1"]) == 0
+
+
+def test_a_folder_of_another_experiment_gets_no_set_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    _toy_run(out)
+    _set_meta(out, experiment="other")
+    capsys.readouterr()
+    assert main(["run", TOY, "--quick", "--out", str(out), "--no-progress", "--jobs", "1"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "experiment: stored 'other'" in line and "--set" not in line

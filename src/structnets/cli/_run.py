@@ -203,6 +203,38 @@ def _make_config(experiment: Any, quick: bool, overrides: Sequence[str]) -> Any:
     return config
 
 
+def _resume_hint(config_class: type, config: Any, stored: dict[str, Any] | None) -> str | None:
+    """The ``--set`` that makes ``config`` the folder's ``stored`` config, or None if none can.
+
+    Only when every differing field can be written as ``--set`` and parses back to the stored
+    value (e.g. after a preset's default changed, an old folder resumes with the old value).
+    """
+    import json
+
+    from ..runner.config import config_to_json, format_value, parse_overrides
+
+    if stored is None:
+        return None
+    requested = json.loads(json.dumps(config_to_json(config)))
+    if set(stored) - set(requested):
+        return None  # a field the config class no longer has
+    assignments = []
+    for key in sorted(stored):
+        if stored[key] == requested[key]:
+            continue
+        assignment = f"{key}={format_value(stored[key])}"
+        try:
+            parsed = parse_overrides(config_class, [assignment])[key]
+        except (ValueError, TypeError):
+            return None
+        if json.loads(json.dumps(parsed)) != stored[key]:
+            return None
+        assignments.append(assignment)
+    if not assignments:
+        return None
+    return "to resume it as stored, pass --set " + " ".join(assignments)
+
+
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """Treat SIGTERM (e.g. from a cluster scheduler) like Ctrl-C, so the session is recorded."""
@@ -266,6 +298,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 figure_format=args.figure_format,
                 registry=registry,
             )
+    except runner.ConfigMismatchError as e:
+        bar.close()
+        hint = _resume_hint(experiment.config_class, config, e.stored_config)
+        if hint is None:
+            raise
+        raise _UsageError(f"{e}; {hint}") from e
     except KeyboardInterrupt:
         bar.close()
         print(f"interrupted: finished units are saved in {out}; rerun the same command to resume", file=sys.stderr)

@@ -7,6 +7,7 @@ failed unit); library callers can catch the specific subclasses.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class RunnerError(Exception):
@@ -32,9 +33,12 @@ class CorruptStoreError(StoreError):
 class ConfigMismatchError(StoreError):
     """A run folder holds results of a different experiment or configuration than requested."""
 
-    def __init__(self, path: Path, differences: list[str]) -> None:
+    def __init__(self, path: Path, differences: list[str], stored_config: dict[str, Any] | None = None) -> None:
         self.path = Path(path)
         self.differences = list(differences)
+        #: the folder's stored config (JSON), when it holds the same experiment: the CLI turns
+        #: it into the ``--set`` that would resume the folder
+        self.stored_config = stored_config
         super().__init__(
             f"{self.path} holds a run with a different configuration, so it cannot be resumed "
             f"({'; '.join(self.differences)}); use a new output folder (--out) for this configuration"

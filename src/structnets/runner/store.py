@@ -232,7 +232,8 @@ class ResultStore:
                 if diffs:
                     (stored_units,) = conn.execute("SELECT COUNT(*) FROM results").fetchone()
                     if stored_units:
-                        raise ConfigMismatchError(path, diffs)
+                        same = meta["experiment"] == experiment
+                        raise ConfigMismatchError(path, diffs, json.loads(meta["config"]) if same else None)
                     # No unit finished (e.g. the first one failed on a bad value): nothing can be
                     # mixed, so the folder takes the new experiment and config.
                     meta = {
