@@ -9,6 +9,8 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -319,7 +321,7 @@ def test_outputs_follow_the_umask(mask: int, tmp_path: Path) -> None:
 
 
 def test_a_folder_of_another_config_is_refused_with_the_set_that_resumes_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], calls: Callable[[], Counter[str]]
 ) -> None:
     """After a preset's default changes, its old folders name the --set that makes them resume."""
     out = tmp_path / "run"
@@ -329,8 +331,11 @@ def test_a_folder_of_another_config_is_refused_with_the_set_that_resumes_it(
     line = _one_error_line(capsys.readouterr().err)
     assert "seeds: stored [0, 1], requested [0, 1, 2]" in line
     assert line.endswith("to resume it as stored, pass --set scale=2.5 seeds=0,1")
-    # the hint does what it says: the folder resumes, with nothing left to run
+    ran = calls()
+    assert ran and all(count == 1 for count in ran.values())
+    # the hint does what it says: the folder resumes, and no unit runs again
     assert main(["run", TOY, "--out", str(out), "--no-progress", "--jobs", "1", "--set", "scale=2.5", "seeds=0,1"]) == 0
+    assert calls() == ran
 
 
 def test_a_folder_of_another_experiment_gets_no_set_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
