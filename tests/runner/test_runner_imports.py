@@ -1,7 +1,8 @@
-"""The runner and the experiments: one protocol module both import, no import cycle between subpackages.
+"""The import graph of ``src/structnets``: no cycle between subpackages, none between modules, and the
+library core importing nothing from the study packages (runner, experiments, claims, cli).
 
-The import graph is read from the source (every ``import`` statement under ``src/structnets``, including
-deferred imports inside functions), so a cycle hidden in a function body is found too.
+The graph is read from the source with :mod:`ast` (every ``import`` statement, including deferred imports
+inside functions), so a cycle or an arrow hidden in a function body is found too.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import structnets
-from structnets import protocol
-from structnets.runner import experiment as runner_experiment
-from structnets.runner import figures as runner_figures
 
 SRC = Path(structnets.__file__).resolve().parent
 
@@ -60,8 +58,58 @@ def import_graph() -> dict[tuple[str, str], list[str]]:
                     continue
                 imported = "__init__" if len(target) == 1 else target[1]
                 if imported != source:
-                    edges[(source, imported)].append(f"{path.relative_to(SRC)}:{node.lineno}")
+                    edges[(source, imported)].append(f"{path.relative_to(SRC)}:{getattr(node, 'lineno', 0)}")
     return dict(edges)
+
+
+def _module_name(path: Path) -> str:
+    """The dotted module a source file defines (a package's ``__init__.py`` defines the package)."""
+    parts = ["structnets", *path.relative_to(SRC).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_graph() -> dict[tuple[str, str], list[str]]:
+    """Edges ``(importer, imported)`` between structnets' modules, each with the ``file:line`` that makes it.
+
+    ``from package import name`` is an edge to ``package.name`` when that is a module, else to
+    ``package`` (its ``__init__``); an import of ``a.b.c`` where only ``a.b`` is a module is an
+    edge to ``a.b``. Deferred imports (inside functions) count: they close a cycle just the same
+    once the function runs.
+    """
+    modules = {_module_name(path): path for path in SRC.rglob("*.py")}
+
+    def known(dotted: str) -> str:
+        parts = dotted.split(".")
+        while parts and ".".join(parts) not in modules:
+            parts.pop()
+        return ".".join(parts)
+
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for name, path in sorted(modules.items()):
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for target in targets:
+                imported = known(target) if target.split(".")[0] == "structnets" else ""
+                if imported and imported != name:
+                    edges[(name, imported)].append(f"{path.relative_to(SRC)}:{getattr(node, 'lineno', 0)}")
+    return dict(edges)
+
+
+CORE: tuple[str, ...] = ("functional", "nn", "models", "constructive", "analysis", "training", "data")
+CORE += ("compression", "exporting", "estimators", "_validation", "atomic_io", "protocol")
+"""The library core: usable without the study packages below (docs/design.md, "Layout")."""
+
+STUDY = ("runner", "experiments", "claims", "cli")
+"""The packages that study the papers: they may import the core, never the other way round."""
 
 
 def find_cycle(edges: set[tuple[str, str]]) -> list[str] | None:
@@ -158,8 +206,52 @@ def test_importing_the_runner_leaves_the_experiments_unimported() -> None:
     assert done.stdout.strip() == "[]"
 
 
-def test_the_protocol_is_one_set_of_objects_under_every_old_name() -> None:
-    for name in ("Unit", "Experiment", "FunctionExperiment", "JSONScalar", "ProgressCallback", "config_to_dict"):
-        assert getattr(runner_experiment, name) is getattr(protocol, name)
-    for name in ("save_figure", "figure_format_context", "current_figure_format", "FIGURE_FORMATS"):
-        assert getattr(runner_figures, name) is getattr(protocol, name)
+def test_the_module_graph_sees_deferred_relative_and_package_imports() -> None:
+    edges = module_graph()
+    assert ("structnets.cli._run", "structnets.runner") in edges  # deferred: from ..runner import apply_overrides
+    assert ("structnets.runner.orchestrate", "structnets.runner.schedule") in edges  # from .schedule import ...
+    assert ("structnets.runner", "structnets.runner.orchestrate") in edges  # a package __init__ re-exporting
+    assert ("structnets", "structnets.nn") in edges  # from . import nn: the submodule, not the package root
+    assert ("structnets.runner.schedule", "structnets.protocol") in edges  # the protocol, not a shim in runner/
+
+
+def test_no_import_cycle_between_modules_of_one_package_or_anywhere() -> None:
+    """A cycle between modules works only in one import order (a deferred import hides it until it runs)."""
+    edges = module_graph()
+    cycle = find_cycle(set(edges))
+    assert cycle is None, (
+        " -> ".join(cycle or [])
+        + ": "
+        + "; ".join(f"{a}->{b} at {', '.join(edges[(a, b)][:3])}" for a, b in zip(cycle or [], (cycle or [])[1:]))
+    )
+
+
+def test_find_cycle_finds_a_cycle_between_modules_that_only_a_deferred_import_closes(tmp_path: Path) -> None:
+    """The module graph of a package written here: ``a`` imports ``b`` at the top, ``b`` imports ``a`` in a function."""
+    global SRC
+    package = tmp_path / "structnets"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "a.py").write_text("from .b import g\n")
+    (package / "sub" / "b.py").write_text("def g():\n    from .a import f\n    return f\n")
+    saved, SRC = SRC, package
+    try:
+        edges = module_graph()
+    finally:
+        SRC = saved
+    assert find_cycle(set(edges)) in (
+        ["structnets.sub.a", "structnets.sub.b", "structnets.sub.a"],
+        ["structnets.sub.b", "structnets.sub.a", "structnets.sub.b"],
+    )
+
+
+def test_the_library_core_imports_nothing_from_the_study_packages() -> None:
+    """``nn``, ``models``, ``analysis``, ... work without ``runner``/``experiments``/``claims``/``cli`` (deferred imports too)."""
+    edges = module_graph()
+    bad = {
+        (a, b): where
+        for (a, b), where in edges.items()
+        if a.split(".")[1:2] and a.split(".")[1] in CORE and b.split(".")[1:2] and b.split(".")[1] in STUDY
+    }
+    assert bad == {}, bad

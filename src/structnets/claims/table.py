@@ -199,8 +199,10 @@ def _cell(value: Any) -> str:
 def verdict_rules() -> str:
     """The package docstring's paragraph on how each verdict is decided, as one line of Markdown."""
     import re
+    import sys
 
-    from . import __doc__ as doc
+    # The package is imported before this module; reading its docstring needs no import back into it.
+    doc = sys.modules[__name__.rpartition(".")[0]].__doc__
 
     marker = "How a verdict is decided."
     if marker not in (doc or ""):  # docstrings stripped (python -OO)

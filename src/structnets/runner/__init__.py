@@ -6,6 +6,9 @@ Public API:
 * :func:`report` — regenerate ``results.csv``, ``table.md`` and figures of a run folder from its
   ``results.db`` alone.
 * :func:`load_results` — ``(experiment, config, results)`` of a run folder.
+* :func:`changed_units` — the units of a run folder stored with params the experiment no longer gives
+  (a *mixed* folder: ``run`` refuses it unless ``rerun_changed=True``; ``report`` marks it).
+* :func:`run_experiment` — the one-call ``run(config) -> DataFrame`` (a temporary folder by default).
 * :class:`Unit`, :class:`Experiment` — the protocol experiments implement (:mod:`structnets.protocol`).
 * :func:`resolve_experiment` — a registered name or ``"module.path:OBJECT"`` to an experiment.
 * :data:`Registry`, :func:`set_default_registry` — the registry of experiments the runner is handed.
@@ -26,34 +29,38 @@ A run folder's ``results.db`` may only name a registered experiment (by name or 
 
 from __future__ import annotations
 
+from ..protocol import Experiment, ProgressCallback, Unit
 from .compare import RunComparison, compare_runs
 from .config import apply_overrides, config_from_json, config_to_json, describe_config, parse_overrides, validate_config
 from .device import resolve_device
 from .errors import (
     BackendUnavailableError,
+    ChangedUnitsError,
     ConfigMismatchError,
     CorruptStoreError,
     DeviceUnavailableError,
     ExperimentError,
     InvalidConfigError,
+    MixedRunWarning,
     RunLockedError,
     RunnerError,
     StoreError,
     UnitFailedError,
     UntrustedExperimentError,
 )
-from .experiment import Experiment, Unit
-from .orchestrate import ProgressCallback, load_results, report, run
+from .orchestrate import changed_units, load_results, report, run, run_experiment
 from .resolve import Registry, resolve_experiment, set_default_registry
 
 __all__ = [
     "BackendUnavailableError",
+    "ChangedUnitsError",
     "ConfigMismatchError",
     "CorruptStoreError",
     "DeviceUnavailableError",
     "Experiment",
     "ExperimentError",
     "InvalidConfigError",
+    "MixedRunWarning",
     "ProgressCallback",
     "Registry",
     "RunComparison",
@@ -64,6 +71,7 @@ __all__ = [
     "UnitFailedError",
     "UntrustedExperimentError",
     "apply_overrides",
+    "changed_units",
     "compare_runs",
     "config_from_json",
     "config_to_json",
@@ -74,6 +82,7 @@ __all__ = [
     "resolve_device",
     "resolve_experiment",
     "run",
+    "run_experiment",
     "set_default_registry",
     "validate_config",
 ]

@@ -25,8 +25,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol import Experiment
 from .errors import BackendUnavailableError, ExperimentError
-from .experiment import Experiment
 from .info import available_cpus
 from .store import UnitRecord, dumps, dumps_row, utc_now
 

@@ -85,3 +85,25 @@ class BackendUnavailableError(RunnerError, ImportError):
 
 class DeviceUnavailableError(RunnerError):
     """The requested device (``--device cuda``) cannot be used here; raised before any unit runs."""
+
+
+class ChangedUnitsError(StoreError):
+    """The run folder holds units stored with params the experiment no longer gives (its code changed).
+
+    Resuming would keep their old results beside new ones in one table, so the run refuses before it
+    writes anything. Attributes: ``path`` (the run folder), ``keys`` (the changed units, in unit order).
+    """
+
+    def __init__(self, path: Path, experiment: str, keys: list[str]) -> None:
+        self.path = path
+        self.keys = list(keys)
+        shown = ", ".join(repr(k) for k in keys[:3]) + (", ..." if len(keys) > 3 else "")
+        super().__init__(
+            f"{path} holds {len(keys)} unit(s) of {experiment} stored with params that differ from what the "
+            f"experiment now gives ({shown}); refusing to mix old and new results in one table: recompute just "
+            f"those with --rerun-changed (rerun_changed=True; the other units are kept), or run into a new --out"
+        )
+
+
+class MixedRunWarning(RuntimeWarning):
+    """A run folder read for its results holds units stored with params the experiment no longer gives."""

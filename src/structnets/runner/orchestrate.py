@@ -33,25 +33,19 @@ from typing import Any
 import pandas as pd
 
 from .. import atomic_io
+from ..protocol import FIGURE_FORMATS, Experiment, ProgressCallback, figure_format_context
 from .backends import Backend, make_backend
 from .config import config_from_json, config_to_json, validate_config
 from .device import apply_device
-from .errors import CorruptStoreError, ExperimentError, RunnerError, StoreError, UnitFailedError
-from .experiment import Experiment, ProgressCallback
-from .figures import FIGURE_FORMATS, figure_format_context
+from .errors import ChangedUnitsError, CorruptStoreError, MixedRunWarning, RunnerError, StoreError, UnitFailedError
 from .info import git_info, machine_info, package_versions
 from .lock import run_lock
+from .outputs import RESULTS_DB, RUN_INFO, write_outputs
 from .resolve import Registry, experiment_ref, get_registry, resolve_experiment, resolve_stored_experiment, worker_spec
 from .schedule import Schedule, results_frame
-from .store import ResultStore, UnitRecord, utc_now
+from .store import SCHEMA_VERSION, ResultStore, UnitRecord, utc_now
 
 logger = logging.getLogger(__name__)
-
-RESULTS_DB = "results.db"
-RESULTS_CSV = "results.csv"
-TABLE_MD = "table.md"
-RUN_INFO = "run_info.json"
-FIGURES = "figures"
 
 
 def _folder(name: str, value: Any) -> Path:
@@ -72,103 +66,6 @@ def _check_config(experiment: Experiment, config: Any) -> Any:
             f"got {type(config).__name__}"
         )
     return config
-
-
-def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out: Path) -> list[Path]:
-    """Draw figures into a temporary folder, then move each file into ``out/figures`` atomically.
-
-    Raises:
-        ExperimentError: ``experiment.figures`` raised (named, one line).
-        StoreError: the figures cannot be written into ``out/figures``.
-    """
-    fig_dir = out / FIGURES
-    moved: list[Path] = []
-    try:
-        fig_dir.mkdir(exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".figures-", dir=out) as tmp:
-            _experiment_call(experiment, "figures", experiment.figures, frame, config, Path(tmp))
-            for src in sorted(p for p in Path(tmp).rglob("*") if p.is_file()):
-                dest = fig_dir / src.relative_to(tmp)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(src, dest)
-                moved.append(dest)
-    except OSError as e:
-        raise StoreError(f"cannot write the figures into {fig_dir}: {e}") from e
-    return moved
-
-
-def _write_text_output(path: Path, text: str, csv: pd.DataFrame | None = None) -> None:
-    try:
-        if csv is not None:
-            atomic_io.write_csv(path, csv)
-        else:
-            atomic_io.write_text(path, text)
-    except OSError as e:
-        raise StoreError(f"cannot write {path}: {e.strerror or e}; check the permissions of the run folder") from e
-
-
-def _experiment_call(experiment: Experiment, what: str, call: Any, *args: Any) -> Any:
-    """Call ``experiment.report``/``figures``; turn a crash into a one-line :class:`ExperimentError`."""
-    try:
-        return call(*args)
-    except RunnerError:
-        raise
-    except Exception as e:  # noqa: BLE001 - named, with the original chained for --traceback
-        raise ExperimentError(
-            f"{experiment.name}.{what}() failed on the stored results: {type(e).__name__}: {e}"
-        ) from e
-
-
-def _write_outputs(
-    experiment: Experiment, config: Any, frame: pd.DataFrame, out: Path, missing: list[str] | None = None
-) -> tuple[str, list[Path]]:
-    """Write ``results.csv``, ``table.md`` and ``figures/``.
-
-    ``missing`` lists the units known but not finished (an unfinished run): the table then starts
-    with a notice saying so, and when the experiment's own table or figures cannot be made from the
-    rows that exist, the notice says that instead of failing.
-    """
-    _write_text_output(out / RESULTS_CSV, "", frame)
-    if missing is None:
-        table = _experiment_call(experiment, "report", experiment.report, frame, config)
-        if not isinstance(table, str):
-            raise ExperimentError(f"{experiment.name}.report() must return Markdown text, got {type(table).__name__}")
-        if not table.endswith("\n"):
-            table += "\n"
-        _write_text_output(out / TABLE_MD, table)
-        return table, _write_figures(experiment, frame, config, out)
-    notice = _unfinished_notice(experiment, frame, missing, out)
-    try:
-        body = experiment.report(frame, config)
-        if not isinstance(body, str):
-            raise TypeError(f"report() returned {type(body).__name__}, not Markdown text")
-    except Exception as e:  # noqa: BLE001 - an experiment's table may need rows that do not exist yet
-        logger.info("%s.report() on an unfinished run: %s: %s", experiment.name, type(e).__name__, e)
-        body = (
-            f"The experiment's table cannot be made from the units finished so far "
-            f"({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
-            f"the finished units are in {RESULTS_CSV}.\n"
-        )
-    table = notice + body + ("" if body.endswith("\n") else "\n")
-    _write_text_output(out / TABLE_MD, table)
-    try:
-        with warnings.catch_warnings():  # e.g. "no artists with labels": expected of a partial figure
-            warnings.simplefilter("ignore")
-            figures = _write_figures(experiment, frame, config, out)
-    except ExperimentError as e:  # as above: drawn once the run is finished
-        logger.info("%s.figures() on an unfinished run: %s: %s", experiment.name, type(e).__name__, e)
-        figures = []
-    return table, figures
-
-
-def _unfinished_notice(experiment: Experiment, frame: pd.DataFrame, missing: list[str], out: Path) -> str:
-    done = len(frame)
-    examples = ", ".join(f"`{k}`" for k in missing[:3]) + (", ..." if len(missing) > 3 else "")
-    return (
-        f"> **Unfinished run of {experiment.name}**: {done} of {done + len(missing)} units known so far are "
-        f"finished; {len(missing)} missing ({examples}), and later stages may add more. "
-        f"Rerun the `structnets run` command that started it, with `--out {out}`, to finish it.\n\n"
-    )
 
 
 @dataclasses.dataclass
@@ -198,6 +95,7 @@ def _run_info(
         if s["finished"]:
             total_wall += (pd.Timestamp(s["finished"]) - pd.Timestamp(s["started"])).total_seconds()
     return {
+        "schema_version": SCHEMA_VERSION,
         "experiment": experiment.name,
         "experiment_ref": ref,
         "description": experiment.description,
@@ -231,6 +129,7 @@ def run(
     on_unit: Callable[[UnitRecord], None] | None = None,
     figure_format: str = "png",
     registry: Registry | None = None,
+    rerun_changed: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) an experiment into the folder ``out_dir`` and return its results.
 
@@ -265,6 +164,9 @@ def run(
         registry: experiment names to ``"module.path:OBJECT"`` specs (the command line passes
             ``structnets.experiments.REGISTRY``); None: the default registry
             (:func:`~.resolve.set_default_registry`).
+        rerun_changed: recompute the stored units whose params differ from what the experiment now
+            gives (its code changed since they ran), keeping every other stored unit; each old row
+            is replaced only when its new one is committed. Without it such a folder is refused.
 
     Returns:
         One row per unit: a ``key`` column, then the result columns ``run_unit`` returned.
@@ -280,6 +182,9 @@ def run(
             stored row is malformed (the file is left untouched; the row is named).
         ConfigMismatchError: ``out_dir`` holds finished units of another experiment or config (a
             folder without finished units takes the new config).
+        ChangedUnitsError: ``out_dir`` holds units stored with params the experiment no longer gives,
+            and ``rerun_changed`` is False; raised before anything in the folder is written (or, for a
+            later stage, once its units are known; the units finished before stay saved).
         UnitFailedError: a unit raised; units finished before it stay saved.
         ExperimentError: the experiment broke the protocol (e.g. duplicate keys in one ``units`` call).
         KeyboardInterrupt: after recording the interruption; re-running resumes.
@@ -308,7 +213,9 @@ def run(
     backend_obj: Backend = make_backend(backend, exp, worker_ref, jobs, gpus_per_unit=gpus_per_unit)
     _make_folder(out)
     with run_lock(out), figure_format_context(figure_format):
-        return _run_locked(exp, ref, config, config_json, backend_obj, backend, out, progress, on_unit)
+        return _run_locked(
+            exp, ref, config, config_json, backend_obj, backend, out, progress, on_unit, rerun_changed=rerun_changed
+        )
 
 
 def _make_folder(out: Path) -> None:
@@ -339,6 +246,7 @@ def _run_locked(
     out: Path,
     progress: ProgressCallback | None,
     on_unit: Callable[[UnitRecord], None] | None = None,
+    rerun_changed: bool = False,
 ) -> pd.DataFrame:
     store = ResultStore.create_or_resume(
         out / RESULTS_DB, experiment=exp.name, experiment_ref=ref, config=config_json, defaults=_default_json(exp)
@@ -352,13 +260,20 @@ def _run_locked(
     )
     try:
         records = store.records()  # checks every stored row before anything is written
+        schedule = Schedule(exp, config, rerun_changed=rerun_changed)
+        # The first replay, before anything is written: a folder with changed units is refused untouched.
+        pending = schedule.advance(records)
+        if schedule.changed and not rerun_changed:
+            backend_obj.close()
+            raise ChangedUnitsError(out, exp.name, schedule.changed)
         session_id = store.begin_session(
             backend=backend, jobs=backend_obj.jobs or 0, host=socket.gethostname(), pid=os.getpid()
         )
         if records:
             logger.info("resuming %s in %s: %d units already finished", exp.name, out, len(records))
+        if schedule.changed:
+            logger.info("rerunning %d changed units of %s in %s", len(schedule.changed), exp.name, out)
         atomic_io.write_json(out / RUN_INFO, _run_info(exp, ref, config_json, session, store, None))
-        schedule = Schedule(exp, config)
 
         def report_progress() -> None:
             if progress is not None:
@@ -366,7 +281,8 @@ def _run_locked(
 
         try:
             while True:
-                pending = schedule.advance(records)
+                if schedule.changed and not rerun_changed:  # found in a later stage, after this session's units
+                    raise ChangedUnitsError(out, exp.name, schedule.changed)
                 session.total = len(schedule.order)
                 session.done = session.total - len(pending)  # every earlier unit is finished
                 report_progress()
@@ -375,7 +291,8 @@ def _run_locked(
                 failure = None
                 for outcome in backend_obj.run(pending):
                     if outcome.record is not None:
-                        store.add(outcome.record)
+                        # A changed unit's old row is replaced in the one transaction that stores the new one.
+                        store.add(outcome.record, replace=outcome.key in records)
                         records[outcome.key] = outcome.record
                         session.units_run += 1
                         session.done += 1
@@ -389,9 +306,10 @@ def _run_locked(
                     error = UnitFailedError(failure.key, failure.error or "", failure.traceback or "")
                     error.finished_units = len(records)
                     raise error
+                pending = schedule.advance(records)
             backend_obj.close()
             frame = schedule.frame(records)
-            _write_outputs(exp, config, frame, out)
+            write_outputs(exp, config, frame, out)
             session.status = "finished"
         except KeyboardInterrupt:
             session.status = "interrupted"
@@ -441,6 +359,7 @@ class _Loaded:
     config: Any
     frame: pd.DataFrame
     missing: list[str]  # units known but not finished; empty for a finished run
+    changed: list[str]  # units stored with params the experiment no longer gives; empty unless mixed
 
 
 def _load(run_dir: Path, experiment: str | Experiment | None, registry: Registry | None) -> _Loaded:
@@ -467,7 +386,7 @@ def _load(run_dir: Path, experiment: str | Experiment | None, registry: Registry
     # Replay until the first round with missing units (an unfinished run) or the end.
     schedule = Schedule(exp, config)
     missing = [key for key, _ in schedule.advance(records)]
-    return _Loaded(exp, config, schedule.frame(records), missing)
+    return _Loaded(exp, config, schedule.frame(records), missing, schedule.changed)
 
 
 def load_results(
@@ -493,7 +412,35 @@ def load_results(
         UntrustedExperimentError: the folder names an experiment that is not registered.
     """
     loaded = _load(_folder("run_dir", run_dir), experiment, registry)
+    if loaded.changed:
+        warnings.warn(
+            f"{run_dir} is a mixed run folder: {len(loaded.changed)} unit(s) were stored with params that differ "
+            f"from what {loaded.experiment.name} now gives (e.g. {loaded.changed[:3]}); see changed_units()",
+            MixedRunWarning,
+            stacklevel=2,
+        )
     return loaded.experiment, loaded.config, loaded.frame
+
+
+def changed_units(
+    run_dir: str | os.PathLike[str], *, experiment: str | Experiment | None = None, registry: Registry | None = None
+) -> list[str]:
+    """The keys of a run folder's units stored with params that differ from what the experiment now gives.
+
+    A non-empty list means the folder is *mixed*: its results come from two versions of the
+    experiment's code. ``report`` marks its table so; ``run`` refuses to resume it unless asked to
+    recompute just those units (``rerun_changed=True``, ``structnets run ... --rerun-changed``).
+
+    Args:
+        run_dir, experiment, registry: as for :func:`load_results`.
+
+    Returns:
+        The changed keys, in unit order (empty for a folder all of whose units are current).
+
+    Raises:
+        As :func:`load_results`.
+    """
+    return _load(_folder("run_dir", run_dir), experiment, registry).changed
 
 
 def report(
@@ -506,7 +453,8 @@ def report(
     """Regenerate ``results.csv``, ``table.md`` and ``figures/`` of a run from ``results.db`` alone.
 
     Works on unfinished runs too: the table then starts with a notice of how many units are
-    finished and which are missing, and shows what the finished units allow.
+    finished and which are missing, and shows what the finished units allow. A mixed folder (see
+    :func:`changed_units`) gets a notice naming its changed units and how to recompute them.
 
     Args:
         run_dir: a folder written by :func:`run`.
@@ -530,7 +478,9 @@ def report(
         _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
     loaded = _load(run_dir, experiment, registry)
     with figure_format_context(figure_format):
-        table, _ = _write_outputs(loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None)
+        table, _ = write_outputs(
+            loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None, loaded.changed
+        )
     return table
 
 
@@ -546,4 +496,22 @@ def _check_writable(folder: Path, why: str) -> None:
         )
 
 
-__all__ = ["ProgressCallback", "load_results", "report", "results_frame", "run"]
+def run_experiment(
+    experiment: Experiment, config: Any = None, out_dir: str | Path | None = None, **runner_options: Any
+) -> pd.DataFrame:
+    """Run ``experiment`` and return one row per unit (docs/design.md, convention 7: ``run(config) -> DataFrame``).
+
+    Args:
+        experiment: the experiment object.
+        config: defaults to the full preset ``experiment.config_class()``.
+        out_dir: the run folder (resumes when it already holds results); a temporary folder if None.
+        runner_options: ``backend``, ``jobs``, ``progress``, ``registry``, ... as in :func:`run`.
+    """
+    config = experiment.config_class() if config is None else config
+    if out_dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return run(experiment, config, Path(tmp), **runner_options)
+    return run(experiment, config, Path(out_dir), **runner_options)
+
+
+__all__ = ["ProgressCallback", "changed_units", "load_results", "report", "results_frame", "run", "run_experiment"]

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from ..protocol import Experiment
 from .errors import UntrustedExperimentError
-from .experiment import Experiment
 
 Registry = Mapping[str, str]
 """Experiment names to the importable ``"module.path:OBJECT"`` spec of each experiment object."""

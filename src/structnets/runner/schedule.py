@@ -3,6 +3,11 @@
 ``units(config, finished)`` is called first with no results, then, once every unit it returned has
 finished, with the results of all units returned so far, in the order they were first returned, and so
 on until it returns nothing new. On resume the same calls are replayed against ``results.db``.
+
+A stored unit whose params differ from those the experiment now gives (the code changed since it ran) is
+*changed*: :attr:`Schedule.changed` lists them. It is never kept silently: the run refuses
+(:class:`~.errors.ChangedUnitsError`) unless asked to rerun them (``rerun_changed``), and ``report`` marks
+the folder as mixed.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..protocol import Experiment, Unit
 from .errors import ExperimentError
-from .experiment import Experiment, Unit
 from .store import UnitRecord, dumps
 
 __all__ = ["Schedule", "results_frame"]
@@ -29,13 +34,22 @@ def results_frame(records: list[UnitRecord]) -> pd.DataFrame:
 
 
 class Schedule:
-    """Replays ``experiment.units`` the way an uninterrupted run calls it (see module docstring)."""
+    """Replays ``experiment.units`` the way an uninterrupted run calls it (see module docstring).
 
-    def __init__(self, experiment: Experiment, config: Any) -> None:
+    Args:
+        experiment: the experiment whose ``units`` are replayed.
+        config: its config.
+        rerun_changed: a changed unit (stored with other params) is returned to be run again;
+            otherwise its stored result counts as finished and it is only listed in :attr:`changed`.
+    """
+
+    def __init__(self, experiment: Experiment, config: Any, *, rerun_changed: bool = False) -> None:
         self.experiment = experiment
         self.config = config
+        self.rerun_changed = rerun_changed
         self.order: list[str] = []  # every key returned so far, in first-returned order
         self.params: dict[str, dict[str, Any]] = {}
+        self.changed: list[str] = []  # stored with params other than the experiment's now, in order
 
     def _units(self, records: Mapping[str, UnitRecord]) -> list[Unit]:
         finished = results_frame([records[k] for k in self.order])
@@ -62,7 +76,9 @@ class Schedule:
     def advance(self, records: Mapping[str, UnitRecord]) -> list[tuple[str, dict[str, Any]]]:
         """Return the next units to run (those of the current round not in ``records``), or ``[]``.
 
-        Must be called again only after every unit it returned has finished.
+        With ``rerun_changed``, a changed unit is returned too (until a record with its current params
+        replaces the stored one); without it, changed units are appended to :attr:`changed` and count
+        as finished. Must be called again only after every unit it returned has finished.
         """
         known = set(self.order)
         while True:
@@ -72,19 +88,19 @@ class Schedule:
                 self.order.append(unit.key)
                 known.add(unit.key)
                 self.params[unit.key] = self._canonical(unit)
-                stored = records.get(unit.key)
-                if stored is not None and dict(stored.params) != self.params[unit.key]:
-                    warnings.warn(
-                        f"unit {unit.key!r} is stored with params {dumps(dict(stored.params))} but the "
-                        f"experiment now gives {dumps(self.params[unit.key])}; keeping the stored result",
-                        RuntimeWarning,
-                        stacklevel=3,
-                    )
+                if self._stale(records.get(unit.key)):
+                    self.changed.append(unit.key)
             pending = [
-                (u.key, self.params.setdefault(u.key, self._canonical(u))) for u in units if u.key not in records
+                (u.key, self.params.setdefault(u.key, self._canonical(u)))
+                for u in units
+                if u.key not in records or (self.rerun_changed and self._stale(records[u.key]))
             ]
             if pending or not new:
                 return pending
+
+    def _stale(self, stored: UnitRecord | None) -> bool:
+        """Whether ``stored`` ran with other params than the experiment gives its key now."""
+        return stored is not None and json.loads(dumps(dict(stored.params))) != self.params[stored.key]
 
     def frame(self, records: Mapping[str, UnitRecord]) -> pd.DataFrame:
         """The results frame in canonical order; warns about stored rows no unit claims."""

@@ -309,10 +309,16 @@ class ResultStore:
         check_records(self.path, records)
         return records
 
-    def add(self, record: UnitRecord) -> bool:
-        """Commit one finished unit; return False if its key was already stored (kept as it was)."""
+    def add(self, record: UnitRecord, *, replace: bool = False) -> bool:
+        """Commit one finished unit; return False if its key was already stored (kept as it was).
+
+        ``replace``: a stored row of the same key is replaced instead (a unit rerun because its params
+        changed); the old row goes in the same transaction that commits the new one, so a crash keeps
+        one of them, never neither.
+        """
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         cur = self._execute(
-            "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            f"{verb} INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.key,
                 dumps(dict(record.params)),

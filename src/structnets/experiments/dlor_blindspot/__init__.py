@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from ...training.seed_batched import train_vmapped
 from .config import DLoRBlindspotConfig
 from .figures import draw_figures
@@ -54,7 +54,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: DLoRBlindspotConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``dlor-blindspot`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``dlor-blindspot`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

@@ -41,7 +41,7 @@ import pandas as pd
 
 from ...models.batched_dlor import BatchedDLoRNet, build_batched
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from ...training import torch_threads
 from ...training.seed_batched import BatchedHistory, train_batched, train_dense
 from .config import (
@@ -84,7 +84,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: DLoRSawtoothConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``dlor-sawtooth`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``dlor-sawtooth`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

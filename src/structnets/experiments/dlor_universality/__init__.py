@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from .config import BLINDSPOT_FLOOR, FAMILIES, TARGETS, DLoRUniversalityConfig
 from .figures import draw_figures
 from .report import report_markdown
@@ -55,7 +55,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: DLoRUniversalityConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``dlor-universality`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``dlor-universality`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from . import figures, report, units
 from .config import LipschitzDensityConfig
 from .fixed_width import fit_errors, fit_fixed_width
@@ -61,7 +61,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: LipschitzDensityConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``lipschitz-density`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``lipschitz-density`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ...analysis.certify import certify
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from . import figures, report, units
 from .config import PAPER_LIPSCHITZ_AUTHORS_CODE, LipschitzMoonsConfig
 from .units import authors_style, train_classifier
@@ -48,7 +48,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: LipschitzMoonsConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``lipschitz-moons`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``lipschitz-moons`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

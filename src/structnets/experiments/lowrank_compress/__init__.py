@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from .config import DATASETS, MODELS, LowRankCompressConfig
 from .figures import draw_figures
 from .report import paired_difference, table
@@ -53,7 +53,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: LowRankCompressConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``lowrank-compress`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``lowrank-compress`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from .config import ALL_DATASETS, DATASET_ROWS, FULL_RUN, PAPER, PAPER_NOTES, LowRankUCIConfig
 from .figures import figures as _draw
 from .report import _agreement, _mean_std, _paired_test, comparable, protocol, table
@@ -77,7 +77,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: LowRankUCIConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``lowrank-uci`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``lowrank-uci`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from .config import DATASETS, PAPER_CLAIMS, RankBoundsConfig
 from .config import _p_column as _p_column  # private names kept at their old import path
 from .deep_linear import _run_linear_unit as _run_linear_unit
@@ -58,7 +58,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: RankBoundsConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``rank-bounds`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``rank-bounds`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

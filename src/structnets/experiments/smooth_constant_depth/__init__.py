@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from .config import SmoothConstantDepthConfig
 from .report import cell_slopes, draw_figures, report_markdown
 from .units import curvature_floor, make_units, relu_floor, relu_max_pieces, run_unit
@@ -39,7 +39,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: SmoothConstantDepthConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``smooth-constant-depth``; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``smooth-constant-depth``; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

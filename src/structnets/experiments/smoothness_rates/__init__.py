@@ -47,7 +47,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from .config import (
     ACTIVATIONS,
     SMOOTH,
@@ -92,7 +92,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: SmoothnessRatesConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``smoothness-rates`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``smoothness-rates`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

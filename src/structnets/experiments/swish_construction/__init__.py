@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner.experiment import run_experiment
+from ...runner import run_experiment
 from .config import FAMILIES, SwishConstructionConfig, parse_target
 from .figures import draw_figures
 from .report import m_slopes, report_markdown
@@ -49,7 +49,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: SwishConstructionConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``swish-construction`` and return one row per unit; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``swish-construction`` and return one row per unit; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 

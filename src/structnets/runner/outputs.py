@@ -1,0 +1,146 @@
+"""Writing a run folder's outputs from its results: ``results.csv``, ``table.md`` and ``figures/``.
+
+:func:`~.orchestrate.run` writes them when a run finishes and :func:`~.orchestrate.report` rewrites them
+from ``results.db`` alone. The table starts with a notice when the run is unfinished (units missing) or
+mixed (units stored with params the experiment no longer gives).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import atomic_io
+from ..protocol import Experiment
+from .errors import ExperimentError, RunnerError, StoreError
+
+logger = logging.getLogger(__name__)
+
+RESULTS_DB = "results.db"
+RESULTS_CSV = "results.csv"
+TABLE_MD = "table.md"
+RUN_INFO = "run_info.json"
+FIGURES = "figures"
+
+
+def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out: Path) -> list[Path]:
+    """Draw figures into a temporary folder, then move each file into ``out/figures`` atomically.
+
+    Raises:
+        ExperimentError: ``experiment.figures`` raised (named, one line).
+        StoreError: the figures cannot be written into ``out/figures``.
+    """
+    fig_dir = out / FIGURES
+    moved: list[Path] = []
+    try:
+        fig_dir.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".figures-", dir=out) as tmp:
+            _experiment_call(experiment, "figures", experiment.figures, frame, config, Path(tmp))
+            for src in sorted(p for p in Path(tmp).rglob("*") if p.is_file()):
+                dest = fig_dir / src.relative_to(tmp)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(src, dest)
+                moved.append(dest)
+    except OSError as e:
+        raise StoreError(f"cannot write the figures into {fig_dir}: {e}") from e
+    return moved
+
+
+def _write_text_output(path: Path, text: str, csv: pd.DataFrame | None = None) -> None:
+    try:
+        if csv is not None:
+            atomic_io.write_csv(path, csv)
+        else:
+            atomic_io.write_text(path, text)
+    except OSError as e:
+        raise StoreError(f"cannot write {path}: {e.strerror or e}; check the permissions of the run folder") from e
+
+
+def _experiment_call(experiment: Experiment, what: str, call: Any, *args: Any) -> Any:
+    """Call ``experiment.report``/``figures``; turn a crash into a one-line :class:`ExperimentError`."""
+    try:
+        return call(*args)
+    except RunnerError:
+        raise
+    except Exception as e:  # noqa: BLE001 - named, with the original chained for --traceback
+        raise ExperimentError(
+            f"{experiment.name}.{what}() failed on the stored results: {type(e).__name__}: {e}"
+        ) from e
+
+
+def write_outputs(
+    experiment: Experiment,
+    config: Any,
+    frame: pd.DataFrame,
+    out: Path,
+    missing: list[str] | None = None,
+    changed: list[str] | None = None,
+) -> tuple[str, list[Path]]:
+    """Write ``results.csv``, ``table.md`` and ``figures/``.
+
+    ``missing`` lists the units known but not finished (an unfinished run): the table then starts
+    with a notice saying so, and when the experiment's own table or figures cannot be made from the
+    rows that exist, the notice says that instead of failing. ``changed`` lists the units stored
+    with params the experiment no longer gives (a mixed folder): the table then starts with a
+    notice naming them, so a table of old and new results is never taken for one run's.
+    """
+    _write_text_output(out / RESULTS_CSV, "", frame)
+    mixed = mixed_notice(experiment, changed, out) if changed else ""
+    if missing is None:
+        table = _experiment_call(experiment, "report", experiment.report, frame, config)
+        if not isinstance(table, str):
+            raise ExperimentError(f"{experiment.name}.report() must return Markdown text, got {type(table).__name__}")
+        table = mixed + table
+        if not table.endswith("\n"):
+            table += "\n"
+        _write_text_output(out / TABLE_MD, table)
+        return table, _write_figures(experiment, frame, config, out)
+    notice = mixed + _unfinished_notice(experiment, frame, missing, out)
+    try:
+        body = experiment.report(frame, config)
+        if not isinstance(body, str):
+            raise TypeError(f"report() returned {type(body).__name__}, not Markdown text")
+    except Exception as e:  # noqa: BLE001 - an experiment's table may need rows that do not exist yet
+        logger.info("%s.report() on an unfinished run: %s: %s", experiment.name, type(e).__name__, e)
+        body = (
+            f"The experiment's table cannot be made from the units finished so far "
+            f"({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+            f"the finished units are in {RESULTS_CSV}.\n"
+        )
+    table = notice + body + ("" if body.endswith("\n") else "\n")
+    _write_text_output(out / TABLE_MD, table)
+    try:
+        with warnings.catch_warnings():  # e.g. "no artists with labels": expected of a partial figure
+            warnings.simplefilter("ignore")
+            figures = _write_figures(experiment, frame, config, out)
+    except ExperimentError as e:  # as above: drawn once the run is finished
+        logger.info("%s.figures() on an unfinished run: %s: %s", experiment.name, type(e).__name__, e)
+        figures = []
+    return table, figures
+
+
+def _unfinished_notice(experiment: Experiment, frame: pd.DataFrame, missing: list[str], out: Path) -> str:
+    done = len(frame)
+    examples = ", ".join(f"`{k}`" for k in missing[:3]) + (", ..." if len(missing) > 3 else "")
+    return (
+        f"> **Unfinished run of {experiment.name}**: {done} of {done + len(missing)} units known so far are "
+        f"finished; {len(missing)} missing ({examples}), and later stages may add more. "
+        f"Rerun the `structnets run` command that started it, with `--out {out}`, to finish it.\n\n"
+    )
+
+
+def mixed_notice(experiment: Experiment, changed: list[str], out: Path) -> str:
+    """The notice that starts ``table.md`` of a mixed folder: how many units are stale, which, and the fix."""
+    examples = ", ".join(f"`{k}`" for k in changed[:3]) + (", ..." if len(changed) > 3 else "")
+    return (
+        f"> **Mixed run folder of {experiment.name}**: {len(changed)} stored unit(s) ({examples}) were computed "
+        f"with params that differ from what the experiment now gives, so this table mixes old and new "
+        f"results. Rerun just those with `structnets run {experiment.name} --out {out} --rerun-changed` "
+        f"(with the options that started it), or run into a new `--out`.\n\n"
+    )
