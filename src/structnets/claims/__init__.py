@@ -29,6 +29,7 @@ an experiment no claim uses raises :class:`ClaimsError` (``structnets claims``: 
 from __future__ import annotations
 
 from .evidence import (
+    CONSISTENT,
     NOT_REPRODUCED,
     NOT_TESTED,
     OPTIMISATION_LIMITED,
@@ -44,6 +45,7 @@ from .table import CLAIMS, COLUMNS, ClaimsError, Run, claims_markdown, claims_ta
 
 __all__ = [
     "CLAIMS",
+    "CONSISTENT",
     "COLUMNS",
     "NOT_REPRODUCED",
     "NOT_TESTED",

@@ -20,8 +20,9 @@ REPRODUCED = "reproduced"
 REFUTED = "refuted"
 NOT_REPRODUCED = "not reproduced"
 OPTIMISATION_LIMITED = "not reproduced, optimisation-limited"
+CONSISTENT = "consistent, not tested"
 NOT_TESTED = "not tested"
-VERDICTS: tuple[str, ...] = (REPRODUCED, REFUTED, NOT_REPRODUCED, OPTIMISATION_LIMITED, NOT_TESTED)
+VERDICTS: tuple[str, ...] = (REPRODUCED, REFUTED, NOT_REPRODUCED, OPTIMISATION_LIMITED, CONSISTENT, NOT_TESTED)
 """The verdicts, strongest first.
 
 * reproduced: our measurement supports the claim, by the test named beside it.
@@ -30,6 +31,8 @@ VERDICTS: tuple[str, ...] = (REPRODUCED, REFUTED, NOT_REPRODUCED, OPTIMISATION_L
 * not reproduced: the test is inconclusive or misses the claim without contradicting it.
 * not reproduced, optimisation-limited: as above, and our training did not settle, so the miss may
   be the optimiser's rather than the claim's.
+* consistent, not tested: a lower bound whose measurements agree with it, where no contrast that
+  could have failed was available (:func:`structnets.claims.rules.lower_bound`).
 * not tested: no run of the experiment was given, or the run has no unit that bears on the claim.
 """
 
