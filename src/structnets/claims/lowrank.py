@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import rules
 from .evidence import (
     NOT_REPRODUCED,
     REFUTED,
@@ -23,12 +24,11 @@ from .evidence import (
     Evidence,
     mean_spread,
     not_tested,
-    paired_t_test,
     rows,
 )
 
 PAPER = "low-rank Swish (000)"
-ALPHA = 0.05
+ALPHA = rules.ALPHA
 
 # (data set, metric, paper low-rank, paper dense); ACC in %, RMSE on targets scaled to [0, 1].
 # Adult and Wine Quality: the summary gives only "|t| < 2", no values.
@@ -65,37 +65,74 @@ def _paper_protocol(results: pd.DataFrame, dataset: str) -> bool:
     return dataset in DATASET_ROWS and not cv.empty and {"n_train", "n_test"} <= set(cv.columns) and comparable(cv)
 
 
+MARGIN_ACCURACY = 0.0075
+"""Non-inferiority margin for accuracy: 0.75 points. Above the paper's own gaps where it reports no
+difference (Iris 94.7 vs 95.3, Rice 92.6 vs 92.7), below a 1-point loss, which must refute."""
+MARGIN_RMSE = 0.025
+"""Non-inferiority margin for RMSE: 2.5 % of the dense model's mean RMSE (the paper's gaps: 1.3 % on
+Real Estate, 0 on Abalone)."""
+
+
+def _margin(metric: str, dense: np.ndarray) -> float:
+    return MARGIN_ACCURACY if metric == "accuracy" else MARGIN_RMSE * float(np.mean(dense))
+
+
+def _margin_text(metric: str) -> str:
+    return "0.75 accuracy points" if metric == "accuracy" else "2.5 % of the dense RMSE"
+
+
+def _fold_sizes(results: pd.DataFrame, dataset: str) -> tuple[float, float]:
+    """Median training and test rows per fold of ``dataset``'s CV rows (the Nadeau–Bengio ratio)."""
+    cv = rows(results, stage="cv", dataset=dataset)
+    if cv.empty or not {"n_train", "n_test"} <= set(cv.columns):
+        return 9.0, 1.0  # 10-fold CV
+    return float(cv["n_train"].median()), float(cv["n_test"].median())
+
+
+def _better(metric: str, low: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """Per pair, how much better low-rank is (accuracy: low − dense; RMSE: dense − low)."""
+    return low - dense if metric == "accuracy" else dense - low
+
+
 def _uci_evaluator(dataset: str, metric: str) -> Evaluate:
-    # Accuracy: larger is better; RMSE: smaller is better. "worse" is the low-rank model losing.
-    sign = 1.0 if metric == "accuracy" else -1.0
     scale, digits = (100.0, 1) if metric == "accuracy" else (1.0, 4)
 
     def evaluate(results: pd.DataFrame, config: Any) -> Evidence:
         low, dense = _cv_pairs(results, dataset, metric)
         if low.size == 0:
             return not_tested(f"no cv rows of {dataset} with both models")
-        test = paired_t_test(low, dense)
         ours = f"low-rank {mean_spread(low, scale=scale, digits=digits)}; dense {mean_spread(dense, scale=scale, digits=digits)}"
-        low_better = test.significant(ALPHA) and sign * test.mean_difference > 0
-        low_worse = test.significant(ALPHA) and sign * test.mean_difference < 0
-        protocol = _paper_protocol(results, dataset)
+        if low.size < 2:
+            return Evidence(ours, NOT_REPRODUCED, "fewer than 2 (fold, seed) pairs", int(2 * low.size))
+        n_train, n_test = _fold_sizes(results, dataset)
+        margin = _margin(metric, dense)
+        better = _better(metric, low, dense)
+        se = float(rules.nadeau_bengio_se(better, n_train, n_test))
         if dataset == "bike-sharing":
-            verdict = REPRODUCED if low_better else REFUTED if low_worse else NOT_REPRODUCED
-            rule = "low-rank significantly better reproduced, significantly worse refuted, else not reproduced"
-        else:
-            verdict = REFUTED if low_worse else REPRODUCED
+            decided, lo, hi = rules.superiority(better, margin, n_train=n_train, n_test=n_test, alpha=ALPHA)
             rule = (
-                "low-rank significantly worse refuted, else reproduced (the paper's own test, |t| < 2); a significant "
-                "gain also counts as 'not worse', where the lowrank-uci report's 'agrees with paper' column says no "
-                "because the paper found no difference"
+                f"superiority, two-sided {100 * (1 - ALPHA):.0f} % interval of how much better low-rank is "
+                f"[{lo * scale:.4g}, {hi * scale:.4g}]: above 0 reproduced; entirely below −margin "
+                f"({_margin_text(metric)}) refuted; else not reproduced"
             )
-        if not protocol:
+        else:
+            decided, lo, hi = rules.non_inferiority(better, margin, n_train=n_train, n_test=n_test, alpha=ALPHA)
+            rule = (
+                f"non-inferiority (the lower test of TOST) at margin {_margin_text(metric)} = {margin * scale:.4g}: "
+                f"one-sided {100 * (1 - ALPHA):.0f} % bounds of how much better low-rank is [{lo * scale:.4g}, "
+                f"{hi * scale:.4g}]; lower bound above −margin reproduced; upper bound below −margin (a loss beyond "
+                "the margin) refuted; else not reproduced (a gain counts as not worse)"
+            )
+        verdict = str(decided)
+        if not _paper_protocol(results, dataset):
             verdict = NOT_REPRODUCED
-            rule = "fewer rows or folds than the paper's protocol (all rows, 10-fold CV): not comparable, as the report marks it"
+            rule += "; fewer rows or folds than the paper's protocol (all rows, 10-fold CV): not comparable, as the report marks it"
         return Evidence(
             ours,
             verdict,
-            f"two-sided paired t-test of low-rank − dense over (fold, seed) pairs, α = {ALPHA}: {test.describe()}; {rule}",
+            f"low-rank vs dense over {low.size} (fold, seed) pairs, mean gain {float(better.mean()) * scale:.4g}, "
+            f"Nadeau–Bengio corrected se {se * scale:.3g} (×√(1/J + n_test/n_train), n_test/n_train = "
+            f"{n_test:.0f}/{n_train:.0f}): {rule}",
             int(low.size + dense.size),
         )
 
@@ -125,50 +162,80 @@ def _sensitivity(results: pd.DataFrame, config: Any) -> Evidence:
         return not_tested("needs cv rows at a bottleneck ratio in [1/3, 1/2] and at one below 1/4")
     cv = rows(results, stage="cv")
     datasets = [str(d) for d in cv["dataset"].unique()]
-    tests: dict[tuple[str, str], tuple[float, bool]] = {}  # (model, dataset) -> (p, worse)
+    # (model, dataset) -> (the pairs' gains, margin, n_train, n_test)
+    pairs: dict[tuple[str, str], tuple[np.ndarray, float, float, float]] = {}
     units, reduced = 0, []
     for dataset in datasets:
         task = rows(cv, dataset=dataset)["task"].iloc[0]
         metric = "accuracy" if task == "classification" else "rmse"
-        sign = 1.0 if metric == "accuracy" else -1.0
         if not _paper_protocol(results, dataset):
             reduced.append(dataset)
+        n_train, n_test = _fold_sizes(results, dataset)
         for model in (*keep, *low):
             a, b = _cv_pairs(results, dataset, metric, model)
             if a.size < 2:
                 continue
-            test = paired_t_test(a, b)
-            tests[(model, dataset)] = (test.p, sign * test.mean_difference < 0)
+            pairs[(model, dataset)] = (_better(metric, a, b), _margin(metric, b), n_train, n_test)
             units += int(a.size)
 
-    def worse(family: dict[str, float]) -> list[str]:
-        family_tests = {k: v for k, v in tests.items() if k[0] in family}
-        level = ALPHA / max(1, len(family_tests))  # Bonferroni over the family's (ratio, data set) tests
-        return [f"{family[m]:.3g} on {d}" for (m, d), (p, w) in family_tests.items() if w and p < level]
+    def decide(family: dict[str, float]) -> tuple[list[str], list[str], int]:
+        """Names of the family's (ratio, data set) cells non-inferior and worse beyond the margin; the
+        latter at the Bonferroni level α/m (an 'anywhere' claim over m cells)."""
+        cells = {k: v for k, v in pairs.items() if k[0] in family}
+        level = ALPHA / max(1, len(cells))
+        fine, worse = [], []
+        for (m, d), (gain, margin, n_train, n_test) in cells.items():
+            verdict, _, _ = rules.non_inferiority(gain, margin, n_train=n_train, n_test=n_test, alpha=ALPHA)
+            _, _, upper = rules.non_inferiority(gain, margin, n_train=n_train, n_test=n_test, alpha=level)
+            if verdict == REPRODUCED:
+                fine.append(f"{family[m]:.3g} on {d}")
+            if float(upper) < -margin:
+                worse.append(f"{family[m]:.3g} on {d}")
+        return fine, worse, len(cells)
 
-    keep_worse, low_worse = worse(keep), worse(low)
+    keep_fine, keep_worse, keep_cells = decide(keep)
+    _, low_worse, _ = decide(low)
     if reduced:
         verdict = NOT_REPRODUCED
     elif keep_worse:
         verdict = REFUTED
-    elif low_worse:
+    elif len(keep_fine) == keep_cells and low_worse:
         verdict = REPRODUCED
     else:
         verdict = NOT_REPRODUCED
     ours = (
-        f"ratios {sorted(round(r, 4) for r in keep.values())} significantly worse than dense: "
-        f"{', '.join(keep_worse) or 'none'}; ratios {sorted(round(r, 4) for r in low.values())}: "
-        f"{', '.join(low_worse) or 'none'} ({len(datasets)} data sets)"
+        f"ratios {sorted(round(r, 4) for r in keep.values())}: non-inferior in {len(keep_fine)} of {keep_cells} "
+        f"(ratio, data set) cells, worse beyond the margin: {', '.join(keep_worse) or 'none'}; ratios "
+        f"{sorted(round(r, 4) for r in low.values())} worse beyond the margin: {', '.join(low_worse) or 'none'} "
+        f"({len(datasets)} data sets)"
     )
     return Evidence(
         ours,
         verdict,
-        f"paired t-tests of each ratio's model − dense over (fold, seed) pairs per data set, Bonferroni at α = {ALPHA} "
-        "within each family (ratios in [1/3, 1/2]; ratios < 1/4): a keep-ratio significantly worse anywhere refuted; "
-        "none worse and some ratio < 1/4 significantly worse somewhere reproduced; else not reproduced"
+        "per (ratio, data set), model − dense over (fold, seed) pairs with the Nadeau–Bengio corrected variance, "
+        "margins 0.75 accuracy points / 2.5 % of the dense RMSE: 'keeps accuracy' is non-inferiority at α = "
+        f"{ALPHA} in every keep-ratio cell; 'degrades' is a loss beyond the margin (upper bound below −margin, "
+        "Bonferroni over the family's cells); a keep ratio worse beyond the margin anywhere refuted; every keep cell "
+        "non-inferior and some ratio < 1/4 worse beyond the margin reproduced; else not reproduced"
         + (f"; not comparable (reduced protocol): {', '.join(reduced)}" if reduced else ""),
         units,
     )
+
+
+FORWARD_CLAIM = 2 / 3
+"""'About a third faster': a low-rank / dense forward-time ratio ≤ 2/3 (the paper: 0.60–0.65)."""
+MEMORY_CLAIM = 0.73
+"""'About a third less memory' on Adult: ratio ≤ 0.73 (the paper's 0.68 plus 5 points)."""
+
+
+def _hardware(rows_: pd.DataFrame) -> str:
+    device = ", ".join(sorted({str(v) for v in rows_["device"]})) if "device" in rows_.columns else "cpu"
+    threads = (
+        f", {', '.join(str(int(t)) for t in sorted(set(rows_['threads'])))} thread(s)"
+        if "threads" in rows_.columns
+        else ""
+    )
+    return f"hardware: {device}{threads} (the run's run_info.json names the machine)"
 
 
 def _forward_time(results: pd.DataFrame, config: Any) -> Evidence:
@@ -176,19 +243,19 @@ def _forward_time(results: pd.DataFrame, config: Any) -> Evidence:
     if efficiency.empty:
         return not_tested("no efficiency rows at the chosen architectures")
     ratios = efficiency["latency_ratio"].to_numpy(float)
-    median = float(np.median(ratios))
-    low_quartile = float(np.median(efficiency["latency_ratio_q1"].to_numpy(float)))
-    verdict = REPRODUCED if median <= 2 / 3 else REFUTED if low_quartile >= 1.0 else NOT_REPRODUCED
+    decided, low, high = rules.performance_ratio(ratios, FORWARD_CLAIM, alpha=ALPHA)
+    verdict = str(decided)
     reduced = [str(d) for d in efficiency["dataset"].unique() if not _paper_protocol(results, str(d))]
     if reduced:
         verdict = NOT_REPRODUCED
     return Evidence(
-        f"ratio {mean_spread(ratios, digits=3)}; median {median:.3f} (median lower quartile {low_quartile:.3f})",
+        f"ratio {mean_spread(ratios, digits=3)}; geometric mean {float(np.exp(np.log(ratios).mean())):.3f}, "
+        f"{100 * (1 - ALPHA):.0f} % interval [{float(low):.3f}, {float(high):.3f}] over {len(ratios)} data sets",
         verdict,
-        "interleaved forward-time ratios low-rank/dense at each data set's chosen architecture (median and lower "
-        "quartile of per-pair ratios): the median over data sets ≤ 2/3 reproduced (the paper's −35–40 % is its "
-        "theory's at-least-a-third FLOP saving at H = width/3); the median over data sets of the lower quartiles "
-        "≥ 1 (not even a quarter of the timed pairs faster) refuted; else not reproduced"
+        "interleaved forward-time ratios low-rank/dense (median of per-pair ratios) at each data set's chosen "
+        f"architecture; t-interval of the geometric-mean ratio over data sets: entirely ≤ {FORWARD_CLAIM:.3g} (a third "
+        "faster, the paper's −35–40 %) reproduced, entirely above it refuted, else not reproduced; "
+        + _hardware(efficiency)
         + (
             f"; not comparable: architectures chosen on fewer rows or folds than the paper's ({', '.join(reduced)})"
             if reduced
@@ -202,18 +269,47 @@ def _memory(results: pd.DataFrame, config: Any) -> Evidence:
     adult = rows(results, stage="efficiency", role="chosen", dataset="adult")
     if adult.empty:
         return not_tested("no efficiency row for adult")
-    ratio = float((adult["memory_lowrank"] / adult["memory_dense"]).iloc[0])
-    verdict = REPRODUCED if ratio <= 0.73 else REFUTED if ratio >= 1.0 else NOT_REPRODUCED
+    ratios = (adult["memory_lowrank"] / adult["memory_dense"]).to_numpy(float)
+    decided, _, _ = rules.performance_ratio(ratios, MEMORY_CLAIM, exact=True)
+    verdict = str(decided)
     reduced = not _paper_protocol(results, "adult")
     if reduced:
         verdict = NOT_REPRODUCED
     return Evidence(
-        f"ratio {ratio:.3f}",
+        f"ratio {float(ratios[0]):.3f}",
         verdict,
-        "measured training memory low-rank/dense at Adult's chosen architecture: ≤ 0.73 (a saving of at least 27 %, "
-        "the paper's 32 % less 5 points) reproduced, ≥ 1 refuted"
+        f"training memory low-rank/dense at Adult's chosen architecture (allocated bytes: one deterministic "
+        f"measurement, its interval the value itself): ≤ {MEMORY_CLAIM} (a saving of at least 27 %, the paper's 32 % "
+        "less 5 points) reproduced, above it refuted; "
+        + _hardware(adult)
         + ("; not comparable: Adult's architecture chosen on fewer rows or folds than the paper's" if reduced else ""),
         len(adult),
+    )
+
+
+def _flops(results: pd.DataFrame, config: Any) -> Evidence:
+    efficiency = rows(results, stage="efficiency")
+    needed = {"flops_dense", "flops_lowrank", "rank", "width"}
+    if efficiency.empty or not needed <= set(efficiency.columns):
+        return not_tested("no efficiency rows with FLOP counts")
+    ratio = (efficiency["flops_lowrank"] / efficiency["flops_dense"]).to_numpy(float)
+    x = (efficiency["rank"] / efficiency["width"]).to_numpy(float)
+    third = 3 * efficiency["rank"].to_numpy(float) <= efficiency["width"].to_numpy(float)
+    if not third.any():
+        return not_tested("no efficiency row with H ≤ width/3")
+    held = int(np.sum(ratio[third] <= 2 / 3 + 1e-12))
+    formula = x + x**2  # the paper's (H𝓗² + 𝓗H²)/𝓗³
+    verdict = REPRODUCED if held == int(third.sum()) else REFUTED
+    return Evidence(
+        f"whole-network FLOPs low-rank/dense ≤ 2/3 in {held} of {int(third.sum())} rows with H ≤ width/3 (ratio "
+        f"{float(ratio[third].min()):.3f}–{float(ratio[third].max()):.3f}); the paper's (H𝓗² + 𝓗H²)/𝓗³ on the same "
+        f"rows {float(formula[third].min()):.3f}–{float(formula[third].max()):.3f}",
+        verdict,
+        "exact FLOP counts (structnets.analysis.cost, input and output layers included) of the low-rank and dense "
+        "networks of each efficiency row with H ≤ width/3: all ≤ 2/3 reproduced, any above refuted (exact counts, no "
+        "noise). The paper states the condition as 2H < 𝓗, which alone allows a hidden-layer ratio 2H/𝓗 up to 1 "
+        "(and its own formula up to 3/4); the 2/3 needs H ≤ 𝓗/3, the paper's chosen ratio, which is what is tested",
+        int(third.sum()),
     )
 
 
@@ -227,7 +323,10 @@ def _construction_bound(results: pd.DataFrame, config: Any) -> Evidence:
     return Evidence(
         f"error ≤ bound in {held} of {len(results)} units; max error/bound {worst:.3g}",
         verdict,
-        "sup error on the evaluation grid against the bound the construction states, every unit",
+        "whose bound: structnets' own evaluation of the paper's bound form c₄M^−β + c₅(M+1)^d τe^−τ + c₃(M+1)^d/λ², "
+        "with constants c₃, c₄, c₅ derived by us (constructive.swish_approximator; the paper states the form, not "
+        "the numbers): the sup error on the evaluation grid ≤ that bound in every unit reproduced, else refuted. It "
+        "tests our constants and our construction together, not a number of the paper",
         len(results),
     )
 
@@ -265,33 +364,52 @@ def _construction_width(results: pd.DataFrame, config: Any) -> Evidence:
     )
 
 
+RATE_TOLERANCE = 0.1
+"""How much slower than M^−β (as a share of β) a construction's fitted slope may be and still count."""
+
+
 def _construction_rate(results: pd.DataFrame, config: Any) -> Evidence:
     from ..experiments.swish_construction.report import m_slopes
 
     needed = {"target", "sweep", "M", "beta", "error", "taylor", "leakage", "product"}
     if results.empty or not needed <= set(results.columns):
         return not_tested("no construction units")
-    fits, parts = [], []
+    slopes, ses, dfs, rates, parts = [], [], [], [], []
     for spec in dict.fromkeys(results["target"]):
         fit = m_slopes(results, str(spec), taylor_dominated=True)
         if fit is None:
             continue
+        chosen = results[(results["target"] == spec) & (results["sweep"] == "M")]
+        chosen = chosen[chosen["taylor"] >= 10 * (chosen["leakage"] + chosen["product"])]
+        ols = rules.ols_slope(np.log(chosen["M"].to_numpy(float)), np.log(chosen["error"].to_numpy(float)))
         beta = float(results.loc[results["target"] == spec, "beta"].iloc[0])
         slope, low, high, points = fit
-        fits.append((low, high, -beta))
-        parts.append(f"{spec}: {slope:.2f} [{low:.2f}, {high:.2f}] vs {-beta:.2f} ({points} M)")
-    if not fits:
+        slopes.append(float(ols.slope))
+        ses.append(float(ols.se))
+        dfs.append(float(ols.df))
+        rates.append(-beta)
+        parts.append(f"{spec}: {slope:.2f} ± {float(ols.se):.2f} [{low:.2f}, {high:.2f}] vs {-beta:.2f} ({points} M)")
+    if not slopes:
         return not_tested("no target with three or more Taylor-dominated M")
-    at_least = sum(int(low <= rate) for low, _, rate in fits)
-    growing = sum(int(low >= 0) for low, _, _ in fits)
-    verdict = REPRODUCED if at_least == len(fits) else REFUTED if growing else NOT_REPRODUCED
+    rate = np.array(rates)
+    decided, slower = rules.upper_bound_rate(
+        np.array(slopes),
+        np.array(ses),
+        np.array(dfs),
+        rate,
+        np.zeros(len(slopes), dtype=bool),
+        tolerance=RATE_TOLERANCE * np.abs(rate),
+    )
     return Evidence(
-        "; ".join(parts),
-        verdict,
-        "per target, the swish-construction report's least-squares slope of log sup error in log M over the M whose "
-        "bound is Taylor-dominated (T ≥ 10·(bump + product)), bootstrap 95 % interval: reaching −β or below (the "
-        "error falls at least as fast as c₄M^{−β}) in every target reproduced; an interval at or above 0 (the error "
-        "does not fall with M) refuted; else not reproduced",
+        "; ".join(parts) + f"; significantly slower than M^−β: {int(slower.sum())} of {len(slopes)}",
+        str(decided),
+        "upper-bound rate (error ≲ c₄M^−β): per target, the least-squares slope of log sup error in log M over the M "
+        "whose bound is Taylor-dominated (T ≥ 10·(bump + product); ± its standard error, [the swish-construction "
+        f"report's bootstrap 95 % interval]); one-sided t-test of 'slower than −β by more than {RATE_TOLERANCE:.0%} "
+        f"of β' (a nearly noiseless construction's pre-asymptotic curvature is otherwise significant), Holm over "
+        f"targets at α = {ALPHA}: "
+        "no target significantly slower reproduced, any slower refuted (a construction has no optimiser to blame); "
+        "steeper is never a miss",
         int((results["sweep"] == "M").sum()),
     )
 
@@ -315,7 +433,7 @@ CLAIMS: tuple[Claim, ...] = (
                 "On Bike Sharing the low-rank Swish network (H = width/3) has significantly lower RMSE than the dense one"
                 if dataset == "bike-sharing"
                 else f"On {dataset} the low-rank Swish network (H = width/3) is not significantly worse than the dense one "
-                f"({'ACC' if metric == 'accuracy' else 'RMSE'}, 10-fold CV, paired t-test)"
+                f"({'ACC' if metric == 'accuracy' else 'RMSE'}, 10-fold CV; tested as non-inferiority)"
             ),
             paper_value=value,
             experiment="lowrank-uci",
@@ -338,6 +456,14 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value="−35–40 % (ratio 0.60–0.65)",
         experiment="lowrank-uci",
         evaluate=_forward_time,
+    ),
+    Claim(
+        id="000-flops",
+        paper=PAPER,
+        statement="With linear layers of width H = 𝓗/3 the low-rank network needs at most 2/3 of the dense FLOPs",
+        paper_value="(H𝓗² + 𝓗H²)/𝓗³ ≤ 2/3 when 2H < 𝓗 (Sec. 5.4)",
+        experiment="lowrank-uci",
+        evaluate=_flops,
     ),
     Claim(
         id="000-memory-adult",

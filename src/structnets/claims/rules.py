@@ -140,12 +140,14 @@ def upper_bound_rate(
     rate: np.ndarray,
     limited: np.ndarray,
     *,
+    tolerance: np.ndarray | float = 0.0,
     alpha: float = ALPHA,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decide an upper-bound rate, error = O(x^rate) (rate < 0: the error falls at least this fast).
 
-    Per cell, H₀: slope ≤ rate (at least as fast) against H₁: slope > rate (slower), by the
-    one-sided t-test t = (slope − rate)/se on df degrees of freedom; the cells' p-values are
+    Per cell, H₀: slope ≤ rate + tolerance (at least as fast, up to a stated tolerance; 0 for
+    trained networks) against H₁: slower, by the one-sided t-test t = (slope − rate − tolerance)/se
+    on df degrees of freedom; the cells' p-values are
     Holm-corrected, so when every cell sits on its rate a false "slower" happens with probability
     ≤ α in the whole table. A steeper slope (faster decay) never counts against the claim: the
     theorem bounds the error from above.
@@ -158,19 +160,22 @@ def upper_bound_rate(
             (se = 0 for an exact, noiseless construction: then slower means slope > rate).
         rate: (..., cells) or scalar: the claimed exponent.
         limited: (..., cells) bool: the cell's training did not settle.
+        tolerance: (..., cells) or scalar ≥ 0: how much slower than the rate still counts as the rate
+            (for nearly noiseless constructions, whose pre-asymptotic curvature is otherwise significant).
         alpha: family-wise level.
 
     Returns:
         (verdicts, slower): (...) object array of verdicts and (..., cells) bool of slower cells.
     """
-    slope, se, df, rate, limited = np.broadcast_arrays(
+    slope, se, df, rate, limited, tolerance = np.broadcast_arrays(
         np.asarray(slope, float),
         np.asarray(se, float),
         np.asarray(df, float),
         np.asarray(rate, float),
         np.asarray(limited, bool),
+        np.asarray(tolerance, float),
     )
-    p = _t_sf(_ratio(slope - rate, se), df)
+    p = _t_sf(_ratio(slope - rate - tolerance, se), df)
     slower = holm(p, alpha)
     out = _verdicts(slope.shape[:-1], REPRODUCED)
     any_slower = slower.any(axis=-1)
