@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
-from ._common import EXIT_OK, Handler, _UsageError, _verbosity_options
+from ._common import EXIT_OK, Handler, _registry, _UsageError, _verbosity_options
 
 
 def add_commands(sub: Any) -> dict[str, Handler]:
@@ -25,22 +27,69 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         "--out", type=Path, default=None, metavar="FILE", help="also write the table to FILE (Markdown)"
     )
     claims.add_argument("--csv", type=Path, default=None, metavar="FILE", help="also write the table to FILE (CSV)")
+    claims.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the table to FILE as one offline HTML page, each verdict linked to its run's report.html",
+    )
     _verbosity_options(claims, top=False)
     return {"claims": _cmd_claims}
+
+
+def _mark_mixed(table: Any, run_dirs: list[Path]) -> list[str]:
+    """Mark the rows of mixed run folders (units stored with params the experiment no longer gives).
+
+    Their ``preset`` cell gets ``; mixed: N units with old params``, and each folder a notice above the
+    table and a line on stderr, so a verdict drawn from two versions of the code is never silent.
+    """
+    from ..runner import changed_units
+
+    notices = []
+    for run_dir in run_dirs:
+        changed = changed_units(run_dir, registry=_registry())
+        if not changed:
+            continue
+        shown = ", ".join(f"`{k}`" for k in changed[:3]) + (", ..." if len(changed) > 3 else "")
+        rows = table["run"] == str(run_dir)
+        table.loc[rows, "preset"] = table.loc[rows, "preset"] + f"; mixed: {len(changed)} units with old params"
+        notices.append(
+            f"> **Mixed run folder** {run_dir}: {len(changed)} unit(s) ({shown}) were stored with params that "
+            "differ from what the experiment now gives; its verdicts mix old and new results. Recompute them with "
+            f"`structnets run NAME --out {run_dir} --rerun-changed`.\n\n"
+        )
+        print(
+            f"warning: {run_dir} is a mixed run folder ({len(changed)} units with old params); "
+            "its claims are marked (mixed)",
+            file=sys.stderr,
+        )
+    return notices
 
 
 def _cmd_claims(args: argparse.Namespace) -> int:
     from ..atomic_io import write_csv, write_text
     from ..claims import ClaimsError, claims_markdown, claims_table
+    from ..runner import MixedRunWarning
 
     try:
-        table = claims_table(args.run_dirs)
+        with warnings.catch_warnings():  # a mixed folder is marked below, in the table itself
+            warnings.simplefilter("ignore", MixedRunWarning)
+            table = claims_table(args.run_dirs)
     except ClaimsError as e:
         raise _UsageError(str(e)) from None
-    page = claims_markdown(table)
+    notices = _mark_mixed(table, args.run_dirs)
+    page = "".join(notices) + claims_markdown(table)
     if args.out is not None:
         write_text(args.out, page + "\n")
     if args.csv is not None:
         write_csv(args.csv, table)
+    if args.html is not None:
+        from ..html import HtmlUnavailableError, write_claims_page
+
+        try:
+            write_claims_page(table, args.html, notes=notices)
+        except HtmlUnavailableError as e:
+            raise _UsageError(str(e)) from None
     print(page)  # the result: printed under -q too ("only errors and results")
     return EXIT_OK

@@ -60,7 +60,18 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         metavar="KEY=VALUE",
         help="override a config field, parsed by its type; sequences are comma-separated (e.g. --set seeds=0,1,2)",
     )
+    parser.add_argument(
+        "--rerun-changed",
+        action="store_true",
+        help="recompute the stored units whose params differ from what the experiment now gives (its code "
+        "changed since they ran), keeping every other unit; without it such a folder is refused",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
+    parser.add_argument(
+        "--no-html",
+        action="store_true",
+        help="do not write RUN/report.html (by default it is refreshed as units finish, to watch in a browser)",
+    )
     parser.add_argument(
         "--device",
         type=_device_name,
@@ -283,6 +294,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         jobs = default_jobs()
     bar = _Progress(experiment.name, _progress_mode(args, sys.stderr), out=out, quiet=_quiet(args))
+    live = None
+    if not args.no_html:
+        from ..html import LiveReport
+
+        live = LiveReport(out, experiment=experiment, registry=registry)
+    outcome: tuple[str, tuple[str, str] | None] = ("failed", None)  # how the run ended, for the page
     t0 = time.perf_counter()
     try:
         with _sigterm_as_interrupt():
@@ -292,12 +309,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 out,
                 backend=args.backend,
                 jobs=jobs,
-                progress=bar,
+                progress=bar if live is None else live.tee(bar),
                 on_unit=bar.unit,
                 gpus_per_unit=args.gpus_per_unit,
                 figure_format=args.figure_format,
                 registry=registry,
+                rerun_changed=args.rerun_changed,
             )
+        outcome = ("finished", None)
     except runner.ConfigMismatchError as e:
         bar.close()
         hint = _resume_hint(experiment.config_class, config, e.stored_config)
@@ -305,10 +324,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise
         raise _UsageError(f"{e}; {hint}") from e
     except KeyboardInterrupt:
+        outcome = ("interrupted", None)
         bar.close()
         print(f"interrupted: finished units are saved in {out}; rerun the same command to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     except runner.UnitFailedError as e:
+        outcome = ("failed", (e.key, e.error))
         bar.close()
         if args.traceback and e.traceback:
             print(e.traceback, file=sys.stderr, end="" if e.traceback.endswith("\n") else "\n")
@@ -327,6 +348,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     finally:
         bar.close()
+        if live is not None:
+            live.finish(*outcome)  # never raises: a page that cannot be written is logged
     table = (out / "table.md").read_text(encoding="utf-8")
     print(table, end="" if table.endswith("\n") else "\n")
     _note(args, f"{len(frame)} units in {time.perf_counter() - t0:.1f} s")
