@@ -55,6 +55,7 @@ __all__ = [
     "Unit",
     "config_to_dict",
     "current_figure_format",
+    "figure_descriptions",
     "figure_format_context",
     "save_figure",
 ]
@@ -188,6 +189,39 @@ def figure_format_context(figure_format: str) -> Iterator[None]:
         _FORMAT.reset(token)
 
 
+_DESCRIPTIONS: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+    "structnets_figure_descriptions", default=None
+)
+
+
+@contextlib.contextmanager
+def figure_descriptions() -> Iterator[list[dict[str, Any]]]:
+    """Within the block, :func:`save_figure` describes every figure it writes in the yielded list.
+
+    Each entry is ``{"path": Path, "title": str, "axes": [{"title", "xlabel", "ylabel"}, ...]}``
+    (the figure's suptitle and each axes' labels, as drawn), so a report can give each figure a
+    title and alt text without the experiment saying more than it draws.
+
+    Yields:
+        The list, filled as figures are saved.
+    """
+    found: list[dict[str, Any]] = []
+    token = _DESCRIPTIONS.set(found)
+    try:
+        yield found
+    finally:
+        _DESCRIPTIONS.reset(token)
+
+
+def _describe(fig: Any, path: Path) -> dict[str, Any]:
+    axes = [
+        {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel()}
+        for ax in fig.axes
+        if ax.get_visible() and ax.axison
+    ]
+    return {"path": path, "title": fig.get_suptitle(), "axes": axes}
+
+
 def current_figure_format() -> str:
     """The format :func:`save_figure` writes now (``"png"`` outside :func:`figure_format_context`)."""
     return _FORMAT.get()
@@ -224,6 +258,9 @@ def save_figure(fig: Any, path: Path, *, dpi: int = 120) -> Path:
     figure_format = _FORMAT.get()
     path = Path(path).with_suffix(f".{figure_format}")
     fig.tight_layout()
+    collector = _DESCRIPTIONS.get()
+    if collector is not None:
+        collector.append(_describe(fig, path))
     fig.savefig(path, dpi=dpi, format=figure_format)
     plt.close(fig)
     return path

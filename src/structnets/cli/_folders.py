@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ._common import EXIT_OK, Handler, _registry, _UsageError, _verbosity_options
+from ._common import EXIT_OK, Handler, _note, _registry, _UsageError, _verbosity_options
 
 
 def add_commands(sub: Any) -> dict[str, Handler]:
@@ -29,6 +29,12 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         choices=("png", "pdf", "svg"),
         default="png",
         help="file format of figures/ (default png)",
+    )
+    rep.add_argument(
+        "--html",
+        action="store_true",
+        help="also write RUN_DIR/report.html: config, progress, table, results, figures (SVG) and environment in "
+        "one offline file to open in a browser",
     )
     compare = sub.add_parser(
         "compare",
@@ -60,8 +66,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
             experiment = runner.resolve_experiment(experiment, registry)
         except (ValueError, TypeError) as e:
             raise _UsageError(f"--experiment: {e}") from e
+    if args.html:
+        from ..html import HtmlUnavailableError, check_available
+
+        try:
+            check_available()  # before anything is written
+        except HtmlUnavailableError as e:
+            raise _UsageError(str(e)) from None
     table = runner.report(args.run_dir, experiment=experiment, figure_format=args.figure_format, registry=registry)
     print(table, end="" if table.endswith("\n") else "\n")
+    if args.html:
+        from ..html import write_run_page
+
+        _note(args, f"wrote {write_run_page(args.run_dir, experiment=experiment, registry=registry, table=table)}")
     return EXIT_OK
 
 

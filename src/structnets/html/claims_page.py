@@ -1,0 +1,145 @@
+"""The claims page: every headline claim, the paper's value beside ours, the verdict and a link to its run's page.
+
+Rendered from a :func:`structnets.claims.claims_table` (this module decides nothing: the verdicts are
+the claims package's). The verdict counts come first, so a 1280-pixel-wide window shows them without
+scrolling; then one table per paper. Each verdict is a coloured badge that also says the verdict in
+words (and carries a symbol), so colour is never the only cue. Each evidence cell links to the run's
+``report.html`` (at its results table), relative to the page's own folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import _markdown
+from ._render import render
+from .run_page import REPORT_HTML
+
+__all__ = ["render_claims_page", "write_claims_page"]
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: str
+    claim: str
+    paper_value: str
+    ours: str
+    verdict: str
+    verdict_class: str
+    test: str
+    run: str
+    experiment: str
+    preset: str
+    units: str
+    href: str | None
+    page_exists: bool
+
+
+def verdict_class(verdict: str) -> str:
+    """The CSS class of a verdict's badge, e.g. ``v-not-reproduced-optimisation-limited``."""
+    return "v-" + "-".join("".join(c if c.isalnum() else " " for c in verdict.lower()).split())
+
+
+def _run_folder(cell: str) -> Path:
+    """The folder a ``run`` cell names: the cell itself, or without a trailing ``" (...)"`` mark
+    such as ``structnets claims``' ``(mixed: N units with old params)``."""
+    path = Path(cell)
+    if not path.is_dir():
+        bare = re.sub(r" \([^()]*\)\Z", "", cell)
+        if bare != cell and Path(bare).is_dir():
+            return Path(bare)
+    return path
+
+
+def _href(run: str, page_dir: Path) -> tuple[str, bool]:
+    target = _run_folder(run) / REPORT_HTML
+    try:
+        relative = Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()
+    except ValueError:  # another drive (Windows): an absolute file: address
+        relative = target.resolve().as_uri()
+        return relative + "#results", target.is_file()
+    return urllib.parse.quote(relative) + "#results", target.is_file()
+
+
+def render_claims_page(
+    table: pd.DataFrame, *, page_path: str | os.PathLike[str] | None = None, notes: Sequence[str] = ()
+) -> str:
+    """The HTML claims page of ``table``.
+
+    Args:
+        table: a :func:`structnets.claims.claims_table` result.
+        page_path: where the page will be written; links to run pages are made relative to its
+            folder (None: the current folder).
+        notes: Markdown notices to show above the tables (e.g. ``structnets claims``' mixed-folder notices).
+
+    Returns:
+        The page, one self-contained HTML document.
+
+    Raises:
+        TypeError, ValueError: ``table`` is not a claims table (as :func:`structnets.claims.claims_markdown`).
+        HtmlUnavailableError: Jinja2 is not installed.
+    """
+    from ..claims import COLUMNS, VERDICTS
+    from ..claims.table import verdict_rules
+
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"`table` must be a pandas DataFrame from claims_table, got {type(table).__name__}")
+    missing = [c for c in COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"`table` must have the claims_table columns {list(COLUMNS)}; it lacks {missing}")
+    page_dir = Path(page_path).parent if page_path is not None else Path.cwd()
+    papers: dict[str, list[_Row]] = {}
+    for record in table.to_dict("records"):
+        run = str(record["run"])
+        href, exists = (None, False) if run == "—" else _href(run, page_dir)
+        row = _Row(
+            id=str(record["id"]),
+            claim=str(record["claim"]),
+            paper_value=str(record["paper value"]),
+            ours=str(record["ours"]),
+            verdict=str(record["verdict"]),
+            verdict_class=verdict_class(str(record["verdict"])),
+            test=str(record["test"]),
+            run=run,
+            experiment=str(record["experiment"]),
+            preset=str(record["preset"]),
+            units=str(record["units"]),
+            href=href,
+            page_exists=exists,
+        )
+        papers.setdefault(str(record["paper"]), []).append(row)
+    counts = table["verdict"].value_counts()
+    summary: list[tuple[str, str, int]] = [(v, verdict_class(v), int(counts.get(v, 0))) for v in VERDICTS]
+    context: dict[str, Any] = {
+        "summary": summary,
+        "total": len(table),
+        "papers": papers,
+        "rules": _markdown.spans(verdict_rules()),
+        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "notes": [_markdown.parse(note) for note in notes],
+        "missing_pages": sorted({r.run for rows in papers.values() for r in rows if r.href and not r.page_exists}),
+    }
+    return render("claims.html.j2", **context)
+
+
+def write_claims_page(table: pd.DataFrame, path: str | os.PathLike[str], *, notes: Sequence[str] = ()) -> Path:
+    """Write the claims page of ``table`` to ``path`` atomically; return the path (``notes``: as for
+    :func:`render_claims_page`).
+
+    Raises:
+        As :func:`render_claims_page`; OSError: the file cannot be written.
+    """
+    from .. import atomic_io
+
+    target = Path(path)
+    atomic_io.write_text(target, render_claims_page(table, page_path=target, notes=notes))
+    return target

@@ -1,0 +1,122 @@
+"""Refreshing ``RUN/report.html`` while ``structnets run`` works, so a long run can be watched in a browser tab.
+
+The page is a convenience, never a reason for a run to fail or slow down: every render is wrapped so
+that an error is logged (a warning the first time, then at debug level) and the run goes on, and
+renders are throttled so that rendering takes at most ``budget`` of the wall time (the next render
+waits ``max(min_interval, last render time / budget)``). The page is always rendered once more when
+the run ends, whatever ended it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .run_page import FailedUnit, record_failed_unit, write_run_page
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LiveReport"]
+
+
+class LiveReport:
+    """Renders ``run_dir/report.html`` from a run's progress callbacks, throttled, never raising.
+
+    Args:
+        run_dir: the run folder.
+        experiment: the experiment object (so an experiment outside the registry renders too).
+        registry: the registered experiments, as handed to the runner.
+        min_interval: fewest seconds between two renders during the run.
+        budget: the largest share of wall time rendering may take, in (0, 1].
+        clock: a monotonic clock in seconds (tests pass a fake).
+
+    Use ``progress(done, total)`` as (part of) the runner's progress callback, and call
+    :meth:`finish` once the run has ended.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        experiment: Any = None,
+        registry: Mapping[str, str] | None = None,
+        min_interval: float = 30.0,
+        budget: float = 0.05,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 0 < budget <= 1:
+            raise ValueError(f"`budget` must be in (0, 1], got {budget!r}")
+        if not min_interval >= 0:
+            raise ValueError(f"`min_interval` must be >= 0, got {min_interval!r}")
+        self.run_dir = Path(run_dir)
+        self.experiment = experiment
+        self.registry = registry
+        self.min_interval = float(min_interval)
+        self.budget = float(budget)
+        self.clock = clock
+        self.renders = 0  # pages written
+        self.failures = 0  # renders that failed (logged)
+        self._next: float | None = None  # clock time before which no render starts (None: render now)
+        self._progress: tuple[int, int] | None = None
+
+    def progress(self, done: int, total: int) -> None:
+        """Record ``(done, total)``; render the page when the throttle allows."""
+        self._progress = (int(done), int(total))
+        now = self.clock()
+        if self._next is not None and now < self._next:
+            return
+        self._render(status="running")
+
+    def tee(self, first: Callable[[int, int], None]) -> Callable[[int, int], None]:
+        """A progress callback that calls ``first(done, total)``, then :meth:`progress`."""
+
+        def progress(done: int, total: int) -> None:
+            first(done, total)
+            self.progress(done, total)
+
+        return progress
+
+    def finish(self, status: str, failure: tuple[str, str] | None = None) -> None:
+        """Render the page a last time with the run's final ``status``; record ``failure`` ``(key, error)``.
+
+        Nothing is written when the run never reached its first progress call (e.g. a folder it refused).
+        """
+        if self._progress is None:
+            return
+        if failure is not None:
+            try:
+                when = datetime.now(UTC).isoformat(timespec="seconds")
+                record_failed_unit(self.run_dir, FailedUnit(failure[0], " ".join(failure[1].split()), when))
+            except Exception as e:  # noqa: BLE001 - the page is a convenience: log, never raise
+                logger.warning("could not record the failed unit in %s: %s", self.run_dir, e)
+        # The runner's own run_info.json now holds the final status and unit counts.
+        self._render(status=None if status == "finished" else status, final=True)
+
+    def _render(self, *, status: str | None, final: bool = False) -> None:
+        if not (self.run_dir / "results.db").is_file():
+            return  # the run failed before it made its folder: nothing to show
+        start = self.clock()
+        try:
+            write_run_page(
+                self.run_dir,
+                experiment=self.experiment,
+                registry=self.registry,
+                progress=None if final else self._progress,
+                status=status,
+            )
+            self.renders += 1
+        except KeyboardInterrupt:
+            if not final:
+                raise
+            logger.info("refreshing %s interrupted", self.run_dir / "report.html")
+        except Exception as e:  # noqa: BLE001 - the page is a convenience: log, never raise
+            self.failures += 1
+            log = logger.warning if self.failures == 1 else logger.debug
+            log("could not refresh %s (the run goes on): %s: %s", self.run_dir / "report.html", type(e).__name__, e)
+        finally:
+            elapsed = self.clock() - start
+            self._next = self.clock() + max(self.min_interval, elapsed / self.budget)

@@ -1,0 +1,433 @@
+"""``RUN/report.html``: one self-contained page of a run folder, read from ``results.db`` and ``run_info.json``.
+
+The page shows the experiment, its config with the ``structnets run ... --set`` command that
+reproduces it, progress (units done of those known, failed units with their one-line errors), the
+experiment's own table (``table.md``, paper beside ours), every result row of ``results.db``, every
+figure, and the environment the run had (versions, git commit, machine, device, times, sessions).
+
+Self-contained: the styles are inline, figures are SVG drawn afresh by the experiment's
+``figures()`` (through :func:`structnets.protocol.save_figure`) and embedded as ``data:`` URIs of
+``<img>`` elements, so the file opens offline and loads nothing; a Content-Security-Policy forbids
+scripts and every fetch. When the experiment cannot draw its figures from the results (an unfinished
+run), the PNGs already in ``figures/`` are embedded instead, and the page says so. Every value from
+the run folder goes through Jinja2's autoescaping.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import logging
+import math
+import os
+import shlex
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import _markdown
+from ._render import number, render
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["REPORT_HTML", "FailedUnit", "render_run_page", "write_run_page"]
+
+REPORT_HTML = "report.html"
+"""The page's file name inside a run folder."""
+
+FAILED_UNITS = "failed_units.json"
+"""Failed units recorded by ``structnets run`` (key, one-line error, time), shown until they finish."""
+
+
+@dataclass(frozen=True)
+class FailedUnit:
+    """A unit whose ``run_unit`` raised: its key, the one-line error and when it was seen (ISO 8601 UTC)."""
+
+    key: str
+    error: str
+    time: str = ""
+
+
+@dataclass(frozen=True)
+class _Figure:
+    title: str
+    alt: str
+    src: str  # a data: URI
+    source: str  # what was embedded, e.g. "SVG" or "PNG from figures/"
+    name: str
+
+
+@dataclass
+class _Page:
+    experiment: str
+    description: str
+    run_dir: str
+    status: str
+    done: int
+    total: int | None
+    failed: list[FailedUnit]
+    missing: int | None
+    config: list[tuple[str, str]]
+    command: str
+    command_note: str
+    table: list[_markdown.Block]
+    table_note: str
+    columns: list[str]
+    rows: list[list[str]]
+    figures: list[_Figure]
+    figure_note: str
+    environment: list[tuple[str, str]]
+    sessions: list[dict[str, str]]
+    generated: str
+    anchors: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _one_line(text: Any, limit: int = 400) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _read_info(run_dir: Path) -> dict[str, Any]:
+    try:
+        info = json.loads((run_dir / "run_info.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def read_failed_units(run_dir: Path) -> list[FailedUnit]:
+    """The failed units ``structnets run`` recorded in ``run_dir`` (an unreadable record counts as none)."""
+    try:
+        raw = json.loads((Path(run_dir) / FAILED_UNITS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(raw, list):
+        return []
+    return [
+        FailedUnit(str(r.get("key", "")), _one_line(r.get("error", "")), str(r.get("time", "")))
+        for r in raw
+        if isinstance(r, dict) and r.get("key")
+    ]
+
+
+def record_failed_unit(run_dir: Path, failure: FailedUnit) -> None:
+    """Add ``failure`` to ``run_dir/failed_units.json`` (atomically; an older entry of its key is replaced)."""
+    from .. import atomic_io
+
+    kept = [f for f in read_failed_units(run_dir) if f.key != failure.key]
+    kept.append(failure)
+    atomic_io.write_json(Path(run_dir) / FAILED_UNITS, [dataclasses.asdict(f) for f in kept[-100:]])
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, allow_nan=True)
+
+
+def _normal(value: Any) -> Any:
+    return json.loads(json.dumps(value, allow_nan=True))
+
+
+def reproduce_command(experiment: Any, config: Any, run_dir: str) -> tuple[str, str]:
+    """The ``structnets run`` command that gives ``config``: the preset it differs least from, plus ``--set``.
+
+    Returns:
+        ``(command, note)``: the note names any field that ``--set`` cannot write (empty if none).
+    """
+    from ..runner import config_to_json, parse_overrides
+    from ..runner.config import format_value
+
+    stored = _normal(config_to_json(config))
+    config_class = experiment.config_class
+    candidates: list[tuple[list[str], dict[str, Any]]] = []
+    quick = getattr(config_class, "quick", None)
+    for flags, make in ((["--quick"], quick), ([], config_class)):
+        if make is None:
+            continue
+        try:
+            preset = _normal(config_to_json(make()))
+        except Exception:  # noqa: BLE001 - a preset that cannot be built is not a candidate
+            continue
+        candidates.append((flags, preset))
+    best: tuple[int, list[str], list[str], list[str]] | None = None
+    for flags, preset in candidates:
+        sets: list[str] = []
+        bad: list[str] = []
+        for key in sorted(stored):
+            if key in preset and preset[key] == stored[key]:
+                continue
+            assignment = f"{key}={format_value(stored[key])}"
+            try:
+                parsed = parse_overrides(config_class, [assignment])[key]
+                ok = _normal(parsed) == stored[key]
+            except (ValueError, TypeError):
+                ok = False
+            (sets if ok else bad).append(assignment if ok else key)
+        score = len(sets) + 100 * len(bad)
+        if best is None or score < best[0]:
+            best = (score, flags, sets, bad)
+    parts = ["structnets", "run", experiment.name]
+    note = ""
+    if best is None:
+        note = "no preset of this config class could be built; every field is listed above"
+    else:
+        _, flags, sets, bad = best
+        parts += flags
+        if sets:
+            parts += ["--set", *sets]
+        if bad:
+            note = "--set cannot write " + ", ".join(bad) + " exactly; their stored values are listed above"
+    parts += ["--out", run_dir]
+    return " ".join(shlex.quote(p) for p in parts), note
+
+
+def _environment(info: Mapping[str, Any], config: Any) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    versions = info.get("versions")
+    if isinstance(versions, dict):
+        rows += [(str(name), "not installed" if v is None else str(v)) for name, v in versions.items()]
+    git = info.get("git")
+    if isinstance(git, dict) and git.get("commit"):
+        rows.append(("git commit", f"{git['commit']}" + (" (uncommitted changes)" if git.get("dirty") else "")))
+    device = getattr(config, "device", None)
+    rows.append(("device", str(device) if device is not None else "cpu (the experiment has no device field)"))
+    for key in ("backend", "jobs", "gpus_per_unit"):
+        if info.get(key) is not None:
+            rows.append((key.replace("_", " "), str(info[key])))
+    machine = info.get("machine")
+    if isinstance(machine, dict):
+        for key in ("hostname", "platform", "processor", "cpu_count", "cpus_available"):
+            if machine.get(key) is not None:
+                rows.append((key.replace("_", " "), str(machine[key])))
+        memory = machine.get("memory_bytes")
+        if isinstance(memory, int | float):
+            rows.append(("memory", f"{memory / 2**30:.1f} GiB"))
+    for key in ("started", "finished"):
+        if info.get(key):
+            rows.append((f"session {key}", str(info[key])))
+    if isinstance(info.get("wall_s"), int | float):
+        rows.append(("session wall time", f"{info['wall_s']:.1f} s"))
+    if isinstance(info.get("total_wall_s"), int | float):
+        rows.append(("total wall time (all sessions)", f"{info['total_wall_s']:.1f} s"))
+    return rows
+
+
+def _describe(entry: Mapping[str, Any] | None, name: str, experiment: str) -> tuple[str, str]:
+    """A figure's title and alt text from what :func:`save_figure` saw drawn (else its file name)."""
+    fallback = Path(name).stem.replace("_", " ")
+    if not entry:
+        return fallback, f"Figure {fallback} of {experiment}."
+    panels = []
+    for ax in entry.get("axes", []):
+        axis = " against ".join(t for t in (ax.get("ylabel"), ax.get("xlabel")) if t)
+        label = "; ".join(t for t in (ax.get("title"), axis) if t)
+        if label:
+            panels.append(label)
+    titles = [ax.get("title") for ax in entry.get("axes", []) if ax.get("title")]
+    title = entry.get("title") or (titles[0] if len(titles) == 1 else "") or fallback
+    alt = f"Figure {title} of {experiment}"
+    if panels:
+        alt += f", {len(panels)} panel{'s' if len(panels) != 1 else ''}: " + " | ".join(panels)
+    return title, alt + "."
+
+
+def _data_uri(path: Path, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def _figures(experiment: Any, frame: pd.DataFrame, config: Any, run_dir: Path) -> tuple[list[_Figure], str]:
+    """Every figure as SVG, drawn by the experiment now; else the PNGs of ``figures/``, saying so."""
+    from ..protocol import figure_descriptions, figure_format_context
+
+    reason = ""
+    if len(frame):
+        try:
+            with (
+                tempfile.TemporaryDirectory(prefix="structnets-html-") as tmp,
+                figure_format_context("svg"),
+                figure_descriptions() as described,
+                warnings.catch_warnings(),
+            ):
+                warnings.simplefilter("ignore")  # partial figures warn (empty legends); the page is best effort
+                experiment.figures(frame, config, Path(tmp))
+                by_path = {Path(d["path"]).resolve(): d for d in described}
+                files = sorted(p for p in Path(tmp).rglob("*") if p.is_file())
+                out = []
+                for path in files:
+                    mime = {".svg": "image/svg+xml", ".png": "image/png"}.get(path.suffix.lower())
+                    if mime is None:
+                        continue
+                    title, alt = _describe(by_path.get(path.resolve()), path.name, experiment.name)
+                    source = "SVG" if mime == "image/svg+xml" else "PNG (the experiment wrote no SVG)"
+                    out.append(_Figure(title, alt, _data_uri(path, mime), source, path.name))
+                return out, ""
+        except Exception as e:  # noqa: BLE001 - an unfinished run's rows may not make the figures yet
+            reason = (
+                f"the experiment cannot draw its figures from these results ({type(e).__name__}: {_one_line(e, 200)})"
+            )
+            logger.info("%s.figures() for the HTML page: %s", experiment.name, reason)
+    else:
+        reason = "no unit has finished yet"
+    pngs = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").is_dir() else []
+    figures = []
+    for path in pngs:
+        title, alt = _describe(None, path.name, experiment.name)
+        figures.append(
+            _Figure(title, alt, _data_uri(path, "image/png"), "PNG from figures/ (no SVG: see above)", path.name)
+        )
+    if pngs:
+        reason += f"; showing the {len(pngs)} PNG(s) already in figures/ instead (they may predate these results)"
+    return figures, reason
+
+
+def _cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    columns = [str(c) for c in frame.columns]
+    rows = []
+    for values in frame.itertuples(index=False, name=None):
+        row = []
+        for v in values:
+            if hasattr(v, "item") and not isinstance(v, str):
+                v = v.item()
+            if isinstance(v, float) and math.isnan(v):
+                v = None  # a column this row does not have (or a stored NaN: both shown blank)
+            row.append(number(v))
+        rows.append(row)
+    return columns, rows
+
+
+def _table(experiment: Any, frame: pd.DataFrame, config: Any, table: str | None) -> tuple[str, str]:
+    if table is not None:
+        return table, ""
+    try:
+        text = experiment.report(frame, config)
+        if not isinstance(text, str):
+            raise TypeError(f"report() returned {type(text).__name__}, not Markdown text")
+        return text, ""
+    except Exception as e:  # noqa: BLE001 - the table of an unfinished run may need rows that do not exist yet
+        return (
+            "",
+            f"The experiment's table cannot be made from the units finished so far ({type(e).__name__}: {_one_line(e, 200)}).",
+        )
+
+
+def render_run_page(
+    run_dir: str | os.PathLike[str],
+    *,
+    experiment: Any = None,
+    registry: Mapping[str, str] | None = None,
+    table: str | None = None,
+    progress: tuple[int, int] | None = None,
+    status: str | None = None,
+    failed: Sequence[FailedUnit] | None = None,
+) -> str:
+    """The HTML text of ``run_dir``'s page (see the module docstring).
+
+    Args:
+        run_dir: a run folder (finished or not).
+        experiment: the experiment, when the folder cannot name a registered one (as for
+            :func:`structnets.runner.load_results`).
+        registry: the registered experiments; None: the runner's default registry.
+        table: the Markdown of ``table.md`` when the caller has just made it (``structnets report``);
+            None: asked of the experiment now.
+        progress: ``(done, total)`` of a live run (``structnets run``); None: from ``run_info.json``.
+        status: the run's state to show (e.g. ``"running"``); None: from ``run_info.json``.
+        failed: failed units to show; None: those recorded in ``failed_units.json`` and not finished since.
+
+    Returns:
+        The page, one self-contained HTML document.
+
+    Raises:
+        StoreError, CorruptStoreError, UntrustedExperimentError: as :func:`structnets.runner.load_results`
+            (the one-line errors of ``structnets report``).
+        HtmlUnavailableError: Jinja2 is not installed.
+    """
+    from ..runner import load_results
+
+    folder = Path(run_dir)
+    exp, config, frame = load_results(folder, experiment=experiment, registry=registry)
+    info = _read_info(folder)
+    done = len(frame)
+    raw_units = info.get("units")
+    units: dict[str, Any] = raw_units if isinstance(raw_units, dict) else {}
+    total: int | None
+    if progress is not None:
+        done, total = progress
+    elif isinstance(units.get("total"), int):
+        total = max(int(units["total"]), done)
+    else:
+        total = None
+    state = status or str(info.get("status") or "unknown")
+    if state == "finished" and total is not None and done < total:
+        state = "unfinished"
+    finished_keys = set(frame["key"]) if "key" in frame else set()
+    failures = [f for f in (read_failed_units(folder) if failed is None else failed) if f.key not in finished_keys]
+    markdown, table_note = _table(exp, frame, config, table)
+    figures, figure_note = _figures(exp, frame, config, folder)
+    columns, rows = _cells(frame)
+    from ..runner import config_to_json
+
+    config_rows = [(str(k), _json_text(v)) for k, v in config_to_json(config).items()]
+    command, command_note = reproduce_command(exp, config, str(folder))
+    raw_sessions = info.get("sessions")
+    sessions: list[Any] = raw_sessions if isinstance(raw_sessions, list) else []
+    session_rows = [
+        {
+            k: "" if s.get(k) is None else str(s.get(k))
+            for k in ("id", "started", "finished", "status", "backend", "jobs", "host", "units_run")
+        }
+        for s in sessions
+        if isinstance(s, dict)
+    ]
+    page = _Page(
+        experiment=exp.name,
+        description=str(getattr(exp, "description", "")),
+        run_dir=str(folder),
+        status=state,
+        done=done,
+        total=total,
+        failed=failures,
+        missing=None if total is None else max(total - done, 0),
+        config=config_rows,
+        command=command,
+        command_note=command_note,
+        table=_markdown.parse(markdown),
+        table_note=table_note,
+        columns=columns,
+        rows=rows,
+        figures=figures,
+        figure_note=figure_note,
+        environment=_environment(info, config),
+        sessions=session_rows,
+        generated=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    return render("run.html.j2", page=page)
+
+
+def write_run_page(run_dir: str | os.PathLike[str], **options: Any) -> Path:
+    """Write ``run_dir/report.html`` atomically (readers see the old page or the new one); return its path.
+
+    Args:
+        run_dir: the run folder.
+        **options: as :func:`render_run_page`.
+
+    Raises:
+        As :func:`render_run_page`; StoreError: the page cannot be written into ``run_dir``.
+    """
+    from .. import atomic_io
+    from ..runner import StoreError
+
+    html = render_run_page(run_dir, **options)
+    path = Path(run_dir) / REPORT_HTML
+    try:
+        atomic_io.write_text(path, html)
+    except OSError as e:
+        raise StoreError(f"cannot write {path}: {e.strerror or e}; check the permissions of the run folder") from e
+    return path
