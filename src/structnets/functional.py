@@ -384,6 +384,26 @@ def power_estimate(weight: torch.Tensor, vector: torch.Tensor) -> tuple[torch.Te
     return estimate, following
 
 
+def round_operand(tensor: torch.Tensor, operand_dtype: torch.dtype | None) -> torch.Tensor:
+    """Return ``tensor`` as an autocast region hands it to a matmul: cast to ``operand_dtype`` unless float64.
+
+    ``torch.autocast`` casts every floating operand of a matmul, linear or convolution but float64
+    to its dtype, rounding to nearest (``Tensor.to``); a certificate of a forward run under
+    autocast is a certificate of these rounded operands (exact arithmetic on them).
+
+    Args:
+        tensor: a parameter (any dtype).
+        operand_dtype: the autocast dtype (``torch.float16`` / ``torch.bfloat16``), or None for no
+            autocast (the stored values).
+
+    Returns:
+        ``tensor`` itself, or its rounded copy.
+    """
+    if operand_dtype is None or tensor.dtype == torch.float64 or not tensor.is_floating_point():
+        return tensor
+    return tensor.to(operand_dtype)
+
+
 __all__ = [
     "BOUNDS",
     "LAYER_BOUNDS",
@@ -391,6 +411,7 @@ __all__ = [
     "power_estimate",
     "power_iteration",
     "round_down",
+    "round_operand",
     "round_up",
     "spectral_norm_bound",
     "spectral_norm_exact",

@@ -17,88 +17,56 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from fractions import Fraction
 
 import numpy as np
 import torch
 from torch import nn
 
 from .._validation import MAX_STEPS, check_fits_in_memory, check_int, check_real
-from ..functional import spectral_norm_bound
-
-# Certified ℓ₂ Lipschitz constants of elementwise activations (max |σ'|).
-_ACTIVATION_CONSTANTS: dict[type[nn.Module], float] = {
-    nn.ReLU: 1.0,
-    nn.Tanh: 1.0,
-    nn.Sigmoid: 0.25,
-    nn.Identity: 1.0,
-    nn.Flatten: 1.0,
-    nn.Dropout: 1.0,  # identity in eval mode
-    nn.SiLU: 1.0999,  # max σ(x)(1 + x(1 − σ(x))) = 1.09984… at x ≈ 2.3994
-    nn.GELU: 1.1290,  # max Φ(x) + xφ(x) = 1.12899… at x = √2
-}
+from ._certificate_rules import LipschitzBound, certify_model
 
 
 @torch.no_grad()
-def lipschitz_upper_bound(model: nn.Module) -> float:
-    """Return a certified upper bound on the ℓ₂ Lipschitz constant of ``model`` as it computes now.
+def lipschitz_upper_bound(
+    model: nn.Module, *, trust_hooks: bool = False, autocast_dtype: torch.dtype | None = None
+) -> LipschitzBound:
+    """Return a certified upper bound on the ℓ₂ Lipschitz constant of ``model`` as it will compute.
 
-    The certificate is for exact arithmetic on the stored parameters; floating-point evaluation
-    adds a rounding error of order depth × unit round-off (measured in ``docs/lipschitz.md``).
+    The certificate is for exact arithmetic on the operands the forward uses (the stored
+    parameters, or their autocast rounding); floating-point evaluation adds a rounding error of
+    order depth × unit round-off (measured in ``docs/lipschitz.md``). The model is walked call by
+    call: an ``nn.Sequential`` slot by slot (a module at k positions counts k times), every
+    parameter and buffer checked finite *now*, and anything the walk cannot see refused (the rules
+    and why: :mod:`structnets.analysis._certificate_rules`, ``docs/lipschitz.md``).
 
     Args:
         model: an ``nn.Sequential`` (or nested ones) of layers each of which either has a
             ``lipschitz_bound()`` method (the structnets layers), is an ``nn.Linear`` (bound
-            B(W) ≥ ‖W‖₂, certified float64 Gram eigenvalue rounded up), a ``LeakyReLU``
-            (max(1, |slope|)), or one of the activations with a known constant (ReLU, Tanh, ...).
+            B(W) ≥ ‖W‖₂, certified float64 Gram eigenvalue rounded up), a ``Dropout`` (1 in eval
+            mode, 1/(1 − p) in training mode), a ``LeakyReLU`` (max(1, |slope|)), or one of the
+            activations with a known constant (ReLU, Tanh, ...); or ``torch.compile`` of such a model.
+        trust_hooks: certify a model with forward hooks or pre-hooks on the stated assumption that
+            they change no output (each is named in the result's ``assumptions``); by default
+            such a model is refused.
+        autocast_dtype: certify the forward as it runs under ``torch.autocast`` to this dtype
+            (``torch.float16`` or ``torch.bfloat16``): matmul operands rounded to it. None: the
+            dtype of an autocast region active now for the model's device, else no rounding.
 
     Returns:
-        Π over layers of their certified constants, each product rounded up (a float ≥ the true
-        Lipschitz constant of the exact-arithmetic model).
+        a :class:`LipschitzBound` (a float): Π over call positions of their certified constants,
+        each product rounded up, ≥ the true Lipschitz constant of the exact-arithmetic model, with
+        ``assumptions`` (empty unless ``trust_hooks``) and ``operand_dtype``.
 
     Raises:
         TypeError: naming a layer whose Lipschitz constant is unknown.
-        ValueError: naming a layer whose certificate does not hold as it computes now (a
-            ``bound="power"`` layer in training mode, non-finite weights).
+        ValueError: naming the module, hook or tensor where the certificate does not hold as the
+            model computes (a ``bound="power"`` layer in training mode, non-finite parameters or
+            steps, hooks, a forward replaced on the instance, an active torch-function mode, a
+            layer that cannot certify reduced-precision operands under autocast).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
-    return _upper_bound(model, "model")
-
-
-def _upper_bound(module: nn.Module, path: str) -> float:
-    bound_method = getattr(module, "lipschitz_bound", None)
-    if callable(bound_method):
-        try:
-            return float(bound_method())
-        except ValueError as error:
-            raise ValueError(f"layer `{path}` ({type(module).__name__}) has no valid certificate: {error}") from None
-    if isinstance(module, nn.Sequential):
-        product = 1.0
-        for name, layer in module.named_children():
-            product = _multiply_round_up(product, _upper_bound(layer, f"{path}.{name}"))
-        return product
-    if isinstance(module, nn.Linear):
-        if not bool(torch.isfinite(module.weight.detach()).all()):
-            raise ValueError(f"layer `{path}` (Linear) has non-finite weights")
-        return float(spectral_norm_bound(module.weight.detach()))
-    if isinstance(module, nn.LeakyReLU):
-        return max(1.0, abs(module.negative_slope))
-    for kind, constant in _ACTIVATION_CONSTANTS.items():
-        if type(module) is kind:
-            return constant
-    raise TypeError(
-        f"`model` contains a layer `{path}` of type {type(module).__name__} whose Lipschitz constant is "
-        "unknown; give it a `lipschitz_bound()` method"
-    )
-
-
-def _multiply_round_up(a: float, b: float) -> float:
-    """a·b rounded towards +∞ (a rounded-to-nearest product could fall below the exact one)."""
-    product = a * b
-    if math.isfinite(product) and Fraction(product) < Fraction(a) * Fraction(b):
-        product = math.nextafter(product, math.inf)
-    return product
+    return certify_model(model, trust_hooks=trust_hooks, autocast_dtype=autocast_dtype)
 
 
 def jacobian_spectral_norms(model: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor) -> torch.Tensor:
@@ -314,4 +282,10 @@ def _real_array(value: torch.Tensor | np.ndarray, name: str) -> torch.Tensor:
     return tensor
 
 
-__all__ = ["certified_accuracy", "jacobian_spectral_norms", "lipschitz_lower_bound", "lipschitz_upper_bound"]
+__all__ = [
+    "LipschitzBound",
+    "certified_accuracy",
+    "jacobian_spectral_norms",
+    "lipschitz_lower_bound",
+    "lipschitz_upper_bound",
+]

@@ -58,8 +58,19 @@ class CertifiedBound:
     """
 
     def __init__(self, mode: str) -> None:
-        self.mode = check_choice("bound", mode, LAYER_BOUNDS)
         self._cache: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.mode = mode
+
+    @property
+    def mode(self) -> str:
+        """The bound mode, one of :data:`LAYER_BOUNDS`; the layers' public ``bound`` reads and sets this."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        # validated at every assignment: a layer's refusal and its forward read this one value
+        self._mode = check_choice("bound", value, LAYER_BOUNDS)
+        self._cache = None
 
     def reset(self) -> None:
         """Drop the cache (only frees memory: a stale cache can never be used)."""

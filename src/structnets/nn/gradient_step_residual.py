@@ -8,10 +8,61 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_fits_in_memory, check_int, check_real, itemsize_of
-from ..functional import _tau_round_down
+from .._validation import check_choice, check_fits_in_memory, check_int, check_real, itemsize_of
+from ..functional import (
+    LAYER_BOUNDS,
+    _tau_round_down,
+    round_operand,
+    spectral_norm_bound,
+    sqrt_round_up,
+    squared_norm_bound,
+)
 from ._checkpoint import reject_non_finite
 from ._spectral import CertifiedBound, top_right_singular_vector
+
+
+def _up(value: float) -> float:
+    """One step towards +∞: ≥ the exact result of the correctly rounded operation that gave ``value``."""
+    return math.nextafter(value, math.inf) if math.isfinite(value) else value
+
+
+def gradient_step_operand_bound(weight: torch.Tensor, tau: torch.Tensor, operand_dtype: torch.dtype | None) -> float:
+    """Certified ℓ₂ Lipschitz constant of x ↦ x − Cᵀσ(Bx + b) with the operands an autocast region uses.
+
+    Under ``torch.autocast`` the forward ``x + σ(linear(x, W, b)) @ (W·(−τ))`` multiplies
+    B = rnd(W) and C = −rnd(W·(−τ)) (rnd: rounding to ``operand_dtype``), no longer the same
+    matrix, so the Jacobian I − CᵀDB (D = diag(σ') ∈ [0, 1]) is not symmetric. With E = C − τB,
+
+        ‖I − CᵀDB‖₂ ≤ ‖I − τBᵀDB‖₂ + ‖EᵀDB‖₂ ≤ max(1, τ‖B‖₂² − 1) + ‖E‖₂‖B‖₂,
+
+    since τBᵀDB is positive semi-definite with norm ≤ τ‖B‖₂². Every norm is a certified float64
+    bound (:func:`~structnets.functional.squared_norm_bound`); τ·B is exact in float64 (≤ 24 + 11
+    significant bits), and the float64 subtraction's rounding of E is covered by a factor
+    1 + 2u√r + 10⁻¹⁵ (u = 2⁻⁵³, r = min(h, d)). Every float operation is rounded up.
+
+    Args:
+        weight: (h, d) W as stored.
+        tau: 0-d τ in W's dtype, as the forward uses it.
+        operand_dtype: the autocast dtype (float16 or bfloat16); None: B = W, C = τW, E = 0, the
+            bound max(1, τ‖W‖₂² − 1) of the stored operands (1 when τ‖W‖₂² ≤ 2).
+
+    Returns:
+        a float ≥ the Lipschitz constant of the layer with those operands (exact arithmetic).
+    """
+    w = weight.detach()
+    b = round_operand(w, operand_dtype).to(torch.float64)
+    t = float(tau.detach().to(torch.float64))
+    square = float(squared_norm_bound(b, "exact"))
+    first = max(1.0, _up(_up(t * square) - 1.0))
+    if operand_dtype is None:
+        return first
+    c = (-round_operand(w * -tau.detach(), operand_dtype)).to(torch.float64)
+    error = c - t * b
+    rank = min(w.shape)
+    slack = _up(1.0 + _up(2.0 * 2.0**-53 * math.sqrt(rank)) + 1e-15)
+    error_norm = _up(float(spectral_norm_bound(error, "exact")) * slack)
+    b_norm = float(sqrt_round_up(squared_norm_bound(b, "exact"), torch.float64))
+    return _up(first + _up(error_norm * b_norm))
 
 
 class ResidualExport(nn.Module):
@@ -103,12 +154,8 @@ class GradientStepResidual(nn.Module):
         if not isinstance(learnable_step, bool):
             raise TypeError(f"`learnable_step` must be a bool, got {learnable_step!r}")
         self.learnable_step = learnable_step
-        if learnable_step:
-            self.step = check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
-        else:
-            self.step = check_real("step", step, low=0.0, high=2.0)
+        self.step = step
         self._bound = CertifiedBound(bound)
-        self.bound = self._bound.mode
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(self.hidden, self.features, **factory))
         if bias:
@@ -121,6 +168,26 @@ class GradientStepResidual(nn.Module):
             self.register_parameter("step_logit", None)
         self.register_buffer("power_vector", torch.empty(self.features, **factory))
         self.reset_parameters()
+
+    @property
+    def step(self) -> float:
+        """s in [0, 2] (in (0, 2) when learnable: then only θ's initial value); validated when set."""
+        return self._step
+
+    @step.setter
+    def step(self, value: float) -> None:
+        # Checked at every assignment, not only in __init__: τ = s/B² certifies nothing for s > 2.
+        open_ = bool(getattr(self, "learnable_step", False))
+        self._step = check_real("step", value, low=0.0, high=2.0, low_open=open_, high_open=open_)
+
+    @property
+    def bound(self) -> str:
+        """The bound mode (one of ``LAYER_BOUNDS``): the one the forward uses, validated when set."""
+        return self._bound.mode
+
+    @bound.setter
+    def bound(self, value: str) -> None:
+        self._bound.mode = check_choice("bound", value, LAYER_BOUNDS)
 
     def reset_parameters(self) -> None:
         """Initialise W, b like ``nn.Linear(features, hidden)``, θ so that s = ``step``."""
@@ -178,24 +245,42 @@ class GradientStepResidual(nn.Module):
         # Scale the (hidden, features) matrix, not the (batch, features) activations: fewer flops.
         return input + hidden @ (self.weight * -self.tau())
 
-    def lipschitz_bound(self) -> float:
+    @torch.no_grad()
+    def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
         """Certified ℓ₂ Lipschitz constant of the layer as it computes now: 1 (τ‖W‖₂² ≤ 2).
 
         The certificate is for exact arithmetic on the stored W, b and τ (see ``docs/lipschitz.md``
-        for what floating-point evaluation adds).
+        for what floating-point evaluation adds). Everything that enters the forward is checked
+        now, not only at construction: W, b and θ finite, s in its range.
+
+        Args:
+            operand_dtype: certify the forward under ``torch.autocast`` to this dtype (float16 or
+                bfloat16): :func:`gradient_step_operand_bound` of the rounded operands (> 1 by
+                the rounding, e.g. ≈ 1.02 in bfloat16).
 
         Raises:
             ValueError: in ``bound="power"`` training mode, where forward passes use the power
-                estimate (uncertified; call ``eval()`` first), or when W has non-finite entries.
+                estimate (uncertified; call ``eval()`` first), or when W, b or θ have non-finite
+                entries, or s lies outside its range.
         """
         if self.bound == "power" and self.training:
             raise ValueError(
                 "GradientStepResidual with bound='power' is in training mode, where its step uses an "
                 "uncertified power-iteration estimate; call .eval() before asking for its certificate"
             )
-        if not bool(torch.isfinite(self.weight.detach()).all()):
-            raise ValueError("GradientStepResidual `weight` has non-finite entries: the layer computes NaN")
-        return 1.0
+        self._check_certifiable()
+        if operand_dtype is None or self.weight.dtype == torch.float64:
+            return 1.0
+        return gradient_step_operand_bound(self.weight, self.tau(), operand_dtype)
+
+    def _check_certifiable(self) -> None:
+        """Refuse (ValueError) when something the forward uses is non-finite or out of range."""
+        for name in ("weight", "bias", "step_logit"):
+            tensor = getattr(self, name)
+            if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
+                raise ValueError(f"GradientStepResidual `{name}` has non-finite entries: the layer computes NaN")
+        if self.step_logit is None:
+            check_real("step", self.step, low=0.0, high=2.0)  # also catches a `_step` set behind the setter
 
     @torch.no_grad()
     def export(self) -> ResidualExport:
@@ -234,4 +319,4 @@ class GradientStepResidual(nn.Module):
         )
 
 
-__all__ = ["GradientStepResidual", "ResidualExport"]
+__all__ = ["GradientStepResidual", "ResidualExport", "gradient_step_operand_bound"]

@@ -61,8 +61,8 @@ class MaxMin(nn.Module):
             out = torch.cat((out, input[..., -1:]), dim=-1)
         return out
 
-    def lipschitz_bound(self) -> float:
-        """Certified ℓ₂ Lipschitz constant: 1 (a permutation on each region)."""
+    def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
+        """Certified ℓ₂ Lipschitz constant: 1 (a permutation on each region; no operand to round)."""
         return 1.0
 
     def export(self, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> ResidualExport:

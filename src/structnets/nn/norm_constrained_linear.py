@@ -8,7 +8,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_fits_in_memory, check_int, itemsize_of
+from .._validation import check_choice, check_fits_in_memory, check_int, itemsize_of
+from ..functional import LAYER_BOUNDS, round_operand, spectral_norm_bound
 from ._affine import linear_from_dense
 from ._checkpoint import reject_non_finite
 from ._spectral import CertifiedBound, top_right_singular_vector
@@ -67,7 +68,6 @@ class NormConstrainedLinear(nn.Module):
         if not isinstance(bias, bool):
             raise TypeError(f"`bias` must be a bool, got {bias!r}")
         self._bound = CertifiedBound(bound)
-        self.bound = self._bound.mode
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_features, self.in_features, **factory))
         if bias:
@@ -76,6 +76,15 @@ class NormConstrainedLinear(nn.Module):
             self.register_parameter("bias", None)
         self.register_buffer("power_vector", torch.empty(self.in_features, **factory))
         self.reset_parameters()
+
+    @property
+    def bound(self) -> str:
+        """The bound mode (one of ``LAYER_BOUNDS``): the one the forward uses, validated when set."""
+        return self._bound.mode
+
+    @bound.setter
+    def bound(self, value: str) -> None:
+        self._bound.mode = check_choice("bound", value, LAYER_BOUNDS)
 
     def reset_parameters(self) -> None:
         """Initialise V and b as ``nn.Linear`` does (then A = V / max(1, B(V)))."""
@@ -107,22 +116,31 @@ class NormConstrainedLinear(nn.Module):
         return nn.functional.linear(input, self.to_dense(), self.bias)
 
     @torch.no_grad()
-    def lipschitz_bound(self) -> float:
+    def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
         """Certified ℓ₂ Lipschitz constant of the layer as it computes now: min(1, B(V)) ≥ ‖A‖₂.
 
         Exact arithmetic on the stored V and the rounded-up B: ‖V‖₂/max(1, B) ≤ min(1, B).
 
+        Args:
+            operand_dtype: certify the forward under ``torch.autocast`` to this dtype: the
+                certified norm of A rounded to it (may exceed 1 by the rounding).
+
         Raises:
             ValueError: in ``bound="power"`` training mode (uncertified; call ``eval()`` first), or
-                when V has non-finite entries.
+                when V or b has non-finite entries.
         """
         if self.bound == "power" and self.training:
             raise ValueError(
                 "NormConstrainedLinear with bound='power' is in training mode, where its scale uses an "
                 "uncertified power-iteration estimate; call .eval() before asking for its certificate"
             )
-        if not bool(torch.isfinite(self.raw_weight).all()):
-            raise ValueError("NormConstrainedLinear `raw_weight` has non-finite entries: the layer computes NaN")
+        for name in ("raw_weight", "bias"):
+            tensor = getattr(self, name)
+            if tensor is not None and not bool(torch.isfinite(tensor).all()):
+                raise ValueError(f"NormConstrainedLinear `{name}` has non-finite entries: the layer computes NaN")
+        if operand_dtype is not None and self.raw_weight.dtype != torch.float64:
+            applied = round_operand(self.to_dense(), operand_dtype).to(torch.float64)
+            return float(spectral_norm_bound(applied, "exact"))
         # B may be +inf (float16 overflow): then A = 0 and the constant is min(1, inf) = 1.
         return min(1.0, float(self._bound.certified(self.raw_weight)))
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from .._validation import check_fits_in_memory, check_int, itemsize_of
-from ..functional import spectral_norm_bound, sqrt_round_up, squared_norm_bound
+from ..functional import round_operand, spectral_norm_bound, sqrt_round_up, squared_norm_bound
 from ._affine import linear_from_dense
 from ._checkpoint import reject_non_finite
 
@@ -144,15 +144,21 @@ class OrthogonalLinear(nn.Module):
         return nn.functional.linear(input, self.to_dense(), self.bias)
 
     @torch.no_grad()
-    def lipschitz_bound(self) -> float:
+    def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
         """Certified ℓ₂ Lipschitz constant: B(A) ≥ ‖A‖₂ on the stored applied matrix (≤ 1).
 
+        Args:
+            operand_dtype: certify the forward under ``torch.autocast`` to this dtype: B of A
+                rounded to it (may exceed 1 by the rounding).
+
         Raises:
-            ValueError: when V has non-finite entries (there is no certificate to give).
+            ValueError: when V or b has non-finite entries (there is no certificate to give).
         """
-        if not bool(torch.isfinite(self.raw_weight).all()):
-            raise ValueError("`raw_weight` has non-finite values: no certificate")
-        return float(spectral_norm_bound(self.to_dense().to(torch.float64), "exact"))
+        for name in ("raw_weight", "bias"):
+            tensor = getattr(self, name)
+            if tensor is not None and not bool(torch.isfinite(tensor).all()):
+                raise ValueError(f"OrthogonalLinear `{name}` has non-finite values: no certificate")
+        return float(spectral_norm_bound(round_operand(self.to_dense(), operand_dtype).to(torch.float64), "exact"))
 
     @torch.no_grad()
     def to_linear(self) -> nn.Linear:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..functional import power_iteration, spectral_norm_bound
-from .gradient_step_residual import GradientStepResidual
+from ..functional import power_iteration
+from .gradient_step_residual import GradientStepResidual, gradient_step_operand_bound
 
 
 class PowerClampedResidual(GradientStepResidual):
@@ -43,10 +43,21 @@ class PowerClampedResidual(GradientStepResidual):
         return torch.linalg.vector_norm(self.weight @ self.power_vector.clone())
 
     @torch.no_grad()
-    def lipschitz_bound(self) -> float:
-        """max(1, τ·B² − 1), B ≥ ‖W‖₂ certified and τ the no-gradient step: a certified ℓ₂ Lipschitz bound for it."""
-        sigma = float(spectral_norm_bound(self.weight.detach()))
-        return max(1.0, float(self.tau()) * sigma**2 - 1.0)
+    def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
+        """max(1, τ·B² − 1), B ≥ ‖W‖₂ certified and τ the no-gradient step: a certified ℓ₂ Lipschitz bound for it.
+
+        With ``operand_dtype`` (an autocast region): :func:`gradient_step_operand_bound` of the
+        rounded operands. Refused (ValueError) in ``bound="power"`` training mode, where the
+        forward's step follows the moving power estimate, and when W, b or θ are non-finite or s
+        is out of range.
+        """
+        if self.bound == "power" and self.training:
+            raise ValueError(
+                "PowerClampedResidual with bound='power' is in training mode, where its step follows the "
+                "moving power-iteration estimate; call .eval() before asking for its certificate"
+            )
+        self._check_certifiable()
+        return gradient_step_operand_bound(self.weight, self.tau(), operand_dtype)
 
 
 __all__ = ["PowerClampedResidual"]

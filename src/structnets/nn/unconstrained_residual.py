@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from torch import nn
 
 from .._validation import check_fits_in_memory, check_int, itemsize_of
-from ..functional import spectral_norm_bound
+from ..functional import round_operand, spectral_norm_bound
 
 
 class UnconstrainedResidual(nn.Module):
@@ -67,11 +68,33 @@ class UnconstrainedResidual(nn.Module):
         return input + self.outer(torch.relu(self.inner(input)))
 
     @torch.no_grad()
-    def lipschitz_bound(self) -> float:
-        """Certified bound 1 + ‖U‖₂‖W‖₂ (triangle inequality, ReLU 1-Lipschitz)."""
-        return 1.0 + float(
-            spectral_norm_bound(self.outer.weight.detach()) * spectral_norm_bound(self.inner.weight.detach())
-        )
+    def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
+        """Certified bound 1 + ‖U‖₂‖W‖₂ (triangle inequality, ReLU 1-Lipschitz), rounded up.
+
+        Args:
+            operand_dtype: certify the forward under ``torch.autocast`` to this dtype (U and W
+                rounded to it).
+
+        Raises:
+            ValueError: ``inner`` or ``outer`` replaced by something other than a plain
+                ``nn.Linear`` (the bound reads their weights), or non-finite weights.
+        """
+        for name in ("inner", "outer"):
+            part = getattr(self, name)
+            if not isinstance(part, nn.Linear) or type(part).forward is not nn.Linear.forward:
+                raise ValueError(
+                    f"UnconstrainedResidual `{name}` must be a plain nn.Linear for its bound, got {type(part).__name__}"
+                )
+            if not bool(torch.isfinite(part.weight).all()):
+                raise ValueError(f"UnconstrainedResidual `{name}.weight` has non-finite entries")
+        norms = [
+            float(spectral_norm_bound(round_operand(part.weight.detach(), operand_dtype).to(torch.float64)))
+            for part in (self.outer, self.inner)
+        ]
+        product = norms[0] * norms[1]
+        product = math.nextafter(product, math.inf) if math.isfinite(product) else product
+        total = 1.0 + product
+        return math.nextafter(total, math.inf) if math.isfinite(total) else total
 
     def extra_repr(self) -> str:
         return f"features={self.features}, hidden={self.hidden}"
