@@ -19,7 +19,7 @@ from scipy import stats
 from ..analysis import minimax_exponent
 from ..analysis.rates import relu_depth_cap_exponent, relu_estimation_exponent
 from . import rules
-from .evidence import NOT_REPRODUCED, OPTIMISATION_LIMITED, REFUTED, REPRODUCED, Claim, Evidence, not_tested
+from .evidence import NOT_REPRODUCED, OPTIMISATION_LIMITED, REPRODUCED, Claim, Evidence, not_tested
 
 PAPER = "smoothness adaptivity (002)"
 SMOOTH = ("tanh", "gelu", "silu")
@@ -320,40 +320,54 @@ def _separation(results: pd.DataFrame, config: Any) -> Evidence:
 
 
 def _constant_depth(results: pd.DataFrame, config: Any) -> Evidence:
-    from ..experiments.smooth_constant_depth.report import TOLERANCE, cell_slopes
+    from ..experiments.smooth_constant_depth.report import TOLERANCE, cell_slopes, rate_holds
 
     if results.empty or "bound" not in results.columns:
         return not_tested("no construction units")
     held = int((results["error"] <= results["bound"]).sum())
-    cells, rate_ok, flat, parts = 0, 0, 0, []
+    cells, rate_ok, parts = 0, 0, []
+    slopes, rates, bounded, one_depth = [], [], [], []
     for (target, activation), group in results.groupby(["target", "activation"], sort=True):
         d, s = int(group["d"].iloc[0]), float(group["s"].iloc[0])
         if group["K"].nunique() < 2:
             continue
-        slope = cell_slopes(group)["Kd_upper"]
+        fit = cell_slopes(group)
+        slope = fit["N_upper"]
         cells += 1
-        # The report's per-cell verdict: rate within TOLERANCE, error ≤ bound at every K, one depth.
         ok = (
-            abs(slope + s / d) <= TOLERANCE * s / d
-            and bool((group["error"] <= group["bound"]).all())
-            and group["depth"].nunique() == 1
+            rate_holds(slope, s, d) and bool((group["error"] <= group["bound"]).all()) and group["depth"].nunique() == 1
         )
         rate_ok += int(ok)
-        flat += int(not slope < 0)
-        parts.append(f"{target} {activation}: {slope:.2f} vs {-s / d:.2f}{'' if ok else ' (not reproduced)'}")
+        slopes.append(slope)
+        rates.append(-s / d)
+        bounded.append(bool((group["error"] <= group["bound"]).all()))
+        one_depth.append(group["depth"].nunique() == 1)
+        parts.append(
+            f"{target} {activation}: {slope:.2f} vs {-s / d:.2f} (in K^d {fit['Kd_upper']:.2f})"
+            + ("" if ok else " (not reproduced)")
+        )
     if not cells:
         return not_tested("no cell with two or more K")
-    verdict = REPRODUCED if rate_ok == cells else REFUTED if flat else NOT_REPRODUCED
+    rate = np.array(rates)
+    decided, slower = rules.upper_bound_rate(
+        np.array(slopes), 0.0, 1.0, rate, np.zeros(cells, dtype=bool), tolerance=TOLERANCE * np.abs(rate)
+    )
+    verdict = str(decided)
+    if verdict == REPRODUCED and not (all(bounded) and all(one_depth)):
+        verdict = NOT_REPRODUCED
     depths = sorted({int(v) for v in results["depth"]})
+    dims = sorted({int(v) for v in results["d"]})
     return Evidence(
-        f"error ≤ bound in {held} of {len(results)} units; {rate_ok} of {cells} cells reproduced, at depth {depths} "
-        "(weight layers); slope in K^d: " + "; ".join(parts),
+        f"d ∈ {dims}; error ≤ our bound in {held} of {len(results)} units; {rate_ok} of {cells} cells reproduced, "
+        f"at depth {depths} (weight layers); slope in N over the larger half of K: " + "; ".join(parts),
         verdict,
-        "per (target, activation) cell, the smooth-constant-depth report's verdict: the explicit construction's "
-        f"log–log slope of sup error in K^d over the larger half of K (the rate in N once N ∝ K^d) within "
-        f"{TOLERANCE:.0%} of −s/d, its error never above its computed bound, at one depth; every cell reproduced "
-        "reproduced; the error not falling with K in some cell (slope ≥ 0) refuted; else not reproduced (an error "
-        "above our computed bound says our bound's constants are wrong, not the paper's rate)",
+        "upper-bound rate of an exact construction (whose bound: the theorem's rate; the error is also checked "
+        "against structnets' own computed bound T + G + ρ, not a number of the paper): per (target, activation) "
+        "cell, the least-squares slope of log sup error in log N (every weight and bias of the dense layers) over "
+        f"the larger half of K, as the smooth-constant-depth report: at most −s/d + {TOLERANCE:.0%} of s/d in "
+        "every cell, the error never above our bound and one depth per cell reproduced; a cell slower than that "
+        "refuted (a construction has no optimiser to blame); the rate met but an error above our bound or two "
+        "depths not reproduced (our bound's constants, not the paper's rate, are then wrong)",
         len(results),
     )
 
