@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from .evidence import CONSISTENT, NOT_REPRODUCED, OPTIMISATION_LIMITED, REFUTED, REPRODUCED
@@ -61,7 +62,7 @@ def _verdicts(shape: tuple[int, ...], fill: str) -> np.ndarray:
     return np.full(shape, fill, dtype=object)
 
 
-def holm(p: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+def holm(p: ArrayLike, alpha: float = ALPHA) -> np.ndarray:
     """Holm's step-down rejections of the hypotheses on the last axis at family-wise level ``alpha``.
 
     With the m p-values sorted, p₍₁₎ ≤ … ≤ p₍ₘ₎, reject H₍₁₎ … H₍ₖ₎ for the largest k such that
@@ -97,7 +98,7 @@ class SlopeTest:
     df: np.ndarray
 
 
-def ols_slope(x: np.ndarray, y: np.ndarray) -> SlopeTest:
+def ols_slope(x: ArrayLike, y: ArrayLike) -> SlopeTest:
     """Least-squares slope of y on x, its standard error s/√Σ(x − x̄)² and n − 2 degrees of freedom.
 
     For a rate, pass logarithms: ``ols_slope(np.log(n), np.log(error))``. Replicates (several y at one
@@ -128,19 +129,19 @@ def _t_sf(t: np.ndarray, df: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(t), 0.5, stats.t.sf(t, np.maximum(np.asarray(df, dtype=float), 1.0)))
 
 
-def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _ratio(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(a, dtype=float) / np.asarray(b, dtype=float)
 
 
 def upper_bound_rate(
-    slope: np.ndarray,
-    se: np.ndarray,
-    df: np.ndarray,
-    rate: np.ndarray,
-    limited: np.ndarray,
+    slope: ArrayLike,
+    se: ArrayLike,
+    df: ArrayLike,
+    rate: ArrayLike,
+    limited: ArrayLike,
     *,
-    tolerance: np.ndarray | float = 0.0,
+    tolerance: ArrayLike = 0.0,
     alpha: float = ALPHA,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decide an upper-bound rate, error = O(x^rate) (rate < 0: the error falls at least this fast).
@@ -185,7 +186,7 @@ def upper_bound_rate(
     return out, slower
 
 
-def lower_bound(violated: np.ndarray, contrast: np.ndarray) -> np.ndarray:
+def lower_bound(violated: ArrayLike, contrast: ArrayLike) -> np.ndarray:
     """Decide a lower bound (a cap the bounded class cannot beat) from per-cell contrasts.
 
     A lower bound on the error can only be *consistent* with measurements of the bounded class
@@ -210,10 +211,10 @@ def lower_bound(violated: np.ndarray, contrast: np.ndarray) -> np.ndarray:
 
 
 def predicted_exponent(
-    slope: np.ndarray,
-    se: np.ndarray,
-    df: np.ndarray,
-    predicted: np.ndarray,
+    slope: ArrayLike,
+    se: ArrayLike,
+    df: ArrayLike,
+    predicted: ArrayLike,
     *,
     tolerance: float = EXPONENT_TOLERANCE,
     alpha: float = ALPHA,
@@ -251,7 +252,7 @@ def predicted_exponent(
     return out, inside, outside
 
 
-def nadeau_bengio_se(differences: np.ndarray, n_train: float, n_test: float) -> np.ndarray:
+def nadeau_bengio_se(differences: ArrayLike, n_train: float, n_test: float) -> np.ndarray:
     """The corrected standard error of the mean of J cross-validation differences (Nadeau–Bengio).
 
     Folds share training data, so their differences are correlated and σ²/J understates the
@@ -274,7 +275,7 @@ def nadeau_bengio_se(differences: np.ndarray, n_train: float, n_test: float) -> 
     return np.sqrt((1.0 / j + n_test / n_train) * differences.var(axis=-1, ddof=1))
 
 
-def _bounds(differences: np.ndarray, n_train: float, n_test: float, level: float) -> tuple[np.ndarray, np.ndarray]:
+def _bounds(differences: ArrayLike, n_train: float, n_test: float, level: float) -> tuple[np.ndarray, np.ndarray]:
     differences = np.asarray(differences, dtype=float)
     mean = differences.mean(axis=-1)
     se = nadeau_bengio_se(differences, n_train, n_test)
@@ -283,7 +284,7 @@ def _bounds(differences: np.ndarray, n_train: float, n_test: float, level: float
 
 
 def non_inferiority(
-    differences: np.ndarray, margin: float, *, n_train: float, n_test: float, alpha: float = ALPHA
+    differences: ArrayLike, margin: float, *, n_train: float, n_test: float, alpha: float = ALPHA
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Decide "A is not worse than B" from CV differences A − B (oriented: positive is A better).
 
@@ -311,7 +312,7 @@ def non_inferiority(
 
 
 def superiority(
-    differences: np.ndarray, margin: float, *, n_train: float, n_test: float, alpha: float = ALPHA
+    differences: ArrayLike, margin: float, *, n_train: float, n_test: float, alpha: float = ALPHA
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Decide "A is significantly better than B" from CV differences A − B (positive: A better).
 
@@ -392,7 +393,7 @@ def van_elteren(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> StratifiedT
     return StratifiedTest(z, 2 * stats.norm.sf(np.abs(z)), np.stack(effects, axis=-1), np.stack(zs, axis=-1))
 
 
-def stratified_exact(success_a: np.ndarray, n_a: np.ndarray, success_b: np.ndarray, n_b: np.ndarray) -> StratifiedTest:
+def stratified_exact(success_a: ArrayLike, n_a: ArrayLike, success_b: ArrayLike, n_b: ArrayLike) -> StratifiedTest:
     """Exact stratified (Mantel–Haenszel conditional) test of success counts, A against B.
 
     Given every stratum's margins, A's successes X_k are hypergeometric under H₀ (no difference in
@@ -471,7 +472,7 @@ def across_cells(test: StratifiedTest, *, claimed_sign: int, alpha: float = ALPH
 
 
 def performance_ratio(
-    ratios: np.ndarray, claimed: float, *, alpha: float = ALPHA, exact: bool = False
+    ratios: ArrayLike, claimed: float, *, alpha: float = ALPHA, exact: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Decide a performance claim "ratio ≤ claimed" (e.g. time or memory of A over B).
 
@@ -514,7 +515,7 @@ def enough_seeds(seeds: int, minimum: int = MIN_SEEDS) -> bool:
     return int(seeds) >= minimum
 
 
-def still_falling(x: np.ndarray, y: np.ndarray, *, alpha: float = ALPHA) -> tuple[bool, float]:
+def still_falling(x: ArrayLike, y: ArrayLike, *, alpha: float = ALPHA) -> tuple[bool, float]:
     """Whether an error still falls over the upper half of its grid (a density claim, no rate).
 
     "last < first" passes a curve that stopped falling long ago. Here, over the upper half of the
