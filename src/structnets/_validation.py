@@ -93,6 +93,45 @@ def check_bool(name: str, value: Any) -> bool:
     raise TypeError(f"`{name}` must be a bool, got {value!r} ({type(value).__name__})")
 
 
+def check_float_dtype(name: str, value: Any) -> Any:
+    """Return ``value`` if it is a real floating-point ``torch.dtype``, else raise ``TypeError`` naming ``name``."""
+    import torch
+
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise TypeError(f"`{name}` must be a real floating-point torch.dtype (e.g. torch.float64), got {value!r}")
+    return value
+
+
+def check_generator(name: str, value: Any) -> Any:
+    """Return ``value`` if it is a ``torch.Generator``, else raise ``TypeError`` naming ``name``.
+
+    A seed (an int) or a NumPy generator is refused rather than converted: the caller owns the
+    generator's state, and a silently made one would not advance theirs.
+    """
+    import torch
+
+    if not isinstance(value, torch.Generator):
+        raise TypeError(f"`{name}` must be a torch.Generator, got {value!r:.80} ({type(value).__name__})")
+    return value
+
+
+def check_names(name: str, value: Any, choices: tuple[str, ...] | list[str]) -> list[str]:
+    """Return ``value`` as a non-empty list of names from ``choices``, else raise naming ``name`` (and the entry).
+
+    A bare string is refused: iterating ``"tanh"`` would give the names ``"t"``, ``"a"``, ...
+    """
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"`{name}` must be a list of names from {sorted(choices)}, got {value!r:.80} ({type(value).__name__})"
+        )
+    if not value:
+        raise ValueError(f"`{name}` must hold at least one name from {sorted(choices)}, got {value!r}")
+    for index, entry in enumerate(value):
+        if not isinstance(entry, str) or entry not in choices:
+            raise ValueError(f"`{name}[{index}]` must be one of {sorted(choices)}, got {entry!r:.80}")
+    return list(value)
+
+
 def memory_bytes() -> int:
     """Physical memory of this machine in bytes (2⁴⁰ where the OS does not say)."""
     import os

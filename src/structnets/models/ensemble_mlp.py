@@ -33,7 +33,16 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._validation import check_int, check_real
+from .._validation import (
+    MAX_LAYERS,
+    check_fits_in_memory,
+    check_float_dtype,
+    check_generator,
+    check_int,
+    check_names,
+    check_real,
+    itemsize_of,
+)
 
 ACTIVATION_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": torch.relu,
@@ -198,13 +207,20 @@ class EnsembleMLP:
     """E independent MLPs d → width × (depth − 1) → 1 with a flat (E, P) parameter matrix.
 
     Args:
-        activations: E activation names (relu, tanh, gelu, silu), one per member.
-        d: input dimension; width: hidden width; depth: number of weight layers (≥ 2).
+        activations: E ≥ 1 activation names (relu, tanh, gelu, silu), one per member (a list or tuple).
+        d: input dimension; width: hidden width; depth: number of weight layers (2 ≤ depth ≤ 100,000);
+            E·P parameters (P = d·w + w + (depth − 2)(w² + w) + w + 1) must fit in memory.
         generator: seeds the initialisation U(±1/√fan_in) of weights and biases (PyTorch's
             default), except the first layer, drawn from U(±input_scale/√d).
         input_scale: first-layer initialisation scale (≥ 1 starts units that already vary on
             the scale of high-frequency targets, cf. random Fourier features).
-        dtype: parameter dtype.
+        dtype: parameter dtype, a real floating-point ``torch.dtype``.
+
+    Raises:
+        TypeError: ``activations`` is not a list/tuple of names, ``generator`` is not a
+            ``torch.Generator`` (it is required), ``dtype`` is not a floating dtype, or a size is not an int.
+        ValueError: an unknown or missing activation name, a size out of range, or a network whose
+            parameters cannot fit in memory; each message names the argument.
 
     Attributes:
         x: (E, P) initial parameters in the internal member order; per layer l, W_l row-major as
@@ -225,16 +241,22 @@ class EnsembleMLP:
         input_scale: float = 1.0,
         dtype: torch.dtype = torch.float64,
     ) -> None:
-        for name in activations:
-            if name not in ACTIVATION_FUNCTIONS:
-                raise ValueError(f"`activations` must be among {sorted(ACTIVATION_FUNCTIONS)}, got {name!r}")
+        activations = check_names("activations", activations, tuple(ACTIVATION_FUNCTIONS))
         d = check_int("d", d, low=1)
         width = check_int("width", width, low=1)
-        depth = check_int("depth", depth, low=2)
+        depth = check_int("depth", depth, low=2, high=MAX_LAYERS)
+        generator = check_generator("generator", generator)
         input_scale = check_real("input_scale", input_scale, low=0.0, low_open=True)
+        dtype = check_float_dtype("dtype", dtype)
         E = len(activations)
-        if E == 0:
-            raise ValueError("`activations` must name at least one member, got []")
+        # Counted in Python ints before anything is drawn: a huge d or width must not reach torch.rand.
+        parameters = d * width + width + (depth - 2) * (width * width + width) + width + 1
+        check_fits_in_memory(
+            f"`d`={d}, `width`={width}, `depth`={depth} for {E} members",
+            E * parameters,
+            itemsize=max(8, itemsize_of(dtype)),  # drawn in float64, then cast
+            what="parameters",
+        )
         sizes = [d] + [width] * (depth - 1) + [1]
         self.shapes: list[tuple[int, ...]] = []
         chunks = []
