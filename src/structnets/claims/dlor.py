@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import rules
 from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED, Claim, Evidence, not_tested, rows
 
 PAPER = "DLoR (001)"
@@ -61,11 +62,21 @@ def _blind_spot(results: pd.DataFrame, config: Any) -> Evidence:
     )
 
 
+def _seed_values(row: Any, key: str) -> np.ndarray:
+    raw = json.loads(row[key]) if isinstance(row[key], str) else row[key]
+    return np.array([np.inf if v is None else float(v) for v in raw], dtype=float)
+
+
 def _sawtooth_claim(column: str, what: str):
+    claimed_sign = 1 if column == "success" else -1  # more successes; lower MSE, fewer epochs
+
     def evaluate(results: pd.DataFrame, config: Any) -> Evidence:
         from ..experiments.dlor_sawtooth import cell_comparisons
+        from ..experiments.dlor_sawtooth.config import deep_depths
+        from ..experiments.dlor_sawtooth.stats import stage_rows, train_row
 
-        if rows(results, stage="train").empty:
+        train = stage_rows(results, "train")
+        if train.empty:
             return not_tested("no train units")
         cells = cell_comparisons(results, config)
         if cells.empty:
@@ -74,18 +85,45 @@ def _sawtooth_claim(column: str, what: str):
         paper_wide = cells[cells["wide_mode"] == "parallel"]
         if paper_wide.empty:
             return not_tested("no cell against the paper's parallel wide networks")
+        depth = deep_depths(config)["parallel"]
+        deep_side, wide_side, names = [], [], []
+        for target, budget in zip(paper_wide["target"], paper_wide["budget"]):
+            deep, wide = train_row(train, target, "deep", budget, depth), train_row(train, target, "parallel", budget)
+            key = "final_test_mse" if column == "mse" else "epochs_to_threshold"
+            deep_side.append(_seed_values(deep, key))
+            wide_side.append(_seed_values(wide, key))
+            names.append(f"{target}@{budget}")
+        if column == "success":
+            test = rules.stratified_exact(
+                [int(np.isfinite(v).sum()) for v in deep_side],
+                [len(v) for v in deep_side],
+                [int(np.isfinite(v).sum()) for v in wide_side],
+                [len(v) for v in wide_side],
+            )
+            how = "exact stratified (Mantel–Haenszel conditional) test of successes, cells as strata"
+        else:
+            test = rules.van_elteren(deep_side, wide_side)
+            how = f"van Elteren stratified rank-sum test of {'final test MSE' if column == 'mse' else 'epochs to 10⁻³ (never: slowest)'}, cells as strata"
+        decided, directions = rules.across_cells(test, claimed_sign=claimed_sign, alpha=config.alpha_level)
         counts = paper_wide[f"verdict_{column}"].value_counts()
         reproduced, reversed_ = int(counts.get("reproduced", 0)), int(counts.get("reversed", 0))
         n = len(paper_wide)
-        # "consistently": the paper claims it in every cell, so every cell must be significant
-        verdict = REFUTED if reversed_ else REPRODUCED if reproduced == n else NOT_REPRODUCED
+        favour = int(np.sum(claimed_sign * directions > 0))
         seeds = sorted({int(s) for s in paper_wide["n_seeds"]})
-        cells_text = ", ".join(f"{t}@{b}" for t, b in zip(paper_wide["target"], paper_wide["budget"]))
         return Evidence(
-            f"deep {what} significantly in {reproduced} of {n} cells, reversed in {reversed_} ({cells_text})",
-            verdict,
-            f"per cell, two-sided test at α = {config.alpha_level:g} over {seeds} seeds (rank test on MSE / epochs, "
-            "Fisher on successes); reproduced only if significant in every cell",
+            f"pooled z = {float(test.z):.2f}, p = {float(test.p):.3g}; deep {what} in direction in {favour} of {n} cells "
+            f"("
+            + ", ".join(
+                f"{name} {'deep' if claimed_sign * d > 0 else 'wide' if claimed_sign * d < 0 else 'tie'}"
+                for name, d in zip(names, directions)
+            )
+            + f"); per cell significant {reproduced}, reversed {reversed_}",
+            str(decided),
+            f"A beats B across cells: one pooled {how}, over {seeds} seeds per network, two-sided α = "
+            f"{config.alpha_level:g}, plus the direction in every cell: pooled significant in deep's favour with no "
+            "cell significantly reversed (Holm) reproduced; pooled significant the other way refuted; else not "
+            "reproduced. (Requiring significance in every cell of 5 seeds, the replaced rule, could hardly pass: "
+            "the exact Fisher p is at best 0.048)",
             2 * n,
         )
 
@@ -96,7 +134,7 @@ def _correspondence(results: pd.DataFrame, config: Any) -> Evidence:
     stage = rows(results, stage="correspondence")
     if stage.empty or "curves" not in stage.columns:
         return not_tested("no correspondence units")
-    slopes = {}
+    fits = {}
     for mode in ("deep", "parallel"):
         hs, sups = [], []
         for text in stage["curves"]:
@@ -105,19 +143,26 @@ def _correspondence(results: pd.DataFrame, config: Any) -> Evidence:
             sups += curve["sup_error"]
         h, sup = np.asarray(hs, float), np.asarray(sups, float)
         keep = sup > 0
-        slopes[mode] = float(np.polyfit(np.log(h[keep]), np.log(sup[keep]), 1)[0]) if keep.sum() >= 2 else float("nan")
-    smallest = {mode: float(stage[f"{mode}_sup_error_min_h"].max()) for mode in slopes}
-    worst = min(slopes.values())
-    # Convergence as h → 0: the sup distance to the dense MLP must shrink with h.
-    verdict = REPRODUCED if worst >= 0.5 else REFUTED if worst <= 0 else NOT_REPRODUCED
+        if keep.sum() >= 3 and len(np.unique(h[keep])) >= 2:
+            fits[mode] = rules.ols_slope(np.log(h[keep]), np.log(sup[keep]))
+    if not fits:
+        return not_tested("no correspondence curve with three positive errors")
+    smallest = {mode: float(stage[f"{mode}_sup_error_min_h"].max()) for mode in fits}
+    slope = np.array([float(f.slope) for f in fits.values()])
+    se = np.array([float(f.se) for f in fits.values()])
+    df = np.array([float(f.df) for f in fits.values()])
+    # sup |DLoR − MLP| = O(h): an upper bound with rate 1 in h (in −log h, rate −1)
+    decided, slower = rules.upper_bound_rate(-slope, se, df, -1.0, np.zeros(len(fits), dtype=bool))
     return Evidence(
         "; ".join(
-            f"{mode}: slope {slopes[mode]:.2f}, sup |DLoR − MLP| at smallest h {smallest[mode]:.2g}" for mode in slopes
+            f"{mode}: slope {float(f.slope):.2f} ± {float(f.se):.2f}, sup |DLoR − MLP| at smallest h {smallest[mode]:.2g}"
+            for mode, f in fits.items()
         ),
-        verdict,
-        "least-squares log–log slope of sup |DLoR − dense MLP| against h over every seed and target, per mode "
-        "(deep; parallel, the paper's wide network): theory predicts O(h) (O(h²) for tanh at c = 0); the smaller "
-        "slope ≥ 0.5 (converging at least like √h) reproduced, ≤ 0 (not shrinking with h) refuted, else not reproduced",
+        str(decided),
+        "upper-bound rate: sup |DLoR − dense MLP| = O(h) (theory; O(h²) for tanh at c = 0): per mode (deep; "
+        "parallel, the paper's wide network), the least-squares slope of log sup error in log h over every seed "
+        "and target (± se); one-sided t-test of 'slower than h¹' (slope < 1), Holm over the two modes at α = 0.05: "
+        "neither slower reproduced, either slower refuted; a steeper convergence is no miss",
         len(stage),
     )
 
@@ -130,8 +175,12 @@ def _universality(results: pd.DataFrame, config: Any) -> Evidence:
     for target in targets:
         group = results[results["target"] == target].sort_values("neurons")
         first, last = float(group["deep_r1_sup"].iloc[0]), float(group["deep_r1_sup"].iloc[-1])
-        falling += int(last < first)
-        parts.append(f"{target}: {first:.2g} → {last:.2g} (depth {int(group['deep_r1_depth'].iloc[-1])})")
+        ok, top_slope = rules.still_falling(group["neurons"].to_numpy(float), group["deep_r1_sup"].to_numpy(float))
+        falling += int(ok)
+        parts.append(
+            f"{target}: {first:.2g} → {last:.2g} (depth {int(group['deep_r1_depth'].iloc[-1])}; upper-half slope "
+            f"{top_slope:.2f}{'' if ok else ', not still falling'})"
+        )
     saddle = results[results["target"] == "saddle"].sort_values("neurons")
     beats_floor = saddle.empty or float(saddle["deep_r1_rms"].iloc[-1]) ** 2 < BLINDSPOT_FLOOR
     width = sorted({int(w) for w in results["width"]})
@@ -139,8 +188,10 @@ def _universality(results: pd.DataFrame, config: Any) -> Evidence:
     return Evidence(
         f"width {width}; sup error, fewest → most neurons: " + "; ".join(parts),
         verdict,
-        "the rank-1 deep network's sup error falls as depth grows for every target, and on the saddle its MSE "
-        f"ends below the rank-1 blind-spot floor {BLINDSPOT_FLOOR:.4f}",
+        "density (error → 0, no rate): for every target the rank-1 deep network's sup error still falls over the "
+        "upper half of the neuron grid (every step down; 'last < first' would pass a curve that stopped falling), "
+        f"and on the saddle its MSE ends below the rank-1 blind-spot floor {BLINDSPOT_FLOOR:.4f}: reproduced; else "
+        "not reproduced (a density claim has no rate a finite grid could refute)",
         len(results),
     )
 
@@ -149,7 +200,7 @@ def _depth_over_width(results: pd.DataFrame, config: Any) -> Evidence:
     needed = {"target", "neurons", "deep_r2_params", "wide_generic_params"}
     if results.empty or not needed <= set(results.columns):
         return not_tested("no universality units with both the deep and the wide generic network")
-    ratios, parts = [], []
+    ratios, exact_ratios, parts = [], [], []
     for target in sorted(results["target"].unique()):
         built = results[(results["target"] == target) & results["wide_generic_params"].notna()].sort_values("neurons")
         if built.empty:
@@ -157,20 +208,55 @@ def _depth_over_width(results: pd.DataFrame, config: Any) -> Evidence:
         last = built.iloc[-1]
         ratio = float(last["wide_generic_params"] / last["deep_r2_params"])
         ratios.append(ratio)
-        parts.append(f"{target} ×{ratio:.2f} (J = {int(last['neurons'])})")
+        text = f"{target} ×{ratio:.2f}"
+        if "wide_exact_params" in results.columns and pd.notna(last.get("wide_exact_params")):
+            exact = float(last["wide_exact_params"] / last["deep_r2_params"])
+            exact_ratios.append(exact)
+            text += f" (direct wide ×{exact:.2f})"
+        parts.append(text + f" at J = {int(last['neurons'])}")
     if not ratios:
         return not_tested("no unit where the wide generic network was built")
-    verdict = REPRODUCED if min(ratios) > 1 else REFUTED if max(ratios) < 1 else NOT_REPRODUCED
-    exact = ""
-    if "wide_exact_params" in results.columns:
-        wide_exact = (results["wide_exact_params"] / results["deep_r2_params"]).to_numpy(float)
-        exact = f"; a wide DLoR network built for g directly (depth 1): ×{wide_exact.min():.2f}–{wide_exact.max():.2f}"
+    against_both = ratios + exact_ratios
+    verdict = REPRODUCED if min(against_both) > 1 else REFUTED if max(ratios) < 1 else NOT_REPRODUCED
     return Evidence(
-        "wide/deep parameters for the same shallow network g: " + ", ".join(parts) + exact,
+        "wide/deep parameters for the same shallow network g (paper's wide transfer; a wide DLoR network built for "
+        "g directly): " + ", ".join(parts),
         verdict,
-        "at the largest J where both were built, parameters of the paper's wide (additive) DLoR network over the deep "
-        "(multiplicative, rank 2) one, both evaluating the same g (equal error up to transfer error): > 1 in every "
-        "target reproduced (as the dlor-universality report's 'deep is cheaper in every target'), < 1 in every target "
+        "at the largest J where both were built, parameters of each wide (additive) DLoR network over the deep "
+        "(multiplicative, rank 2) one evaluating the same g: the paper's transfer and a wide network built for g "
+        "directly (depth 1; a claim that depth scales better must beat the best wide construction we have, not one "
+        "chosen wide construction): > 1 against both in every target reproduced; < 1 against the paper's transfer "
+        "in every target refuted; else not reproduced. Theorem 8's parameter scaling in J is the row "
+        "001-parameter-scaling",
+        len(results),
+    )
+
+
+def _parameter_scaling(results: pd.DataFrame, config: Any) -> Evidence:
+    needed = {"target", "neurons", "deep_r2_params", "shallow_params"}
+    if results.empty or not needed <= set(results.columns):
+        return not_tested("no universality units with the deep DLoR and the dense network's parameter counts")
+    slopes, parts = [], []
+    for target in sorted(results["target"].unique()):
+        group = results[results["target"] == target].sort_values("neurons")
+        if group["shallow_params"].nunique() < 3:
+            continue
+        fit = rules.ols_slope(
+            np.log(group["shallow_params"].to_numpy(float)), np.log(group["deep_r2_params"].to_numpy(float))
+        )
+        slopes.append(float(fit.slope))
+        ratio = (group["deep_r2_params"] / group["shallow_params"]).to_numpy(float)
+        parts.append(f"{target}: deep ∝ dense^{float(fit.slope):.3f} (deep/dense ×{ratio.min():.1f}–{ratio.max():.1f})")
+    if not slopes:
+        return not_tested("fewer than 3 sizes of the dense network")
+    decided, _, _ = rules.predicted_exponent(np.array(slopes), 0.0, 1.0, 1.0, tolerance=rules.EXPONENT_TOLERANCE)
+    return Evidence(
+        "; ".join(parts),
+        str(decided),
+        "predicted exponent: the deep rank-2 DLoR network built from a dense shallow network g (Theorem 7's "
+        "transfer) should need parameters proportional to g's (Theorem 8: the dense parameter complexity, up to "
+        "constants), i.e. exponent 1 of the deep count in g's count over J; exact counts (se 0), least-squares "
+        f"exponent per target within 1 ± {rules.EXPONENT_TOLERANCE} in every target reproduced, outside it in any "
         "refuted, else not reproduced",
         len(results),
     )
@@ -240,5 +326,13 @@ CLAIMS: tuple[Claim, ...] = (
         "deep needs fewer parameters than wide",
         "dlor-universality",
         _depth_over_width,
+    ),
+    Claim(
+        "001-parameter-scaling",
+        PAPER,
+        "Deep DLoR networks inherit the dense networks' parameter complexity (Theorem 8)",
+        "O(ε^{−d/s} log(1/ε)), as dense: parameters ∝ the dense network's",
+        "dlor-universality",
+        _parameter_scaling,
     ),
 )
