@@ -218,13 +218,10 @@ class _Walk:
 
     def _check_module(self, path: str, module: nn.Module) -> None:
         name = type(module).__name__
-        for table in _HOOK_TABLES:
-            kind = "forward hook" if table == "_forward_hooks" else "forward pre-hook"
-            for hook in getattr(module, table, {}).values():
-                self._hook(f"{kind} `{_hook_name(hook)}` on `{path}` ({name})")
         if type(module).__call__ is not nn.Module.__call__ and not _is_compiled_wrapper(module):
             raise CertificateRefused(f"`{path}` ({name}) overrides __call__: its calls cannot be certified")
-        for key in vars(module):
+        # torch.compile's wrapper stores its compiled forward on the instance; it runs `_orig_mod`
+        for key in () if _is_compiled_wrapper(module) else vars(module):
             attribute = inspect.getattr_static(type(module), key, None)
             if isinstance(attribute, (types.FunctionType, staticmethod, classmethod)) or inspect.ismethoddescriptor(
                 attribute
@@ -248,6 +245,10 @@ class _Walk:
                 )
             if tensor.is_floating_point() and not bool(torch.isfinite(tensor.detach()).all()):
                 raise CertificateRefused(f"{where} has non-finite values: the model computes NaN or ±inf")
+        for table in _HOOK_TABLES:
+            kind = "forward hook" if table == "_forward_hooks" else "forward pre-hook"
+            for hook in getattr(module, table, {}).values():
+                self._hook(f"{kind} `{_hook_name(hook)}` on `{path}` ({name})")
 
     # ------------------------------------------------------------------ the bound, position by position
 

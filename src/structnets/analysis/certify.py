@@ -83,7 +83,8 @@ def certify(
     ascent_steps: int,
     probe: int = 256,
     lipschitz: float | None = None,
-) -> dict[str, float]:
+    trust_hooks: bool = False,
+) -> dict[str, float | str]:
     """Accuracy, certified accuracy at ``radii`` and Lipschitz bounds of a trained model (in eval mode).
 
     Certified accuracy at radius ε counts the points correct with margin ≥ √2·L·ε (Tsuzuku et al.
@@ -103,10 +104,18 @@ def certify(
         ascent_steps: gradient-ascent steps of the measured lower bound (≥ 0).
         probe: test rows used by the lower bound (≥ 1).
         lipschitz: L > 0 to certify with, or None for the computed upper bound.
+        trust_hooks: certify a model with forward hooks on the assumption that they change no
+            output (see :func:`~structnets.analysis.lipschitz_upper_bound`); the row then holds
+            ``lipschitz_assumptions``, one sentence per hook.
+
+    The model is certified *before* its logits are computed, under the same rules as
+    :func:`~structnets.analysis.lipschitz_upper_bound` (inside an autocast region: the rounded
+    operands the forward will use), so no certified accuracy rests on a refused path.
 
     Returns:
         ``accuracy``, ``lipschitz_upper``, ``lipschitz_lower``, ``lipschitz_used`` and
-        ``certified_{ε:g}`` for every ε (fractions in [0, 1] and floats).
+        ``certified_{ε:g}`` for every ε (fractions in [0, 1] and floats); with ``trust_hooks``
+        also ``lipschitz_assumptions`` (a string).
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
@@ -129,6 +138,8 @@ def certify(
     if lipschitz is not None:
         lipschitz = check_real("lipschitz", lipschitz, low=0.0, low_open=True)
     model.eval()
+    # certified first: a refused path (hooks, non-finite steps, ...) is refused before any forward
+    upper = lipschitz_upper_bound(model, trust_hooks=trust_hooks)
     with torch.no_grad():
         try:
             model(X_test[:1])
@@ -144,10 +155,9 @@ def certify(
             f"`y_test` must hold class indices in [0, {classes - 1}] for the model's {classes} classes, "
             f"got labels from {low} to {high}"
         )
-    upper = lipschitz_upper_bound(model)
     lower = lipschitz_lower_bound(model, X_test[:probe], steps=ascent_steps, pairs=min(64, probe), lr=0.01)
     if lipschitz is None:
-        lipschitz = max(upper, 1e-12)
+        lipschitz = max(float(upper), 1e-12)
         if upper > 1.0:
             warnings.warn(
                 f"model is not certified 1-Lipschitz: certified accuracy uses its computed upper bound "
@@ -155,12 +165,14 @@ def certify(
                 UserWarning,
                 stacklevel=2,
             )
-    row = {
+    row: dict[str, float | str] = {
         "accuracy": certified_accuracy(logits, y_test, 0.0),
-        "lipschitz_upper": upper,
+        "lipschitz_upper": float(upper),
         "lipschitz_lower": lower,
         "lipschitz_used": lipschitz,
     }
+    if trust_hooks:
+        row["lipschitz_assumptions"] = "; ".join(upper.assumptions)
     for radius in radii:
         row[f"certified_{radius:g}"] = certified_accuracy(logits, y_test, float(radius), lipschitz=lipschitz)
     return row

@@ -24,6 +24,7 @@ from torch import nn
 
 from .._validation import MAX_STEPS, check_fits_in_memory, check_int, check_real
 from ._certificate_rules import LipschitzBound, certify_model
+from ._certificate_rules import _multiply_round_up as _multiply_round_up  # used by lipschitz_mnist_conv
 
 
 @torch.no_grad()
