@@ -20,7 +20,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[test,compress]'
 	touch $(STAMP)
 
-# The quick presets; each prints its table and writes runs/demo-NAME/ (table.md, figures/).
+# The quick presets; each prints its table and writes runs/demo-NAME/ (report.html to open in a browser,
+# table.md, figures/).
 # Re-running resumes, so a second `make demo` only re-prints the tables.
 demo: setup
 	$(VENV)/bin/structnets run lowrank-uci --quick --jobs 2 --out runs/demo-lowrank-uci
