@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import cast
 
 import torch
 from torch import nn
 
+from ._module_walk import unique_modules as _unique_modules
 from .nn.swish import Swish
 
 
-def export(model: nn.Module) -> nn.Module:
+def export(model: nn.Module, *, densify: bool = False) -> nn.Module:
     """Return a copy of ``model`` in which every structnets layer is replaced by plain torch layers.
+
+    **Factorisations are kept** (the default): a ``LowRankLinear`` becomes
+    ``nn.Sequential(nn.Linear(in, r, bias=False), nn.Linear(r, out))`` and a ``LowRankConv1d/2d``
+    ``nn.Sequential(k×k conv to r channels, 1×1 conv)`` — the compressed parameter count, the same
+    outputs (the same two products); a ``LowRankMultiheadAttention`` stays (its forward is plain
+    torch functions) with its projections exported. ``densify=True`` multiplies them out instead:
+    one ``nn.Linear`` / ``nn.Conv*d`` with the dense weight, an ``nn.MultiheadAttention`` with dense
+    packed weights (the pre-compression parameter count). A ``DLoRLinear`` (αI + UVᵀ has no plain
+    torch factorised form) is exported dense either way.
 
     Walks ``model`` recursively (any ``nn.Module``: ``nn.Sequential``, ``nn.ModuleList``/``Dict``,
     your own classes) and replaces each structnets layer by what its ``export()`` method returns,
@@ -43,6 +54,7 @@ def export(model: nn.Module) -> nn.Module:
 
     Args:
         model: any ``nn.Module``.
+        densify: multiply factorised layers out into dense torch layers.
 
     Returns:
         a new module with the same outputs, made of plain torch layers (a structnets layer passed
@@ -50,6 +62,8 @@ def export(model: nn.Module) -> nn.Module:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(densify, bool):
+        raise TypeError(f"`densify` must be a bool, got {densify!r}")
     factory = _factory(model)
     result = copy.deepcopy(model)
     # id → (original, export): holding the original keeps its id from being reused by a new
@@ -58,7 +72,7 @@ def export(model: nn.Module) -> nn.Module:
 
     def convert(module: nn.Module) -> nn.Module | None:
         if id(module) not in exported:
-            exporter = _exporter(module)
+            exporter = _exporter(module, densify)
             if exporter is None:
                 return None
             training = module.training
@@ -83,7 +97,7 @@ def export(model: nn.Module) -> nn.Module:
     return result
 
 
-def _exporter(module: nn.Module) -> Callable[[dict[str, object]], nn.Module] | None:
+def _exporter(module: nn.Module, densify: bool) -> Callable[[dict[str, object]], nn.Module] | None:
     """How to export ``module``: a callable taking the model's ``{device, dtype}``, or None to keep it."""
     if type(module) is Swish:
         if not module.learnable and module.initial_beta == 1.0:  # forward is exactly F.silu then
@@ -91,7 +105,17 @@ def _exporter(module: nn.Module) -> Callable[[dict[str, object]], nn.Module] | N
         return None
     if not type(module).__module__.startswith("structnets."):
         return None
-    from .nn import DLoRBranches
+    from .nn import DLoRBranches, LowRankConv1d, LowRankConv2d, LowRankLinear, LowRankMultiheadAttention
+
+    if type(module) is LowRankLinear:
+        low_rank = module
+        return lambda factory: low_rank.export() if densify else _factorised_linear(low_rank)
+    if type(module) in (LowRankConv1d, LowRankConv2d):
+        conv = cast(LowRankConv1d | LowRankConv2d, module)
+        return lambda factory: conv.to_conv() if densify else conv.export()
+    if type(module) is LowRankMultiheadAttention:
+        attention = module
+        return (lambda factory: attention.to_multihead_attention()) if densify else None
 
     if type(module) is DLoRBranches:  # Σ_k (α_k I + U_k V_kᵀ) x + b is one affine map
         return lambda factory: _linear_from(module.to_dense(), module.bias)
@@ -103,6 +127,24 @@ def _exporter(module: nn.Module) -> Callable[[dict[str, object]], nn.Module] | N
         # A layer without parameters (MaxMin) cannot know the model's dtype: give it.
         return lambda factory: method(**factory)
     return lambda factory: method()
+
+
+def _factorised_linear(layer: nn.Module) -> nn.Sequential:
+    """``LowRankLinear`` U(Vx) + b as ``Sequential(Linear(in, r, bias=False), Linear(r, out))``."""
+    from .nn import LowRankLinear
+
+    if not isinstance(layer, LowRankLinear):
+        raise TypeError(f"expected a LowRankLinear, got {type(layer).__name__}")
+    factory = {"device": layer.U.device, "dtype": layer.U.dtype}
+    down = nn.Linear(layer.in_features, layer.rank, bias=False, **factory)  # type: ignore[arg-type]
+    up = nn.Linear(layer.rank, layer.out_features, bias=layer.bias is not None, **factory)  # type: ignore[arg-type]
+    down.weight.copy_(layer.V)
+    up.weight.copy_(layer.U)
+    if layer.bias is not None and up.bias is not None:
+        up.bias.copy_(layer.bias)
+    out = nn.Sequential(down, up)
+    out.train(layer.training)
+    return out
 
 
 def _linear_from(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:
@@ -120,18 +162,6 @@ def _factory(model: nn.Module) -> dict[str, object]:
         if tensor.is_floating_point():
             return {"device": tensor.device, "dtype": tensor.dtype}
     return {"device": None, "dtype": torch.get_default_dtype()}
-
-
-def _unique_modules(root: nn.Module) -> Iterator[nn.Module]:
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        module = stack.pop()
-        if id(module) in seen:
-            continue
-        seen.add(id(module))
-        yield module
-        stack.extend(child for child in module._modules.values() if child is not None)
 
 
 __all__ = ["export"]

@@ -103,6 +103,9 @@ def test_ratio_takes_the_largest_rank_within_the_parameter_budget(ratio: float) 
 def test_dlor_ratio_counts_u_v_and_alpha(ratio: float) -> None:
     report = compress(_model(), "dlor", ratio=ratio)
     for row in report.layers:
+        if row.method != "dlor":
+            assert "dlor falls back to low rank" in row.note and row.in_features != row.out_features
+            continue
         n, r = row.in_features, row.rank
         assert 2 * n * r + 1 <= ratio * n * n or r == 1
         assert 2 * n * (r + 1) + 1 > ratio * n * n or r == n - 1
@@ -149,10 +152,17 @@ def test_energy_keeps_a_layer_dense_when_no_saving_rank_reaches_it() -> None:
 def test_dlor_replaces_square_layers_with_the_best_alpha() -> None:
     model = _model()
     report = compress(model, "dlor", rank=3)
-    replaced = [row.name for row in report.layers]
+    replaced = [row.name for row in report.layers if row.method == "dlor"]
     assert replaced == ["stem.2", "blocks.mix", "shared"]
-    assert {name for name, _ in report.skipped} == {"stem.0", "blocks.down", "head"}
+    # Non-square layers fall back to low rank (saying so) instead of being refused.
+    fallback = {row.name: row for row in report.layers if row.method == "lowrank"}
+    assert set(fallback) == {"stem.0", "blocks.down"}
+    assert all("not square" in row.note and row.rank == 3 for row in fallback.values())
+    assert isinstance(report.model.stem[0], LowRankLinear)
+    assert {name for name, _ in report.skipped} == {"head"}
     for row in report.layers:
+        if row.method != "dlor":
+            continue
         layer = report.model.get_submodule(row.name)
         assert isinstance(layer, DLoRLinear) and layer.rank == 3
         weight = model.get_submodule(row.name).weight.detach()
@@ -198,16 +208,21 @@ def test_inplace_replaces_the_layers_of_the_model_itself() -> None:
     assert isinstance(report.model, LowRankLinear) and type(single) is nn.Linear
 
 
-def test_multihead_attention_projection_is_left_alone_and_still_runs() -> None:
+def test_multihead_attention_projections_are_compressed_and_still_run() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 8), nn.Unflatten(1, (1, 8)))
     attention = nn.MultiheadAttention(8, 2, batch_first=True)
-    report = compress(nn.ModuleDict({"pre": model, "attn": attention}), rank=2)
-    assert [r.name for r in report.layers] == ["pre.0"]
-    assert any(name == "attn.out_proj" and "subclass" in reason for name, reason in report.skipped)
-    h = report.model["pre"](torch.randn(3, 8))
-    out, _ = report.model["attn"](h, h, h)
-    assert out.shape == (3, 1, 8)
+    whole = nn.ModuleDict({"pre": model, "attn": attention})
+    report = compress(whole, rank=8)  # full rank: the same outputs
+    names = [r.name for r in report.layers]
+    assert names == ["pre.0", "attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_proj"]
+    x = torch.randn(3, 8)
+    h, h_new = whole["pre"](x), report.model["pre"](x)
+    out, weights = whole["attn"](h, h, h)
+    out_new, weights_new = report.model["attn"](h_new, h_new, h_new)
+    torch.testing.assert_close(out_new, out, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(weights_new, weights, rtol=1e-5, atol=1e-6)
+    assert type(whole["attn"]) is nn.MultiheadAttention  # the input is unchanged
 
 
 def test_state_dict_round_trip_and_weights_only_load() -> None:
@@ -225,13 +240,24 @@ def test_state_dict_round_trip_and_weights_only_load() -> None:
     assert torch.equal(second(x), first(x))
 
 
-def test_export_of_a_compressed_model_is_plain_linear_with_the_same_outputs() -> None:
+def test_export_keeps_the_factorisation_and_densify_multiplies_it_out() -> None:
     compressed = compress(_model(), "lowrank", ratio=0.5).model
+    x = _input()
     plain = export(compressed)
     assert not any(isinstance(m, LowRankLinear) for m in plain.modules())
-    assert len(_linear_names(plain)) == 6
-    x = _input()
+    assert {type(m) for m in plain.modules()} <= {Encoder, nn.Sequential, nn.ModuleDict, nn.ModuleList,
+                                                  nn.Linear, nn.Tanh, nn.GELU}  # fmt: skip
+    # Five factorised layers as Linear(in, r, bias=False) → Linear(r, out), the head dense.
+    assert len(_linear_names(plain)) == 11
+    assert sum(p.numel() for p in plain.parameters()) == sum(p.numel() for p in compressed.parameters())
+    assert plain.stem[0][0].bias is None and plain.stem[0][0].out_features == compressed.stem[0].rank
     torch.testing.assert_close(plain(x), compressed(x), rtol=1e-12, atol=1e-12)
+    dense = export(compressed, densify=True)
+    assert len(_linear_names(dense)) == 6
+    assert sum(p.numel() for p in dense.parameters()) == sum(p.numel() for p in _model().parameters())
+    torch.testing.assert_close(dense(x), compressed(x), rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="`densify` must be a bool"):
+        export(compressed, densify=1)  # type: ignore[arg-type]
 
 
 def test_public_names() -> None:
@@ -250,9 +276,12 @@ def test_public_names() -> None:
         ({"energy": 0.0}, r"`energy` must be a real number in \(0.0, 1.0\]"),
         ({"energy": 1.01}, r"`energy` must be a real number in \(0.0, 1.0\], got 1.01"),
         ({"energy": float("nan")}, r"`energy` must be finite"),
-        ({"rank": 2, "ratio": 0.5}, r"exactly one of `rank`, `ratio`, `energy`; got rank=2, ratio=0.5"),
+        (
+            {"rank": 2, "ratio": 0.5},
+            r"exactly one of `rank`, `ratio`, `energy`, `flops`, `params`; got rank=2, ratio=0.5",
+        ),
         ({"ratio": 0.5, "energy": 0.9}, r"exactly one of .* got ratio=0.5, energy=0.9"),
-        ({}, r"exactly one of `rank`, `ratio`, `energy`; got none"),
+        ({}, r"exactly one of `rank`, `ratio`, `energy`, `flops`, `params`; got none"),
         ({"rank": 2, "method": "svd"}, r"`method` must be one of \['dlor', 'lowrank'\], got 'svd'"),
         ({"rank": 2, "min_params": -1}, r"`min_params`"),
     ],
@@ -263,12 +292,12 @@ def test_bad_arguments_raise_naming_them(kwargs: dict, message: str) -> None:
 
 
 def test_a_model_without_qualifying_layers_says_so() -> None:
-    with pytest.raises(ValueError, match="has no nn.Linear that qualifies for method='lowrank': found no nn.Linear"):
-        compress(nn.Sequential(nn.Conv1d(3, 3, 1), nn.ReLU()), rank=1)
-    with pytest.raises(ValueError, match=r"found 1 nn.Linear layer\(s\) \(0: shape 1×8 cannot be factored"):
+    with pytest.raises(ValueError, match="has no layer that qualifies for method='lowrank'.*it holds no such layer"):
+        compress(nn.Sequential(nn.ReLU(), nn.Tanh()), rank=1)
+    with pytest.raises(ValueError, match=r"found: 0: shape 1×8 cannot be factored"):
         compress(nn.Sequential(nn.Linear(8, 1)), rank=1)
-    with pytest.raises(ValueError, match="dlor needs in_features == out_features"):
-        compress(nn.Sequential(nn.Linear(8, 4)), "dlor", rank=1)
+    with pytest.raises(ValueError, match=r"1: LayerNorm: a normalisation"):
+        compress(nn.Sequential(nn.Linear(8, 1), nn.LayerNorm(1)), rank=1)
     with pytest.raises(ValueError, match="does not match include"):
         compress(_model(), rank=1, include="nothing.*")
     with pytest.raises(TypeError, match="`model`"):

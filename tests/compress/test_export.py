@@ -63,7 +63,10 @@ def test_every_structnets_layer_exports_and_outputs_are_unchanged(bound: str) ->
     plain = export(model)
     assert all(_plain(m) for m in plain.modules()), [type(m) for m in plain.modules() if not _plain(m)]
     assert type(plain.lift) is nn.Linear and type(plain.body[2]) is nn.Linear
-    assert type(plain.branches["low"]) is nn.Linear and type(plain.branches["one"]) is nn.Linear
+    assert type(plain.branches["one"]) is nn.Linear
+    low = plain.branches["low"]  # the factorisation is kept: Linear(8, 3, bias=False) → Linear(3, 8)
+    assert type(low) is nn.Sequential and [type(m) for m in low] == [nn.Linear, nn.Linear]
+    assert (low[0].in_features, low[0].out_features, low[0].bias, low[1].out_features) == (8, 3, None, 8)
     assert isinstance(plain.body[0], ResidualExport) and isinstance(plain.body[1], ResidualExport)
     assert type(plain.body[3]) is nn.SiLU  # Swish with β = 1 is SiLU
     assert type(plain.tail[0]) is Swish  # β = 2 has no torch module: kept, it has no structure
@@ -81,7 +84,8 @@ def test_export_keeps_train_flags_and_shared_modules() -> None:
     model.train()
     model[3].eval()
     plain = export(model)
-    assert plain[0] is plain[2] and type(plain[0]) is nn.Linear
+    assert plain[0] is plain[2] and type(plain[0]) is nn.Sequential
+    assert type(export(model, densify=True)[0]) is nn.Linear
     assert plain.training and plain[0].training and not plain[3].training
     assert isinstance(model[0], LowRankLinear) and model[0] is model[2]  # the original is intact
 
@@ -138,7 +142,7 @@ def test_export_rejects_a_non_module() -> None:
 @pytest.mark.parametrize("mode", ["deep", "summed", "parallel"])
 def test_dlor_networks_export_with_the_same_outputs(mode: str) -> None:
     from structnets.models import dlor_mlp
-    from structnets.models.dlor_mlp import DLoRBranches
+    from structnets.nn import DLoRBranches
 
     torch.manual_seed(6)
     branches = {} if mode == "deep" else {"mode": mode, "branches": 3}

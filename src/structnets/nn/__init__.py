@@ -5,6 +5,8 @@ from .dlor_branches import DLoRBranches
 from .dlor_linear import DLoRLinear, RankOneLinear
 from .dlor_parallel import DLoRParallel
 from .gradient_step_residual import GradientStepResidual, ResidualExport
+from .low_rank_attention import LowRankMultiheadAttention
+from .low_rank_conv import LowRankConv1d, LowRankConv2d
 from .low_rank_linear import LowRankLinear
 from .maxmin import MaxMin
 from .norm_constrained_linear import NormConstrainedLinear
@@ -20,3 +22,4 @@ __all__ += ["ACTIVATIONS", "LowRankLinear", "Swish", "activation"]
 __all__ += ["DLoRLinear", "RankOneLinear"]
 __all__ += ["DLoRBranches", "DLoRParallel", "TakeFirst", "ZeroPad"]
 __all__ += ["PowerClampedResidual", "UnconstrainedResidual"]
+__all__ += ["LowRankConv1d", "LowRankConv2d", "LowRankMultiheadAttention"]

@@ -110,6 +110,16 @@ class LowRankLinear(nn.Module):
         """Return the dense (out_features, in_features) weight ``U V``."""
         return self.U @ self.V
 
+    @property
+    def weight(self) -> torch.Tensor:
+        """The dense weight ``U V`` (computed, read-only), for code written for ``nn.Linear``.
+
+        ``nn.TransformerEncoderLayer`` reads ``linear1.weight`` to decide on (and to feed) its fused
+        eval-mode kernel; with this property a compressed encoder layer runs wherever the dense one
+        ran, with the same outputs to rounding.
+        """
+        return self.to_dense()
+
     @torch.no_grad()
     def export(self) -> nn.Linear:
         """Return a plain ``nn.Linear`` with weight ``U V`` and the same bias (the same outputs).
