@@ -7,7 +7,9 @@ computed from the tensors those hooks see.
 Conventions (exact):
 
 * ``macs``: multiply-accumulates of the linear maps. ``nn.Linear(in, out)`` costs ``in·out`` per
-  row; ``LowRankLinear(in, out, r)`` costs ``r·(in + out)`` per row (``V x`` then ``U h``). A *row*
+  row; ``LowRankLinear(in, out, r)`` costs ``r·(in + out)`` per row (``V x`` then ``U h``).
+  ``nn.Conv1d``/``nn.Conv2d`` cost ``(c_in/groups)·∏k`` per output element;
+  ``LowRankConv1d/2d`` (rank r) cost ``r·(c_in·∏k + c_out)`` per output position. A *row*
   is one input vector: ``input.numel() // in_features``, so every batch dimension in
   ``input_shape`` multiplies the count.
 * ``flops = 2·macs + adds``: a multiply-add is 2 FLOPs; each bias addition is 1 FLOP per output
@@ -49,6 +51,8 @@ from ..nn import (
     DLoRLinear,
     DLoRParallel,
     GradientStepResidual,
+    LowRankConv1d,
+    LowRankConv2d,
     LowRankLinear,
     MaxMin,
     NormConstrainedLinear,
@@ -146,6 +150,25 @@ def _low_rank_count(module: LowRankLinear, input: torch.Tensor, output: torch.Te
     )
 
 
+def _conv_count(module: nn.Conv1d | nn.Conv2d, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # Every output element is one patch (c_in/groups·∏k values) times one kernel row.
+    patch = module.in_channels // module.groups * math.prod(module.kernel_size)
+    return LeafCount(
+        macs=output.numel() * patch,
+        adds=output.numel() if module.bias is not None else 0,
+    )
+
+
+def _low_rank_conv_count(module: LowRankConv1d | LowRankConv2d, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # k×k convolution to r channels (r·c_in·∏k per position), then the 1×1 one (c_out·r per position).
+    positions = output.numel() // module.out_channels
+    return LeafCount(
+        macs=positions * module.rank * (module.in_features + module.out_channels),
+        adds=output.numel() if module.bias is not None else 0,
+        intermediate_elements=positions * module.rank,
+    )
+
+
 def _dlor_count(module: DLoRLinear, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     # αx + U(Vᵀx) + b: 2·N·r multiply-adds for the low-rank part, N for αx, N adds to sum them.
     rows = output.numel() // module.features
@@ -221,6 +244,10 @@ def _free(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafC
 _COUNTERS: dict[type[nn.Module], Counter] = {
     nn.Linear: _linear_count,
     LowRankLinear: _low_rank_count,
+    nn.Conv1d: _conv_count,
+    nn.Conv2d: _conv_count,
+    LowRankConv1d: _low_rank_conv_count,
+    LowRankConv2d: _low_rank_conv_count,
     DLoRLinear: _dlor_count,
     RankOneLinear: _rank_one_count,
     # The normalisation A = V / max(1, B(V)) is per weight, not per row: only the product counts.
