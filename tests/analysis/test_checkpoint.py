@@ -78,7 +78,7 @@ def test_not_a_state_dict_is_refused(tmp_path: Path) -> None:
 
 def _expected(model: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
     """(name, kind, matrix) the layers themselves give, in eval mode, in float64."""
-    from structnets.models.dlor_mlp import DLoRBranches, DLoRParallel
+    from structnets.nn import DLoRBranches, DLoRParallel
 
     model.eval()
     rows: list[tuple[str, str, torch.Tensor]] = []

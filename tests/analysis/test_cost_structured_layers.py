@@ -53,7 +53,7 @@ def test_lipschitz_resnet_is_countable():
 @pytest.mark.parametrize("branches", [1, 2, 5])
 def test_dlor_parallel_counts_the_branch_sum(branches, bias):
     """Σ_k σ(M_k x + b_k): B DLoR maps, B·N activations and the (B − 1)·N additions of the sum."""
-    from structnets.models.dlor_mlp import DLoRParallel
+    from structnets.nn import DLoRParallel
 
     n, r, rows = 6, 2, 3
     layer = DLoRParallel(n, r, branches, "tanh", bias=bias)

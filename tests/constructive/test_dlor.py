@@ -12,8 +12,7 @@ from torch import nn
 from structnets.constructive import dlor_network_from_dense, dlor_product, dlor_sum, rank_one_interpolant
 from structnets.constructive.dlor import DLoRFactor, dense_product, dense_sum
 from structnets.models import mlp
-from structnets.models.dlor_mlp import TakeFirst, ZeroPad
-from structnets.nn import DLoRLinear, LowRankLinear, RankOneLinear
+from structnets.nn import DLoRLinear, LowRankLinear, RankOneLinear, TakeFirst, ZeroPad
 
 F64 = torch.float64
 SIZES_AND_RANKS = [(n, r) for n in (2, 3, 5, 8, 16, 33) for r in sorted({1, 2, n // 2, n - 1}) if 1 <= r <= n - 1]
@@ -417,14 +416,9 @@ def test_summed_network_is_exact_at_every_h(activation: str) -> None:
     assert max(_sup_errors(_dense(activation), "summed")) <= 1e-12
 
 
-def test_wide_is_the_deprecated_alias_of_summed() -> None:
-    dense = _dense("tanh")
-    x = torch.rand(50, 2, dtype=F64)
-    with pytest.warns(FutureWarning, match="mode='parallel'"):
-        wide = dlor_network_from_dense(dense, "wide", 1e-2)
-    summed = dlor_network_from_dense(dense, "summed", 1e-2)
-    with torch.no_grad():
-        assert torch.equal(wide(x), summed(x))
+def test_the_removed_wide_alias_is_refused() -> None:
+    with pytest.raises(ValueError, match="`mode`='wide' was removed"):
+        dlor_network_from_dense(_dense("tanh"), "wide", 1e-2)
 
 
 @pytest.mark.parametrize(
@@ -442,7 +436,7 @@ def test_deep_and_parallel_networks_converge_only_as_h_falls(activation: str, or
 
 
 def test_parallel_network_is_branches_through_sigma_then_a_recentring_map() -> None:
-    from structnets.models.dlor_mlp import DLoRBranches, DLoRParallel
+    from structnets.nn import DLoRBranches, DLoRParallel
 
     dense = _dense("tanh", depth=3)
     net = dlor_network_from_dense(dense, "parallel", 1e-2, rank=2)

@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from structnets.experiments import dlor_sawtooth as sawtooth_exp
 from structnets.experiments import get, names
@@ -31,10 +30,7 @@ def test_registered_and_old_names_still_import() -> None:
     assert sawtooth_exp.BatchedDLoRNet is BatchedDLoRNet and sawtooth_exp.build_batched is build_batched
     assert sawtooth_exp.train_batched is seed_batched.train_batched
     assert sawtooth_exp.train_dense is seed_batched.train_dense
-    before = torch.get_num_threads()
-    with sawtooth_exp.single_thread():
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
+    assert not hasattr(sawtooth_exp, "single_thread")  # removed: structnets.training.torch_threads(1)
 
 
 def test_sawtooth_experiment_end_to_end(tmp_path) -> None:

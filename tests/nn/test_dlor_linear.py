@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from structnets.models import dlor_mlp, dlor_parameter_count, rank_one_mlp
-from structnets.models.dlor_mlp import DLoRBranches, TakeFirst, ZeroPad
-from structnets.nn import DLoRLinear, RankOneLinear
+from structnets.nn import DLoRBranches, DLoRLinear, RankOneLinear, TakeFirst, ZeroPad
 
 F64 = torch.float64
 
@@ -104,20 +103,18 @@ def test_parameter_count_formula(width: int, depth: int, rank: int, mode: str, b
     assert dlor_parameter_count(width, depth, rank, mode, branches) == expected
 
 
-def test_wide_mode_is_the_deprecated_alias_of_summed() -> None:
-    torch.manual_seed(1)
-    with pytest.warns(FutureWarning, match="'summed'"):
-        wide = dlor_mlp(2, 1, 6, 2, 1, "wide", "tanh", 3, dtype=F64)
-    torch.manual_seed(1)
-    summed = dlor_mlp(2, 1, 6, 2, 1, "summed", "tanh", 3, dtype=F64)
-    x = torch.randn(5, 2, dtype=F64)
-    torch.testing.assert_close(wide(x), summed(x), rtol=0, atol=0)
-    assert dlor_parameter_count(6, 2, 1, "wide", 3) == dlor_parameter_count(6, 2, 1, "summed", 3)
+def test_the_removed_wide_alias_is_refused_naming_both_forms() -> None:
+    for call in (
+        lambda: dlor_mlp(2, 1, 6, 2, 1, "wide", "tanh", 3, dtype=F64),
+        lambda: dlor_parameter_count(6, 2, 1, "wide", 3),
+    ):
+        with pytest.raises(ValueError, match=r"`mode`='wide' was removed: pass 'summed' .* or 'parallel'"):
+            call()
 
 
 def test_parallel_network_applies_sigma_per_branch_then_sums() -> None:
     """y_ℓ = Σ_k σ(M_k y_{ℓ−1} + b_k) for ℓ ≤ L, then Σ_k M_k y_L + b, against a float64 loop."""
-    from structnets.models.dlor_mlp import DLoRParallel
+    from structnets.nn import DLoRParallel
 
     torch.manual_seed(6)
     model = dlor_mlp(3, 2, 6, 2, 2, "parallel", "tanh", 3, dtype=F64)
@@ -193,7 +190,7 @@ def test_dlor_mlp_rejects_bad_arguments(kwargs: dict, argument: str, error: type
 
 
 def test_parallel_layer_rejects_bad_arguments() -> None:
-    from structnets.models.dlor_mlp import DLoRParallel
+    from structnets.nn import DLoRParallel
 
     with pytest.raises(ValueError, match="`branches`"):
         DLoRParallel(6, 2, 0)

@@ -398,7 +398,7 @@ def build_more_cases() -> list[Case]:
                 "width": bad_int(2),
                 "depth": bad_int(1),
                 "rank": bad_int(1, 3),
-                "mode": bad_choice(("deep", "parallel", "summed", "wide")),
+                "mode": bad_choice(("deep", "parallel", "summed")),
                 "activation": bad_choice(tuple(snn.ACTIVATIONS)),
                 "branches": bad_int(1),
                 "dtype": BAD_DTYPE,
@@ -743,7 +743,7 @@ def build_more_cases() -> list[Case]:
                 "mlp": st.sampled_from(
                     [None, "mlp", 3, nn.Linear(2, 2), nn.Sequential(), nn.Sequential(nn.Linear(2, 2), nn.ELU())]
                 ),
-                "mode": bad_choice(("deep", "wide", "summed")),
+                "mode": bad_choice(("deep", "parallel", "summed")),
                 "h": bad_real(0.0, 1.0, low_open=True),
                 "rank": bad_int(1, 2),
                 "center": bad_real().filter(lambda v: v is not None),

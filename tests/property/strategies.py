@@ -395,7 +395,7 @@ def build_cases() -> list[Case]:
                 "width": bad_int(2),
                 "depth": bad_int(1),
                 "rank": bad_int(1, 3),
-                "mode": bad_choice(("deep", "parallel", "summed", "wide")),
+                "mode": bad_choice(("deep", "parallel", "summed")),
                 "activation": bad_choice(tuple(snn.ACTIVATIONS)),
             },
         )
@@ -417,7 +417,7 @@ def build_cases() -> list[Case]:
                 "width": bad_int(2, huge=False),
                 "depth": bad_int(1, huge=False),
                 "rank": bad_int(1, 3, huge=False),
-                "mode": bad_choice(("deep", "parallel", "summed", "wide")),
+                "mode": bad_choice(("deep", "parallel", "summed")),
                 "branches": bad_int(1, huge=False),
             },
         )

@@ -34,7 +34,7 @@ def dlor_network_from_dense(
     network has the layout of :func:`structnets.models.dlor_mlp` (zero-padded input, output
     read from the first m coordinates), in float64:
 
-    * ``mode="summed"`` (``"wide"`` is its deprecated alias): layer ℓ is the sum of the K terms
+    * ``mode="summed"``: layer ℓ is the sum of the K terms
       of :func:`dlor_sum` (W_ℓ), bias b_ℓ, followed by the same σ:
       ``dlor_mlp(n, m, N, L − 1, rank, "summed", branches=K)``. Exact (a sum before σ is
       linear): the error is rounding only, whatever ``h``.
@@ -63,8 +63,7 @@ def dlor_network_from_dense(
 
     Args:
         mlp: the dense network (an ``nn.Sequential``; its parameters are read, not changed).
-        mode: ``"deep"``, ``"parallel"`` or ``"summed"`` (``"wide"``: deprecated alias of
-            ``"summed"``, with a FutureWarning).
+        mode: ``"deep"``, ``"parallel"`` or ``"summed"``.
         h: the scale of the near-linear regime, in (0, 1] (ignored by ``"summed"``, which is exact).
         rank: r of every DLoR factor, in [1, N − 1].
         center: the operating point c of σ; default 1 for ReLU, 0 otherwise. σ'(c) must be ≠ 0.

@@ -15,7 +15,6 @@ mode              nonlinear layer ℓ = 1 … L; the last map (no σ)          p
 ``"deep"``        x ↦ σ(M x + b);  y = M x + b                              (L+1)(2Nr + 1 + N)
 ``"parallel"``    x ↦ Σ_{k=1}^{B} σ(M_k x + b_k);  y = Σ_k M_k x + b        L·B(2Nr + 1 + N) + B(2Nr + 1) + N
 ``"summed"``      x ↦ σ(Σ_{k=1}^{B} M_k x + b);  y = Σ_k M_k x + b          (L+1)(B(2Nr + 1) + N)
-``"wide"``        deprecated alias of ``"summed"`` (its name in release 0.1.0)
 ================  =====================================================  ===================================
 
 ``"parallel"`` is the paper's wide network: the additive decomposition W = Σ_k M_k "mapped
@@ -30,41 +29,32 @@ all three build the same function class. :func:`dlor_parameter_count` gives the 
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import torch
 from torch import nn
 
 from .._validation import MAX_LAYERS, check_choice, check_fits_in_memory, check_int, itemsize_of
-
-# The layers live in structnets.nn; re-exported here, where they were defined before.
 from ..nn import DLoRBranches, DLoRLinear, DLoRParallel, RankOneLinear, TakeFirst, ZeroPad
 from ..nn import activation as make_activation
 
-MODES: tuple[str, ...] = ("deep", "parallel", "summed", "wide")
-"""Accepted ``mode`` values; ``"wide"`` is the deprecated alias of ``"summed"``."""
+MODES: tuple[str, ...] = ("deep", "parallel", "summed")
+"""Accepted ``mode`` values (``"wide"``, the 0.1.0 name of ``"summed"``, was removed in 0.2.0)."""
 
 
 def resolve_mode(mode: str) -> str:
-    """Validate ``mode`` and map the deprecated ``"wide"`` to ``"summed"`` (with a FutureWarning).
+    """Return ``mode`` if it is one of :data:`MODES`, else raise ``ValueError`` naming it.
 
-    In release 0.1.0, ``mode="wide"`` summed the branches before σ; that form is now called
-    ``"summed"``, and the paper's wide network (σ per branch) is ``"parallel"``. ``"wide"`` keeps
-    building the summed form so that existing code and saved configurations give the same
-    numbers.
+    In release 0.1.0, ``mode="wide"`` summed the branches before σ; that form is ``"summed"``, and
+    the paper's wide network (σ per branch) is ``"parallel"``. The alias is gone: ``"wide"`` is
+    refused, and the message names both forms.
     """
-    check_choice("mode", mode, MODES)
     if mode == "wide":
-        warnings.warn(
-            "`mode`='wide' builds the 'summed' form (branches added before σ: one DLoR map of rank B·r, "
-            "exact at every h); the paper's wide network, σ per branch, is mode='parallel'. "
-            "Pass 'summed' or 'parallel' explicitly.",
-            FutureWarning,
-            stacklevel=3,
+        raise ValueError(
+            "`mode`='wide' was removed: pass 'summed' (branches added before σ, what 'wide' built in 0.1.0) "
+            "or 'parallel' (the paper's wide network, σ per branch)"
         )
-        return "summed"
-    return mode
+    return check_choice("mode", mode, MODES)
 
 
 def dlor_mlp(
@@ -85,7 +75,7 @@ def dlor_mlp(
     Layout: ``ZeroPad(in→N), [L_1, σ, …, L_depth, σ], L_{depth+1}, TakeFirst(N→out)`` where each
     L is a :class:`~structnets.nn.DLoRLinear` (``mode="deep"``, multiplicative: depth composes
     the low-rank updates) or a :class:`DLoRBranches` of ``branches`` DLoR maps summed before σ
-    (``mode="summed"``; ``"wide"`` is its deprecated alias). ``mode="parallel"`` (the paper's wide
+    (``mode="summed"``). ``mode="parallel"`` (the paper's wide
     network) replaces each ``L_ℓ, σ`` by a :class:`DLoRParallel` (σ per branch, branches summed
     after σ) and keeps a :class:`DLoRBranches` as the last, linear map. See the module docstring
     for parameter counts.
@@ -95,8 +85,7 @@ def dlor_mlp(
         width: N ≥ max(2, n, m); the paper's universal width is n + m + 2.
         depth: number of nonlinear layers L ≥ 1 (there are L + 1 DLoR maps).
         rank: r in [1, N − 1], the rank of every (branch) update UVᵀ.
-        mode: ``"deep"``, ``"parallel"``, ``"summed"`` (or ``"wide"``, deprecated alias of
-            ``"summed"``, with a FutureWarning).
+        mode: ``"deep"``, ``"parallel"`` or ``"summed"``.
         activation: a name from :data:`structnets.nn.ACTIVATIONS` or a module (then shared).
         branches: B ≥ 1 DLoR maps per layer in parallel/summed mode; must be 1 in deep mode.
         device, dtype: where to allocate parameters.
@@ -152,12 +141,12 @@ def dlor_parameter_count(width: int, depth: int, rank: int, mode: str = "deep", 
     """Number of parameters of :func:`dlor_mlp` (independent of in/out features).
 
     deep: (L+1)(2Nr + 1 + N); parallel: L·B(2Nr + 1 + N) + B(2Nr + 1) + N;
-    summed (alias wide): (L+1)(B(2Nr + 1) + N).
+    summed: (L+1)(B(2Nr + 1) + N).
     """
     width = check_int("width", width, low=2)
     depth = check_int("depth", depth, low=1)
     rank = check_int("rank", rank, low=1, high=width - 1)
-    check_choice("mode", mode, MODES)
+    mode = resolve_mode(mode)
     branches = check_int("branches", branches, low=1)
     per_map = 2 * width * rank + 1
     if mode == "deep":
@@ -208,4 +197,3 @@ def rank_one_mlp(
 
 
 __all__ = ["MODES", "dlor_mlp", "dlor_parameter_count", "rank_one_mlp", "resolve_mode"]
-__all__ += ["DLoRBranches", "DLoRParallel", "TakeFirst", "ZeroPad"]  # re-exported from structnets.nn

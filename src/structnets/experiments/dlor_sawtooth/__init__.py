@@ -32,8 +32,6 @@ Modules: :mod:`.config` (configuration, matched depths), :mod:`.units` (units of
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +40,6 @@ import pandas as pd
 from ...models.batched_dlor import BatchedDLoRNet, build_batched
 from ...protocol import FunctionExperiment
 from ...runner import run_experiment
-from ...training import torch_threads
 from ...training.seed_batched import BatchedHistory, train_batched, train_dense
 from .config import (
     CORRESPONDENCE_MODES,
@@ -58,14 +55,6 @@ from .figures import draw_figures
 from .report import PAPER_CLAIMS, report_markdown
 from .stats import cell_comparisons, compare_cell, rank_test, ratio_interval
 from .units import make_units, run_unit
-
-
-@contextmanager
-def single_thread() -> Iterator[int]:
-    """The old name of ``structnets.training.torch_threads(1)``, kept for callers of this module."""
-    with torch_threads(1) as previous:
-        yield previous
-
 
 EXPERIMENT = FunctionExperiment(
     name="dlor-sawtooth",
