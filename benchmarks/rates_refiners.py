@@ -1,7 +1,7 @@
 """Noiseless fits of ``smoothness-rates``: L-BFGS against Levenberg–Marquardt at similar wall time.
 
 Why the approximation part of ``smoothness-rates`` refines with Levenberg–Marquardt: two
-``train_ensemble`` calls on the same problem (lacunary target, d = 1, 2,048 noiseless points, one
+``fit_rates_ensemble`` calls on the same problem (lacunary target, d = 1, 2,048 noiseless points, one
 hidden layer) with the same seed, hence the same Adam start, one refined by per-member L-BFGS
 with ``--lbfgs`` evaluations, the other by per-member LM with ``--lm`` iterations; the table gives
 each call's wall time (Adam included) and test RMSE per activation. The defaults give the two
@@ -59,7 +59,7 @@ def main() -> None:
     import torch
 
     from structnets.data import lacunary_target
-    from structnets.experiments.smoothness_rates import train_ensemble, width_for_parameters
+    from structnets.experiments.smoothness_rates import fit_rates_ensemble, width_for_parameters
 
     torch.set_num_threads(args.threads)
     activations = ["relu", "tanh", "gelu", "silu"]
@@ -74,7 +74,7 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     # Warm-up: the first call pays for lazy imports and allocator growth, not for its refiner.
-    train_ensemble(
+    fit_rates_ensemble(
         X[:, :16],
         y[:, :16],
         X_test[:16],
@@ -95,7 +95,7 @@ def main() -> None:
         for refiner in ({"lbfgs_iters": args.lbfgs}, {"lm_iters": args.lm}):
             start = time.perf_counter()
             fits.append(
-                train_ensemble(
+                fit_rates_ensemble(
                     X,
                     y,
                     X_test,

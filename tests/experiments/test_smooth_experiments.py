@@ -13,8 +13,8 @@ from structnets import runner
 from structnets.experiments import get, names
 from structnets.experiments.smoothness_rates import (
     SmoothnessRatesConfig,
+    fit_rates_ensemble,
     parameter_count,
-    train_ensemble,
     width_for_parameters,
 )
 from structnets.experiments.swish_construction import SwishConstructionConfig, parse_target
@@ -73,11 +73,13 @@ def test_ensemble_members_train_independently_and_learn() -> None:
     X_test = torch.rand(500, 1, dtype=torch.float64)
     f_test = torch.sin(3 * X_test[:, 0])
     activations = ["tanh", "relu", "tanh"]
-    fit = train_ensemble(X, y, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1, lbfgs_iters=50)
+    fit = fit_rates_ensemble(X, y, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1, lbfgs_iters=50)
     train, test = fit.train_mse, fit.test_mse
     y_changed = y.clone()
     y_changed[2] = -y_changed[2]  # another member's data must not move member 0 or 1
-    fit2 = train_ensemble(X, y_changed, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1, lbfgs_iters=50)
+    fit2 = fit_rates_ensemble(
+        X, y_changed, X_test, f_test, activations, 16, 2, steps=300, lr=1e-2, seed=1, lbfgs_iters=50
+    )
     train2, test2 = fit2.train_mse, fit2.test_mse
     np.testing.assert_allclose(train[:2], train2[:2], rtol=1e-6)
     np.testing.assert_allclose(test[:2], test2[:2], rtol=1e-6)

@@ -31,11 +31,10 @@ TINY = SmoothnessRatesConfig(
 
 
 def test_old_names_still_import() -> None:
-    from structnets.experiments._rates_training import EnsembleMLP, batched_lbfgs
-    from structnets.models.ensemble_mlp import EnsembleMLP as LibraryEnsemble
-    from structnets.training.lbfgs import batched_lbfgs as library_lbfgs
+    import importlib.util
 
-    assert EnsembleMLP is LibraryEnsemble and batched_lbfgs is library_lbfgs
+    assert importlib.util.find_spec("structnets.experiments._rates_training") is None  # removed shim
+    assert not hasattr(rates, "train_ensemble")  # one name per trainer: rates.fit_rates_ensemble
     assert get("smoothness-rates") is rates.EXPERIMENT
     assert rates._units is rates.make_units and rates._report is rates.report_markdown
 

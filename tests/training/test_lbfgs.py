@@ -12,8 +12,8 @@ import torch
 from structnets.experiments.smoothness_rates import (
     _long,
     estimation_width,
+    fit_rates_ensemble,
     parameter_count,
-    train_ensemble,
 )
 from structnets.models.ensemble_mlp import EnsembleMLP
 from structnets.training.lbfgs import adam_phase, batched_lbfgs
@@ -114,11 +114,11 @@ def test_lbfgs_phase_reaches_lower_training_loss_than_adam_alone() -> None:
     assert torch.all(result.loss <= adam_only * 1.01)
 
 
-def test_train_ensemble_reports_the_lbfgs_diagnostics() -> None:
+def test_fit_rates_ensemble_reports_the_lbfgs_diagnostics() -> None:
     X, y = _sine_problem(E=3, n=200)
     X_test = torch.rand(300, 1, dtype=torch.float64)
     f_test = torch.sin(8 * X_test[:, 0]) + 0.5 * torch.cos(19 * X_test[:, 0])
-    fit = train_ensemble(
+    fit = fit_rates_ensemble(
         X,
         y,
         X_test,
@@ -210,8 +210,8 @@ def test_lm_phase_lowers_the_noiseless_training_error_below_lbfgs() -> None:
     f_test = torch.sin(6 * X_test[:, 0]) + 0.3 * torch.cos(17 * X_test[:, 0])
     common: dict[str, Any] = dict(steps=100, lr=1e-2, seed=3, input_scale=10.0)
     activations = ["tanh", "gelu", "silu"]
-    lbfgs = train_ensemble(X, y, X_test, f_test, activations, 12, 2, lbfgs_iters=150, **common)
-    lm = train_ensemble(X, y, X_test, f_test, activations, 12, 2, lm_iters=150, **common)
+    lbfgs = fit_rates_ensemble(X, y, X_test, f_test, activations, 12, 2, lbfgs_iters=150, **common)
+    lm = fit_rates_ensemble(X, y, X_test, f_test, activations, 12, 2, lm_iters=150, **common)
     ratio = lm.train_mse / lbfgs.train_mse
     assert np.all(ratio <= 1.0) and np.median(ratio) < 0.1  # measured 0.86, 0.017, 0.009
     assert np.all(lm.adam_train_mse == lbfgs.adam_train_mse)
@@ -295,7 +295,7 @@ def test_jacobian_reusing_a_kept_forward_pass_is_the_same(depth: int) -> None:
 
 
 def test_lm_phase_is_the_same_with_the_kept_forward_pass() -> None:
-    """train_ensemble's LM reuses the accepted trial point's forward pass for its Jacobian: every
+    """fit_rates_ensemble's LM reuses the accepted trial point's forward pass for its Jacobian: every
     number equals a run whose Jacobians sweep afresh (forward_pass hidden from the closure)."""
     X = torch.rand(4, 96, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
     y = torch.sin(6 * X[..., 0])
@@ -311,7 +311,7 @@ def test_lm_phase_is_the_same_with_the_kept_forward_pass() -> None:
 
     EnsembleMLP.jacobian = watched  # type: ignore[method-assign]
     try:
-        reused = train_ensemble(X, y, X_test, torch.sin(6 * X_test[:, 0]), activations, 8, 3, **common)
+        reused = fit_rates_ensemble(X, y, X_test, torch.sin(6 * X_test[:, 0]), activations, 8, 3, **common)
     finally:
         EnsembleMLP.jacobian = jacobian  # type: ignore[method-assign]
     assert sum(given) >= len(given) - 1 > 0  # every linearisation but the first reused a kept pass
@@ -325,7 +325,7 @@ def test_lm_phase_is_the_same_with_the_kept_forward_pass() -> None:
 
     EnsembleMLP.forward_pass = counted  # type: ignore[method-assign]
     try:
-        fresh = train_ensemble(X, y, X_test, torch.sin(6 * X_test[:, 0]), activations, 8, 3, **common)
+        fresh = fit_rates_ensemble(X, y, X_test, torch.sin(6 * X_test[:, 0]), activations, 8, 3, **common)
     finally:
         EnsembleMLP.forward_pass = original  # type: ignore[method-assign]
     assert calls  # the LM phase evaluates its residuals through forward_pass

@@ -60,7 +60,7 @@ from .config import (
 )
 from .figures import draw_figures
 from .report import floor_rows, long_table, report_markdown, slope_table
-from .training import EnsembleFit, train_ensemble
+from .training import EnsembleFit, fit_rates_ensemble
 from .units import make_units, run_floor_unit, run_unit, test_points
 
 # The names of the single-module version, kept for callers (and old tests) that import them.
@@ -112,6 +112,6 @@ __all__ = [
     "report_markdown",
     "run",
     "run_unit",
-    "train_ensemble",
+    "fit_rates_ensemble",
     "width_for_parameters",
 ]

@@ -57,7 +57,7 @@ class SmoothnessRatesConfig:
             freedom like a generic function of smoothness s) or ``"one"`` (one direction per level:
             every level a ridge function, effectively a one-dimensional problem for a network);
             see :func:`structnets.data.lacunary_target`. The same for d = 1.
-        input_scale: first-layer initialisation scale (see :func:`train_ensemble`).
+        input_scale: first-layer initialisation scale (see :func:`fit_rates_ensemble`).
         test_points: fresh test points per unit.
         device: where the units train: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``) or ``"auto"``
             (``structnets run --device``; the runner resolves ``auto``). CPU units keep the params

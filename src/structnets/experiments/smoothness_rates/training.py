@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # torch is imported inside the unit functions, not at CLI sta
 
 @dataclass(frozen=True)
 class EnsembleFit:
-    """Per-member results of :func:`train_ensemble`; every field is an (E,) array.
+    """Per-member results of :func:`fit_rates_ensemble`; every field is an (E,) array.
 
     Attributes:
         train_mse: final training MSE.
@@ -41,7 +41,7 @@ class EnsembleFit:
     late_gain: np.ndarray
 
 
-def train_ensemble(
+def fit_rates_ensemble(
     X: torch.Tensor,
     y: torch.Tensor,
     X_test: torch.Tensor,
@@ -60,7 +60,7 @@ def train_ensemble(
     lm_solver: str = "cholesky",
     device: str = "cpu",
 ) -> EnsembleFit:
-    """Train E independent MLPs at once in float64: Adam, then per-member L-BFGS.
+    """Fit one smoothness-rates unit's ensemble: E independent float64 MLPs at once, Adam, then per-member L-BFGS.
 
     Args:
         X: (E, n, d) inputs in [0,1]^d (mapped to [−1,1]^d inside); y: (E, n) targets.
@@ -188,4 +188,4 @@ def train_ensemble(
     )
 
 
-__all__ = ["EnsembleFit", "train_ensemble"]
+__all__ = ["EnsembleFit", "fit_rates_ensemble"]

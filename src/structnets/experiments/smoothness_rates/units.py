@@ -12,7 +12,7 @@ import pandas as pd
 from ...protocol import JSONScalar, Unit
 from ...training.device import device_param, unit_device
 from .config import SmoothnessRatesConfig, estimation_cells, estimation_width, parameter_count, width_for_parameters
-from .training import train_ensemble
+from .training import fit_rates_ensemble
 
 
 def estimated_seconds(params: Mapping[str, Any]) -> float:
@@ -217,7 +217,7 @@ def _run_fit_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     members = [(name, k) for name in activations for k in range(len(seeds))]
     X = torch.from_numpy(np.stack([Xs[k] for _, k in members]))
     y = torch.from_numpy(np.stack([ys[k] for _, k in members]))
-    fit = train_ensemble(
+    fit = fit_rates_ensemble(
         X,
         y,
         X_test,
