@@ -1,8 +1,7 @@
 """The certified bound a constrained layer uses, with its content-checked cache.
 
 The maths (certified spectral-norm bounds, safe rounding, power iteration) is public in
-:mod:`structnets.functional`; its names are re-exported here for code that imported them from
-this module.
+:mod:`structnets.functional`.
 """
 
 from __future__ import annotations
@@ -10,21 +9,7 @@ from __future__ import annotations
 import torch
 
 from .._validation import check_choice
-from ..functional import (
-    BOUNDS,
-    LAYER_BOUNDS,
-    certificate_method,
-    power_estimate,
-    power_iteration,
-    round_down,
-    round_up,
-    spectral_norm_bound,
-    spectral_norm_exact,
-    sqrt_round_up,
-    squared_norm_bound,
-    tau_round_down,
-    top_right_singular_vector,
-)
+from ..functional import LAYER_BOUNDS, certificate_method, power_estimate, sqrt_round_up, squared_norm_bound
 
 
 def _is_transformed(weight: torch.Tensor) -> bool:
@@ -130,19 +115,4 @@ class CertifiedBound:
         return sqrt_round_up(self.certified_squared(weight), weight.dtype)
 
 
-__all__ = [
-    "BOUNDS",
-    "LAYER_BOUNDS",
-    "CertifiedBound",
-    "certificate_method",
-    "power_estimate",
-    "power_iteration",
-    "round_down",
-    "round_up",
-    "spectral_norm_bound",
-    "spectral_norm_exact",
-    "sqrt_round_up",
-    "squared_norm_bound",
-    "tau_round_down",
-    "top_right_singular_vector",
-]
+__all__ = ["CertifiedBound"]

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_fits_in_memory, check_int, check_real, itemsize_of
+from .._validation import check_bool, check_choice, check_fits_in_memory, check_int, check_real, itemsize_of
 from ..functional import (
     LAYER_BOUNDS,
     _tau_round_down,
@@ -16,9 +16,10 @@ from ..functional import (
     spectral_norm_bound,
     sqrt_round_up,
     squared_norm_bound,
+    top_right_singular_vector,
 )
-from ._checkpoint import reject_non_finite
-from ._spectral import CertifiedBound, top_right_singular_vector
+from ._checkpoint import CertifiedCheckpointMixin
+from ._spectral import CertifiedBound
 
 
 def _up(value: float) -> float:
@@ -82,7 +83,7 @@ class ResidualExport(nn.Module):
         return input + self.body(input)
 
 
-class GradientStepResidual(nn.Module):
+class GradientStepResidual(CertifiedCheckpointMixin, nn.Module):
     """Explicit Euler step of a negative gradient flow: ``Φ(x) = x − τ Wᵀ ReLU(W x + b)``.
 
     Φ is the gradient step x − τ∇f(x) on the convex potential f(x) = Σᵢ Γ(wᵢᵀx + bᵢ), Γ' = ReLU,
@@ -149,11 +150,8 @@ class GradientStepResidual(nn.Module):
             itemsize=itemsize_of(dtype),
             what="parameters",
         )
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
-        if not isinstance(learnable_step, bool):
-            raise TypeError(f"`learnable_step` must be a bool, got {learnable_step!r}")
-        self.learnable_step = learnable_step
+        bias = check_bool("bias", bias)
+        self.learnable_step = check_bool("learnable_step", learnable_step)
         self.step = step
         self._bound = CertifiedBound(bound)
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
@@ -232,6 +230,7 @@ class GradientStepResidual(nn.Module):
         square, following = self._bound.squared(self.weight, self.power_vector, self.training)
         self._store_power_vector(following)
         step = self.step_size() if self.step_logit is not None else self.step
+        # the unchecked form: the public one's Q ≥ 0 check syncs the host and breaks torch.func.vmap
         return _tau_round_down(step, square, self.weight.dtype)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
@@ -302,15 +301,6 @@ class GradientStepResidual(nn.Module):
             inner.bias.copy_(self.bias)
         outer.weight.copy_(-(tau * self.weight.T))
         return ResidualExport(nn.Sequential(inner, nn.ReLU(), outer))
-
-    def _load_from_state_dict(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-    ):  # type: ignore[no-untyped-def]
-        reject_non_finite(state_dict, prefix)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
-        self._bound.reset()
 
     def extra_repr(self) -> str:
         return (

@@ -8,14 +8,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_choice, check_fits_in_memory, check_int, itemsize_of
-from ..functional import LAYER_BOUNDS, round_operand, spectral_norm_bound
+from .._validation import check_bool, check_choice, check_fits_in_memory, check_int, itemsize_of
+from ..functional import LAYER_BOUNDS, round_operand, spectral_norm_bound, top_right_singular_vector
 from ._affine import linear_from_dense
-from ._checkpoint import reject_non_finite
-from ._spectral import CertifiedBound, top_right_singular_vector
+from ._checkpoint import CertifiedCheckpointMixin
+from ._spectral import CertifiedBound
 
 
-class NormConstrainedLinear(nn.Module):
+class NormConstrainedLinear(CertifiedCheckpointMixin, nn.Module):
     """Norm-constrained affine map ``y = A x + b`` with ``A = V / max(1, B(V))``, B(V) ≥ ‖V‖₂.
 
     The free parameter V is rescaled onto the spectral-norm unit ball only when it leaves it, so
@@ -65,8 +65,7 @@ class NormConstrainedLinear(nn.Module):
             itemsize=itemsize_of(dtype),
             what="parameters",
         )
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         self._bound = CertifiedBound(bound)
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_features, self.in_features, **factory))
@@ -152,15 +151,6 @@ class NormConstrainedLinear(nn.Module):
     def export(self) -> nn.Linear:
         """Plain torch layer with identical outputs (same as :meth:`to_linear`)."""
         return self.to_linear()
-
-    def _load_from_state_dict(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-    ):  # type: ignore[no-untyped-def]
-        reject_non_finite(state_dict, prefix)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
-        self._bound.reset()
 
     def extra_repr(self) -> str:
         return (

@@ -8,10 +8,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_fits_in_memory, check_int, itemsize_of
+from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_of
 from ..functional import round_operand, spectral_norm_bound, sqrt_round_up, squared_norm_bound
 from ._affine import linear_from_dense
-from ._checkpoint import reject_non_finite
+from ._checkpoint import CertifiedCheckpointMixin
 
 
 def polar_factor(weight: torch.Tensor) -> torch.Tensor:
@@ -70,7 +70,7 @@ def certified_orthogonal(weight: torch.Tensor) -> torch.Tensor:
     return (q * scale).to(weight.dtype)
 
 
-class OrthogonalLinear(nn.Module):
+class OrthogonalLinear(CertifiedCheckpointMixin, nn.Module):
     """Affine map ``y = A x + b`` with A = c·polar(V), (semi-)orthogonal and certified ‖A‖₂ ≤ 1.
 
     Unlike :class:`NormConstrainedLinear` (A = V / max(1, B(V)), which pins only the top singular
@@ -115,8 +115,7 @@ class OrthogonalLinear(nn.Module):
             itemsize=itemsize_of(dtype),
             what="parameters",
         )
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_features, self.in_features, **factory))
         if bias:
@@ -168,14 +167,6 @@ class OrthogonalLinear(nn.Module):
     def export(self) -> nn.Linear:
         """Plain torch layer with identical outputs (same as :meth:`to_linear`)."""
         return self.to_linear()
-
-    def _load_from_state_dict(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-    ):  # type: ignore[no-untyped-def]
-        reject_non_finite(state_dict, prefix)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
