@@ -189,24 +189,30 @@ def figure_format_context(figure_format: str) -> Iterator[None]:
         _FORMAT.reset(token)
 
 
-_DESCRIPTIONS: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+_DESCRIPTIONS: contextvars.ContextVar[tuple[list[dict[str, Any]], bool] | None] = contextvars.ContextVar(
     "structnets_figure_descriptions", default=None
 )
 
 
 @contextlib.contextmanager
-def figure_descriptions() -> Iterator[list[dict[str, Any]]]:
+def figure_descriptions(*, keep_svg: bool = False) -> Iterator[list[dict[str, Any]]]:
     """Within the block, :func:`save_figure` describes every figure it writes in the yielded list.
 
     Each entry is ``{"path": Path, "title": str, "axes": [{"title", "xlabel", "ylabel"}, ...]}``
     (the figure's suptitle and each axes' labels, as drawn), so a report can give each figure a
-    title and alt text without the experiment saying more than it draws.
+    title and alt text without the experiment saying more than it draws. With ``keep_svg`` each
+    entry also holds ``"svg"``: the figure as SVG bytes (the file written, when it is SVG; else one
+    more ``savefig`` into memory, after the layout is done), so a page can embed the run's own
+    figures without drawing them again.
+
+    Args:
+        keep_svg: also keep each figure as SVG bytes.
 
     Yields:
         The list, filled as figures are saved.
     """
     found: list[dict[str, Any]] = []
-    token = _DESCRIPTIONS.set(found)
+    token = _DESCRIPTIONS.set((found, bool(keep_svg)))
     try:
         yield found
     finally:
@@ -259,8 +265,21 @@ def save_figure(fig: Any, path: Path, *, dpi: int = 120) -> Path:
     path = Path(path).with_suffix(f".{figure_format}")
     fig.tight_layout()
     collector = _DESCRIPTIONS.get()
-    if collector is not None:
-        collector.append(_describe(fig, path))
-    fig.savefig(path, dpi=dpi, format=figure_format)
-    plt.close(fig)
+    entry = _describe(fig, path) if collector is not None else None
+    try:
+        fig.savefig(path, dpi=dpi, format=figure_format)
+        if collector is not None and entry is not None:
+            found, keep_svg = collector
+            if keep_svg:
+                if figure_format == "svg":
+                    entry["svg"] = path.read_bytes()
+                else:
+                    import io
+
+                    buffer = io.BytesIO()
+                    fig.savefig(buffer, dpi=dpi, format="svg")
+                    entry["svg"] = buffer.getvalue()
+            found.append(entry)
+    finally:
+        plt.close(fig)
     return path

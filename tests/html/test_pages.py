@@ -212,3 +212,38 @@ def test_templates_are_package_data() -> None:
     shipped = {p.name for p in files("structnets.html").joinpath("templates").iterdir()}
     assert {"base.html.j2", "run.html.j2", "claims.html.j2", "_markdown.html.j2", "style.css"} <= shipped
     assert any(r.startswith("jinja2") for r in project["project"]["dependencies"])
+
+
+def test_the_last_page_embeds_the_figures_the_run_drew_without_drawing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toy_experiment as toy
+
+    calls: list[int] = []
+    real = toy.ToyExperiment.figures
+
+    def counted(self: toy.ToyExperiment, results: object, config: object, out_dir: Path) -> list[Path]:
+        calls.append(len(results))  # type: ignore[arg-type]
+        return real(self, results, config, out_dir)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(toy.ToyExperiment, "figures", counted)
+    run = tmp_path / "run"
+    _toy_run(run)
+    assert calls == [6]  # the runner's own call; the first page (no unit finished) and the last draw none
+    page = (run / "report.html").read_text()
+    assert page.count("data:image/svg+xml;base64,") == 1 and "SVG, drawn by the run" in page
+    assert (run / "figures" / "values.png").is_file()  # the run's own figures are still PNG
+    assert main(["report", str(run), "--html", "-q"]) == 0
+    assert calls == [6, 6, 6]  # report draws figures/ (PNG), then the page draws its SVG
+
+
+def test_a_stopped_run_page_draws_no_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import toy_experiment as toy
+
+    calls: list[int] = []
+    monkeypatch.setattr(toy.ToyExperiment, "figures", lambda self, results, config, out: calls.append(1) or [])
+    monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=1/seed=0")
+    run = tmp_path / "run"
+    assert main(["run", "toy", "--quick", "--out", str(run), "--jobs", "1", "-q"]) == 1
+    page = (run / "report.html").read_text()
+    assert calls == [] and "not drawn for this page (the run stopped early)" in page

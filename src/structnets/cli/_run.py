@@ -302,7 +302,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     outcome: tuple[str, tuple[str, str] | None] = ("failed", None)  # how the run ended, for the page
     t0 = time.perf_counter()
     try:
-        with _sigterm_as_interrupt():
+        with _sigterm_as_interrupt(), live.capture() if live is not None else contextlib.nullcontext():
             frame = runner.run(
                 args.name,
                 config,

@@ -9,9 +9,10 @@ the run ends, whatever ended it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,17 @@ class LiveReport:
         self.failures = 0  # renders that failed (logged)
         self._next: float | None = None  # clock time before which no render starts (None: render now)
         self._progress: tuple[int, int] | None = None
+        self._drawn: list[dict[str, Any]] | None = None  # the figures the runner drew, kept as SVG
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[None]:
+        """Around the runner's call: keep the figures it draws at the end as SVG, so the last page
+        embeds them instead of drawing them again (one extra ``savefig`` per figure, not a redraw)."""
+        from ..protocol import figure_descriptions
+
+        with figure_descriptions(keep_svg=True) as drawn:
+            self._drawn = drawn
+            yield
 
     def progress(self, done: int, total: int) -> None:
         """Record ``(done, total)``; render the page when the throttle allows."""
@@ -93,10 +105,25 @@ class LiveReport:
                 record_failed_unit(self.run_dir, FailedUnit(failure[0], " ".join(failure[1].split()), when))
             except Exception as e:  # noqa: BLE001 - the page is a convenience: log, never raise
                 logger.warning("could not record the failed unit in %s: %s", self.run_dir, e)
-        # The runner's own run_info.json now holds the final status and unit counts.
-        self._render(status=None if status == "finished" else status, final=True)
+        # The runner's own run_info.json now holds the final status and unit counts. A finished run's
+        # figures were drawn by the runner (kept by capture()); a stopped run's are not drawn, so
+        # that Ctrl-C or a failure ends the command at once.
+        finished = status == "finished"
+        self._render(
+            status=None if finished else status,
+            final=True,
+            figures=self._drawn if finished else None,
+            draw_figures=finished,
+        )
 
-    def _render(self, *, status: str | None, final: bool = False) -> None:
+    def _render(
+        self,
+        *,
+        status: str | None,
+        final: bool = False,
+        figures: list[dict[str, Any]] | None = None,
+        draw_figures: bool = True,
+    ) -> None:
         if not (self.run_dir / "results.db").is_file():
             return  # the run failed before it made its folder: nothing to show
         start = self.clock()
@@ -107,6 +134,8 @@ class LiveReport:
                 registry=self.registry,
                 progress=None if final else self._progress,
                 status=status,
+                figures=figures,
+                draw_figures=draw_figures,
             )
             self.renders += 1
         except KeyboardInterrupt:

@@ -243,12 +243,27 @@ def _data_uri(path: Path, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
-def _figures(experiment: Any, frame: pd.DataFrame, config: Any, run_dir: Path) -> tuple[list[_Figure], str]:
+def _drawn_figures(drawn: Sequence[Mapping[str, Any]], experiment: str) -> list[_Figure]:
+    """Figures a run has just drawn, as :func:`structnets.protocol.figure_descriptions` kept them (SVG bytes)."""
+    out = []
+    for entry in sorted(drawn, key=lambda d: Path(d["path"]).name):
+        name = Path(entry["path"]).with_suffix(".svg").name
+        title, alt = _describe(entry, name, experiment)
+        src = f"data:image/svg+xml;base64,{base64.b64encode(entry['svg']).decode('ascii')}"
+        out.append(_Figure(title, alt, src, "SVG, drawn by the run", name))
+    return out
+
+
+def _figures(
+    experiment: Any, frame: pd.DataFrame, config: Any, run_dir: Path, draw: bool = True
+) -> tuple[list[_Figure], str]:
     """Every figure as SVG, drawn by the experiment now; else the PNGs of ``figures/``, saying so."""
     from ..protocol import figure_descriptions, figure_format_context
 
     reason = ""
-    if len(frame):
+    if not draw:
+        reason = "not drawn for this page (the run stopped early); `structnets report RUN --html` draws them"
+    elif len(frame):
         try:
             with (
                 tempfile.TemporaryDirectory(prefix="structnets-html-") as tmp,
@@ -327,6 +342,8 @@ def render_run_page(
     progress: tuple[int, int] | None = None,
     status: str | None = None,
     failed: Sequence[FailedUnit] | None = None,
+    figures: Sequence[Mapping[str, Any]] | None = None,
+    draw_figures: bool = True,
 ) -> str:
     """The HTML text of ``run_dir``'s page (see the module docstring).
 
@@ -340,6 +357,9 @@ def render_run_page(
         progress: ``(done, total)`` of a live run (``structnets run``); None: from ``run_info.json``.
         status: the run's state to show (e.g. ``"running"``); None: from ``run_info.json``.
         failed: failed units to show; None: those recorded in ``failed_units.json`` and not finished since.
+        figures: the figures the run has just drawn, as ``figure_descriptions(keep_svg=True)`` kept
+            them, embedded as they are; None: the experiment draws them now (as SVG).
+        draw_figures: False: do not draw figures now (embed the PNGs of ``figures/``, saying so).
 
     Returns:
         The page, one self-contained HTML document.
@@ -370,7 +390,10 @@ def render_run_page(
     finished_keys = set(frame["key"]) if "key" in frame else set()
     failures = [f for f in (read_failed_units(folder) if failed is None else failed) if f.key not in finished_keys]
     markdown, table_note = _table(exp, frame, config, table)
-    figures, figure_note = _figures(exp, frame, config, folder)
+    if figures is not None and all("svg" in f for f in figures):
+        shown, figure_note = _drawn_figures(figures, exp.name), ""
+    else:
+        shown, figure_note = _figures(exp, frame, config, folder, draw=draw_figures)
     columns, rows = _cells(frame)
     from ..runner import config_to_json
 
@@ -402,7 +425,7 @@ def render_run_page(
         table_note=table_note,
         columns=columns,
         rows=rows,
-        figures=figures,
+        figures=shown,
         figure_note=figure_note,
         environment=_environment(info, config),
         sessions=session_rows,
