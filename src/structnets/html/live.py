@@ -77,11 +77,15 @@ class LiveReport:
 
     def progress(self, done: int, total: int) -> None:
         """Record ``(done, total)``; render the page when the throttle allows."""
+        first = self._progress is None
         self._progress = (int(done), int(total))
+        if done >= total:
+            return  # nothing left in this round: the next round's call or the last page follows at once
         now = self.clock()
         if self._next is not None and now < self._next:
             return
-        self._render(status="running")
+        # The first page comes before any unit of this session finished: figures/ as it is will do.
+        self._render(status="running", draw_figures=not first)
 
     def tee(self, first: Callable[[int, int], None]) -> Callable[[int, int], None]:
         """A progress callback that calls ``first(done, total)``, then :meth:`progress`."""

@@ -262,7 +262,10 @@ def _figures(
 
     reason = ""
     if not draw:
-        reason = "not drawn for this page (the run stopped early); `structnets report RUN --html` draws them"
+        reason = (
+            "not drawn for this page (the first page of a run, or one that stopped early); the page of a "
+            "finished run, or `structnets report RUN --html`, draws them"
+        )
     elif len(frame):
         try:
             with (
