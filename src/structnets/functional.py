@@ -30,14 +30,16 @@ from ._validation import MAX_STEPS, check_choice, check_int, check_real
 BOUNDS: tuple[str, ...] = ("exact", "gram", "frobenius")
 
 # What the constrained layers accept: the certified methods above, plus ``"power"`` (the paper's
-# power-iteration estimate while training, uncertified until eval, certified by ``"exact"``).
-LAYER_BOUNDS: tuple[str, ...] = (*BOUNDS, "power")
+# power-iteration estimate while training, uncertified until eval, certified by ``"exact"``) and
+# ``"verified"`` (the power estimate with a margin, certified at every training step by a
+# Cholesky test, :func:`verified_square_bound`; ``"exact"`` when the test fails and at eval).
+LAYER_BOUNDS: tuple[str, ...] = (*BOUNDS, "power", "verified")
 
 
 def certificate_method(layer_bound: str) -> str:
     """Return the :func:`spectral_norm_bound` method that certifies a layer with ``layer_bound``."""
     check_choice("layer_bound", layer_bound, LAYER_BOUNDS)
-    return "exact" if layer_bound == "power" else layer_bound
+    return "exact" if layer_bound in ("power", "verified") else layer_bound
 
 
 _UNIT_ROUNDOFF_F64 = 2.0**-53
@@ -384,6 +386,108 @@ def power_estimate(weight: torch.Tensor, vector: torch.Tensor) -> tuple[torch.Te
     return estimate, following
 
 
+def _gamma(k: int) -> float:
+    """γ_k = k·u/(1 − k·u), u = 2⁻⁵³, rounded up (Higham, *Accuracy and Stability*, 2002, §3.1)."""
+    ku = k * _UNIT_ROUNDOFF_F64
+    return math.nextafter(ku / (1.0 - ku), math.inf)
+
+
+def verified_square_bound(weight: torch.Tensor, candidate: float) -> float | None:
+    """Test whether μ = ``candidate`` ≥ ‖W‖₂² by a Cholesky factorisation of μI − G: a certified Q ≥ ‖W‖₂², or None.
+
+    A cheap certificate for a good guess (a warm power estimate with a margin): if the float64
+    Cholesky factorisation of Ã = fl(μI − Ĝ) (Ĝ the computed Gram matrix, n × n) runs to completion,
+    R̂ᵀR̂ = Ã + ΔÃ with |ΔÃ| ≤ γ_{n+1}|R̂ᵀ||R̂| (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2002, Thm. 10.3), so for a unit x, xᵀÃx ≥ −γ_{n+1}‖R̂‖_F² ≥ −γ_{n+1} tr(Ã)/(1 − γ_{n+1})
+    =: −c. Forming Ã rounds its diagonal by at most u(μ + max ĝᵢᵢ), and Ĝ differs from WᵀW by at
+    most γ_h‖W‖_F² in norm (h the inner dimension). Hence
+
+        λ_max(WᵀW) ≤ Q = μ + c + u(μ + max ĝᵢᵢ) + γ_h‖W‖_F²,
+
+    every term rounded up (with γ_{2(n+1)} and γ_{2h}, twice the textbook constants, for blocked
+    LAPACK/BLAS orderings). W is scaled by an exact power of two first, as in
+    :func:`squared_norm_bound` (here from μ, which the test compares with σ₁²). Cost: one Gram matrix and one
+    n³/3 Cholesky (against the n³ eigen-solve of ``"exact"``) and one host synchronisation. The
+    test cannot pass for μ below λ_max(Ĝ) − c, so a returned Q is never far above μ.
+
+    Args:
+        weight: (m, k) matrix W, any floating dtype (finite: the layers check it).
+        candidate: μ, the guess for ‖W‖₂² (unscaled), a Python float.
+
+    Returns:
+        Q (a Python float ≥ ‖W‖₂²) when the factorisation passes; None when it fails, or when W
+        or μ is not finite and positive (the caller then takes the exact bound).
+    """
+    if not (math.isfinite(candidate) and candidate > 0.0):
+        return None
+    with torch.no_grad():
+        # 2^k with μ·2^{2k} ∈ [1, 4): the Gram matrix is then of order 1 (max |wᵢⱼ| ≤ σ₁), so
+        # nothing overflows; entries lost to underflow change it by < n·h·2⁻¹⁰⁷⁴, far below the
+        # 10⁻²⁹⁰ added to Q below
+        exponent = 1 - math.frexp(math.sqrt(candidate))[1]
+        mu = math.ldexp(candidate, 2 * exponent)
+        scaled = weight.detach().to(torch.float64) * math.ldexp(1.0, exponent)
+        rows, cols = scaled.shape
+        gram = scaled @ scaled.T if rows <= cols else scaled.T @ scaled
+        n, inner = min(rows, cols), max(rows, cols)
+        shifted = gram.neg()
+        shifted.diagonal().add_(mu)
+        _, info = torch.linalg.cholesky_ex(shifted)
+        diagonal = torch.diagonal(gram)
+        checks = torch.stack((info.to(torch.float64), diagonal.max(), diagonal.sum())).tolist()
+    if checks[0] != 0.0 or not (math.isfinite(checks[1]) and math.isfinite(checks[2])):
+        return None
+    top_diagonal, trace_gram = checks[1], checks[2]
+    g_n, g_h = _gamma(2 * (n + 1)), _gamma(2 * inner)
+    # ‖W‖_F² = tr(WᵀW) ≤ tr(Ĝ)(1 + γ_h)/(1 − γ_h) (each ĝᵢᵢ within γ_h relative, then n additions)
+    frobenius = _up(_up(trace_gram * (1.0 + g_h + _gamma(n))) / (1.0 - g_h))
+    trace = _up(_up(n * mu) * (1.0 + _UNIT_ROUNDOFF_F64))
+    terms = (
+        mu,
+        _up(_up(g_n * trace) / (1.0 - g_n)),
+        _up(_UNIT_ROUNDOFF_F64 * _up(mu + top_diagonal)),
+        _up(g_h * frobenius),
+        1e-290,
+    )
+    total = 0.0
+    for term in terms:
+        total = _up(total + term)
+    scaled_back = math.ldexp(total, -2 * exponent)
+    # ldexp is exact unless the result is subnormal; one step up covers that case
+    return _up(scaled_back) if scaled_back < math.ldexp(1.0, -1020) else scaled_back
+
+
+def _up(value: float) -> float:
+    """One step towards +∞: ≥ the exact result of the correctly rounded operation that gave ``value``."""
+    return math.nextafter(value, math.inf) if math.isfinite(value) else value
+
+
+def verified_power_square(
+    weight: torch.Tensor, vector: torch.Tensor, margin: float
+) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """A training-time Q ≥ ‖W‖₂², certified: the power estimate σ̂² × (1 + margin), verified by Cholesky.
+
+    One power step (:func:`power_estimate`) gives σ̂ ≤ ‖W‖₂; μ = (1 + margin)·σ̂² is then tested by
+    :func:`verified_square_bound`. When it passes, the returned Q has the certified value and the
+    gradient of (1 + margin)·σ̂² (the gradient of the paper's power-mode training); when it fails
+    (σ̂ lagged behind σ₁ by more than the margin) Q is None and the caller takes the exact bound.
+
+    Args:
+        weight: (m, n) matrix W.
+        vector: (n,) persistent unit power vector.
+        margin: relative margin > 0 added to σ̂².
+
+    Returns:
+        (Q or None, the next power vector): Q a 0-d float64 tensor with autograd history.
+    """
+    estimate, following = power_estimate(weight, vector)
+    square = estimate.to(torch.float64).square() * (1.0 + margin)
+    verified = verified_square_bound(weight, float(square.detach()))
+    if verified is None:
+        return None, following
+    return _straight_through(square, torch.full_like(square.detach(), verified)), following
+
+
 def round_operand(tensor: torch.Tensor, operand_dtype: torch.dtype | None) -> torch.Tensor:
     """Return ``tensor`` as an autocast region hands it to a matmul: cast to ``operand_dtype`` unless float64.
 
@@ -419,4 +523,6 @@ __all__ = [
     "squared_norm_bound",
     "tau_round_down",
     "top_right_singular_vector",
+    "verified_power_square",
+    "verified_square_bound",
 ]

@@ -9,7 +9,20 @@ from __future__ import annotations
 import torch
 
 from .._validation import check_choice
-from ..functional import LAYER_BOUNDS, certificate_method, power_estimate, sqrt_round_up, squared_norm_bound
+from ..functional import (
+    LAYER_BOUNDS,
+    certificate_method,
+    power_estimate,
+    sqrt_round_up,
+    squared_norm_bound,
+    verified_power_square,
+)
+
+#: Smallest and largest relative margin of ``bound="verified"``: the power estimate σ̂² × (1 + margin)
+#: is the guess the Cholesky test certifies. A layer's margin doubles after a failed test (σ̂
+#: lagged behind σ₁: a layer whose norm grows fast) and shrinks by 5 % after a passed one.
+VERIFIED_MARGIN = 0.01
+VERIFIED_MARGIN_MAX = 0.08
 
 
 def _is_transformed(weight: torch.Tensor) -> bool:
@@ -20,12 +33,28 @@ def _is_transformed(weight: torch.Tensor) -> bool:
     return bool(is_wrapped(weight)) if is_wrapped is not None else False
 
 
+@torch.no_grad()
+def _top_vector_by_gram(weight: torch.Tensor) -> torch.Tensor:
+    """A unit top right-singular vector of W from the eigh of the smaller Gram matrix (cheaper than an SVD)."""
+    w = weight.to(torch.float64)
+    rows, cols = w.shape
+    if rows < cols:
+        top = torch.linalg.eigh(w @ w.T)[1][:, -1]
+        vector = w.T @ top
+        vector = vector / torch.linalg.vector_norm(vector).clamp_min(torch.finfo(torch.float64).tiny)
+    else:
+        vector = torch.linalg.eigh(w.T @ w)[1][:, -1]
+    return vector.to(weight.dtype)
+
+
 class CertifiedBound:
     """The bound B ≥ ‖W‖₂ a constrained layer uses, for one ``LAYER_BOUNDS`` mode, with its cache.
 
     One place for what :class:`GradientStepResidual` and :class:`NormConstrainedLinear` share:
     ``"power"`` in training mode with gradients on returns the persistent power estimate
-    (uncertified); any mode with a gradient needed (a weight that requires grad, or any weight
+    (uncertified); ``"verified"`` in training mode with a gradient needed returns that estimate
+    with a :data:`VERIFIED_MARGIN`, certified by a Cholesky test
+    (:func:`structnets.functional.verified_power_square`), or the exact bound when the test fails; any mode with a gradient needed (a weight that requires grad, or any weight
     under a ``torch.func`` transform with gradients on, where ``requires_grad`` cannot be read)
     returns the differentiable certified bound; everything else (eval, or no gradient) returns the
     certified bound from a cache.
@@ -45,6 +74,10 @@ class CertifiedBound:
     def __init__(self, mode: str) -> None:
         self._cache: tuple[torch.Tensor, torch.Tensor] | None = None
         self.mode = mode
+        #: ``"verified"`` mode: training steps whose Cholesky test passed / fell back to the exact bound
+        self.verified_steps = 0
+        self.exact_fallbacks = 0
+        self.verified_margin = VERIFIED_MARGIN
 
     @property
     def mode(self) -> str:
@@ -79,7 +112,18 @@ class CertifiedBound:
         # Inside torch.func.vmap a batched weight reports requires_grad=False even when autograd
         # will differentiate through it, so under a transform the differentiable bound is taken.
         if self.mode != "power" and torch.is_grad_enabled() and (weight.requires_grad or _is_transformed(weight)):
-            return squared_norm_bound(weight, self.mode), power_vector
+            # "verified" only in training (eval passes use the exact bound, as the certificate does)
+            if self.mode == "verified" and training and not _is_transformed(weight):
+                verified, following = verified_power_square(weight, power_vector, self.verified_margin)
+                if verified is not None:
+                    self.verified_steps += 1
+                    self.verified_margin = max(VERIFIED_MARGIN, 0.95 * self.verified_margin)
+                    return verified, following
+                self.exact_fallbacks += 1
+                self.verified_margin = min(VERIFIED_MARGIN_MAX, 2.0 * self.verified_margin)
+                # the estimate lagged behind σ₁: restart the vector at the top singular vector
+                return squared_norm_bound(weight, "exact"), _top_vector_by_gram(weight.detach())
+            return squared_norm_bound(weight, certificate_method(self.mode)), power_vector
         return self.certified_squared(weight), power_vector
 
     def __call__(

@@ -31,7 +31,8 @@ class NormConstrainedLinear(CertifiedCheckpointMixin, nn.Module):
         out_features: output size m.
         bias: whether to learn b of shape (m,).
         bound: how B is computed: ``"exact"`` (default), ``"gram"`` or ``"frobenius"`` (certified at
-            every call), or ``"power"``: training-mode passes use a persistent power-iteration
+            every call), ``"verified"`` (certified at every call: in training a warm power estimate
+            with a margin checked by one Cholesky test, see :class:`GradientStepResidual`), or ``"power"``: training-mode passes use a persistent power-iteration
             estimate (cheap, uncertified while training), eval-mode passes the exact certified bound.
         device, dtype: where to allocate parameters.
 
