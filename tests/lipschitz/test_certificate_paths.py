@@ -463,3 +463,37 @@ def test_the_bound_pickles_with_its_assumptions() -> None:
     again = pickle.loads(pickle.dumps(bound))
     assert again == bound and again.assumptions == bound.assumptions and again.operand_dtype == torch.bfloat16
     assert float(again) == float(bound) and f"{again:.3f}" == f"{float(bound):.3f}"
+
+
+# ----------------------------------------------------------------------------------------- fuzzing
+
+
+def _pool(generator: torch.Generator) -> list[nn.Module]:
+    """Modules of width 5 to compose: steep, contracting, mode-dependent and parameter-free ones."""
+    torch.manual_seed(int(torch.randint(2**31, (1,), generator=generator)))
+    steep = nn.Linear(5, 5, dtype=F64)
+    with torch.no_grad():
+        steep.weight.mul_(3.0)
+    block = UnconstrainedResidual(5, 7, dtype=F64)
+    step = GradientStepResidual(5, 9, step=2.0, dtype=F64)
+    with torch.no_grad():
+        step.weight.mul_(5.0)  # large W: τ adapts, the block stays 1-Lipschitz
+    return [steep, block, step, NormConstrainedLinear(5, 5, dtype=F64), nn.Dropout(0.3), nn.LeakyReLU(-1.5),
+            MaxMin(5), nn.Tanh(), PowerClampedResidual(5, 5, step=2.0, bound="gram", dtype=F64)]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_compositions_with_repeated_modules_are_never_undercertified(seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    pool = _pool(generator)
+    slots = int(torch.randint(1, 7, (1,), generator=generator))
+    chosen = [pool[int(i)] for i in torch.randint(len(pool), (slots,), generator=generator)]
+    if slots > 2 and bool(torch.rand((), generator=generator) < 0.5):
+        chosen = [nn.Sequential(*chosen[:2]), *chosen[2:], nn.Sequential(*chosen[:2])]  # a nested repeat
+    model = nn.Sequential(*chosen)
+    model.train(bool(torch.rand((), generator=generator) < 0.5))
+    bound = lipschitz_upper_bound(model)
+    points = torch.randn(64, 5, generator=generator, dtype=F64)
+    # one forward per Jacobian: in training mode one dropout mask, the map the bound must cover
+    measured = float(jacobian_spectral_norms(model, points).max())
+    assert measured <= bound * (1 + 1e-10), f"{model}: certificate {bound!r} < measured {measured!r}"
