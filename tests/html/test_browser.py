@@ -31,6 +31,7 @@ PROBE = """(() => {
     images: q('img').map(i => ({natural: [i.naturalWidth, i.naturalHeight], box: box(i), alt: i.alt,
                                  complete: i.complete, caption: i.closest('figure')?.querySelector('figcaption')?.textContent || ''})),
     keys: q('#results-table tbody tr').map(tr => tr.cells[0].textContent),
+    ids: q('#results-table tbody tr').map(tr => tr.id),
     columns: q('#results-table thead th').map(th => th.textContent),
     text: document.body.innerText,
     scrollWidth: document.documentElement.scrollWidth,
@@ -71,6 +72,7 @@ def test_run_page_in_a_browser(tmp_path: Path, browser: Browser, screenshots: Pa
     value = _open(browser, page, screenshots, "run-page")
     assert value["title"] == f"toy: {run}"
     assert value["keys"] == _keys(run) and len(value["keys"]) == 6
+    assert value["ids"] == [f"unit-{key}" for key in value["keys"]]  # each unit can be linked to
     assert value["columns"] == list(pd.read_csv(run / "results.csv").columns)
     assert value["text"].count(HOSTILE) >= 7  # six result rows and the config table show it as text
     assert len(value["images"]) == 1
