@@ -317,3 +317,29 @@ def test_dlor_energy_takes_the_smallest_rank_whose_best_alpha_keeps_it(energy: f
     total = float(weight.square().sum())
     assert row.replaced and row.relative_error**2 <= 1 - energy + 1e-12
     assert row.rank == 1 or dlor_approximation(weight, row.rank - 1).error ** 2 > (1 - energy) * total
+
+
+def test_inplace_with_attention_shared_layers_and_calibration_changes_the_model_itself() -> None:
+    torch.manual_seed(7)
+    shared = nn.Linear(8, 8, dtype=F64)
+    attention = nn.MultiheadAttention(8, 2, batch_first=True, dtype=F64)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.attn, self.again = shared, attention, shared
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.first(x)
+            return self.again(self.attn(h, h, h, need_weights=False)[0])
+
+    model = Net()
+    x = torch.randn(2, 5, 8, dtype=F64)
+    before = model(x)
+    report = compress(model, rank=8, calibration=x, inplace=True)  # full rank: same outputs
+    assert report.model is model
+    assert isinstance(model.first, LowRankLinear) and model.first is model.again
+    assert type(model.attn).__name__ == "LowRankMultiheadAttention"
+    assert isinstance(model.attn.q_proj, LowRankLinear)
+    torch.testing.assert_close(model(x), before, rtol=1e-10, atol=1e-10)
+    assert [row.rows for row in report.layers] == [20, 10, 10, 10, 10]  # the shared layer runs twice

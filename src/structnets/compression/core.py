@@ -256,13 +256,13 @@ def _reference(model: nn.Module) -> torch.Tensor | None:
     return None
 
 
-def _tied_parameters(model: nn.Module) -> set[int]:
-    """ids of parameters that appear under more than one module (tied weights)."""
-    owners: dict[int, set[int]] = {}
-    for module in model.modules():
-        for parameter in module.parameters(recurse=False):
-            owners.setdefault(id(parameter), set()).add(id(module))
-    return {pid for pid, mods in owners.items() if len(mods) > 1}
+def _tied_parameters(model: nn.Module) -> dict[int, list[str]]:
+    """id of each parameter held by more than one module (tied weights) → the qualified parameter names."""
+    owners: dict[int, dict[int, str]] = {}
+    for name, module in model.named_modules(remove_duplicate=False):
+        for key, parameter in module.named_parameters(recurse=False):
+            owners.setdefault(id(parameter), {}).setdefault(id(module), f"{name}.{key}" if name else key)
+    return {pid: list(mods.values()) for pid, mods in owners.items() if len(mods) > 1}
 
 
 def _walk(root: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -347,7 +347,10 @@ def _choose(
         elif item.in_features * item.out_features < min_params:
             reason = f"weight has {item.in_features * item.out_features} entries < min_params={min_params}"
         elif any(id(p) in tied for p in module.parameters(recurse=False)):
-            reason = "its parameters are tied to another module"
+            shared = [
+                n for p in module.parameters(recurse=False) for n in tied.get(id(p), ()) if not n.startswith(f"{name}.")
+            ]
+            reason = "its parameters are tied to another module" + (f" ({', '.join(shared)})" if shared else "")
         else:
             reason = kinds.why_not(item, method)
         if reason:
