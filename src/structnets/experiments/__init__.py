@@ -25,6 +25,7 @@ _MODULES: dict[str, str] = {
     "smooth-constant-depth": "structnets.experiments.smooth_constant_depth",
     "lipschitz-moons": "structnets.experiments.lipschitz_moons",
     "lipschitz-mnist": "structnets.experiments.lipschitz_mnist",
+    "lipschitz-mnist-conv": "structnets.experiments.lipschitz_mnist_conv",
     "lipschitz-density": "structnets.experiments.lipschitz_density",
     "rank-bounds": "structnets.experiments.rank_bounds",
     "dlor-universality": "structnets.experiments.dlor_universality",

@@ -1,0 +1,170 @@
+"""Units of ``lipschitz-mnist-conv``: one training unit per (model, seed); pure and seeded."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ...analysis.certify import certify
+from ...protocol import JSONScalar, Unit
+from ...training.device import device_param, unit_device
+from ..lipschitz_mnist.units import _mnist, deel_torchlip_available
+from ..lipschitz_moons.units import train_classifier
+from .config import LipschitzMNISTConvConfig
+
+
+def units(config: LipschitzMNISTConvConfig, finished: pd.DataFrame) -> list[Unit]:
+    """One training unit per model × seed (``deel-torchlip-conv`` only where the package is installed)."""
+    deel = deel_torchlip_available()
+    common = {
+        "channels": list(config.channels),
+        "depths": list(config.depths),
+        "hidden_channels": list(config.hidden_channels) or list(config.channels),
+        "kernel_size": config.kernel_size,
+        "padding_mode": config.padding_mode,
+        "head_width": config.head_width,
+        "head_depth": config.head_depth,
+        "size_specific": config.size_specific,
+        "margin": config.margin,
+        "temperature": config.temperature,
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "lr": config.lr,
+        "radii": list(config.radii),
+        "max_train": config.max_train,
+        "max_test": config.max_test,
+        "ascent_steps": config.ascent_steps,
+        **device_param(config.device),
+    }
+    result = []
+    for model in config.models:
+        if model == "deel-torchlip-conv" and not deel:
+            continue
+        for seed in config.seeds:
+            result.append(Unit(key=f"train/{model}/seed={seed}", params={"model": model, "seed": seed, **common}))
+    return result
+
+
+def build(params: Mapping[str, Any]) -> Any:
+    """The 784 → 10 network of a unit (flat rows in), on the CPU."""
+    from torch import nn
+
+    from ...models import lipschitz_convnet
+    from ...nn import FlatToImage
+
+    channels, depths = list(params["channels"]), list(params["depths"])
+    if params["model"] == "deel-torchlip-conv":
+        return nn.Sequential(FlatToImage(1, 28, 28), _deel_convnet(channels, depths, int(params["kernel_size"])))
+    head_width = int(params["head_width"])
+    return lipschitz_convnet(
+        1, 10, 28, channels=channels, depths=depths, hidden_channels=list(params["hidden_channels"]),
+        kernel_size=int(params["kernel_size"]), padding_mode=str(params["padding_mode"]),
+        head_width=head_width or None, head_depth=int(params["head_depth"]),
+        size_specific=bool(params["size_specific"]), flat_input=True,
+    )  # fmt: skip
+
+
+def _deel_convnet(channels: list[int], depths: list[int], kernel_size: int) -> Any:
+    """deel-torchlip's convolutional 1-Lipschitz network of the same stages: SpectralConv2d + GroupSort2,
+    ℓ₂-norm-preserving ``InvertibleDownSampling`` between stages, ``SpectralLinear`` head."""
+    from deel import torchlip
+
+    layers: list[Any] = [torchlip.SpectralConv2d(1, channels[0], kernel_size, padding="same"), torchlip.GroupSort2()]
+    for s, (c, depth) in enumerate(zip(channels, depths)):
+        for _ in range(depth):
+            layers += [torchlip.SpectralConv2d(c, c, kernel_size, padding="same"), torchlip.GroupSort2()]
+        if s + 1 < len(channels):
+            layers += [torchlip.InvertibleDownSampling(2), torchlip.SpectralConv2d(4 * c, channels[s + 1], 1),
+                       torchlip.GroupSort2()]  # fmt: skip
+    layers += [torchlip.Flatten(), torchlip.SpectralLinear(channels[-1] * 7 * 7, 10)]
+    return torchlip.Sequential(*layers)
+
+
+def _deel_certified(model: Any) -> Any:
+    """deel's network, exported to plain torch, wrapped so our certifier sees Π of its layers' bounds.
+
+    Its ``vanilla_export`` gives ``nn.Conv2d``/``nn.Linear`` layers; each convolution is certified
+    with our every-size bound (:func:`structnets.conv_norms.conv_norm_bound`, zero padding),
+    each linear map with the certified spectral bound, GroupSort and reshapes with 1.
+    """
+    import math
+    from fractions import Fraction
+
+    import torch
+    from torch import nn
+
+    from ...conv_norms import conv_norm_bound
+    from ...functional import spectral_norm_bound
+
+    class Certified(nn.Module):
+        def __init__(self, inner: nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input: Any) -> Any:
+            return self.inner(input)
+
+        @torch.no_grad()
+        def lipschitz_bound(self) -> float:
+            product = 1.0
+            for layer in self.inner.modules():
+                if isinstance(layer, nn.Conv2d):
+                    if layer.stride != (1, 1) or layer.dilation != (1, 1) or layer.groups != 1:
+                        raise ValueError(f"deel layer {layer} is not a stride-1 ungrouped convolution")
+                    value = float(conv_norm_bound(layer.weight.to(torch.float64)))
+                elif isinstance(layer, nn.Linear):
+                    value = float(spectral_norm_bound(layer.weight.to(torch.float64)))
+                else:
+                    continue
+                exact = Fraction(product) * Fraction(value)
+                product = product * value
+                if math.isfinite(product) and Fraction(product) < exact:
+                    product = math.nextafter(product, math.inf)
+            return product
+
+    flat, inner = model[0], model[1]
+    return nn.Sequential(flat, Certified(inner.vanilla_export())).eval()
+
+
+def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    """Train one network with the margin loss, then certify it on the test rows."""
+    import warnings
+
+    from ...training.fit import seeded
+    from ...training.losses import certified_loss
+
+    seed = int(params["seed"])
+    device = unit_device(params)
+    X_train, y_train, X_test, y_test = (t.to(device) for t in _mnist(params["max_train"], params["max_test"], seed))
+    with seeded(seed):
+        model = build(params)
+    model = model.to(device)
+    loss = certified_loss("margin-ce", margin=float(params["margin"]), temperature=float(params["temperature"]))
+    seconds = train_classifier(
+        model, X_train, y_train, epochs=int(params["epochs"]), batch_size=int(params["batch_size"]),
+        lr=float(params["lr"]), seed=seed, loss=loss,
+    )  # fmt: skip
+    radii = list(params["radii"])
+    if params["model"] == "deel-torchlip-conv":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # deel's product of bounds may exceed 1 (reported)
+            row = certify(
+                _deel_certified(model).to(device), X_test, y_test, radii, ascent_steps=int(params["ascent_steps"])
+            )
+    else:
+        row = certify(model, X_test, y_test, radii, ascent_steps=int(params["ascent_steps"]))
+    return {
+        "model": str(params["model"]),
+        "seed": seed,
+        "n_train": len(y_train),
+        "n_test": len(y_test),
+        "epochs": int(params["epochs"]),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "seconds_per_epoch": seconds,
+        **row,
+    }
+
+
+__all__ = ["build", "run_unit", "units"]

@@ -1,0 +1,220 @@
+"""What the certified convolutional layers share: "same" padding, the adjoint, input checks, the bound cache."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .._validation import check_choice, check_int
+from ..conv_norms import PADDING_MODES, conv_squared_norm_bound
+from ._spectral import _is_transformed
+
+
+def kernel_pair(value: object) -> tuple[int, int]:
+    """``kernel_size`` as (k_h, k_w), each an int in [1, 64], or an error naming it."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"`kernel_size` must be an int or a pair of ints, got {value!r}")
+        return check_int("kernel_size", value[0], low=1, high=64), check_int("kernel_size", value[1], low=1, high=64)
+    size = check_int("kernel_size", value, low=1, high=64)
+    return size, size
+
+
+def size_pair(value: object) -> tuple[int, int] | None:
+    """``input_size`` as (n₁, n₂) with nᵢ ≥ 1, or None, or an error naming it."""
+    if value is None:
+        return None
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"`input_size` must be None, an int or a pair of ints, got {value!r}")
+        return check_int("input_size", value[0], low=1), check_int("input_size", value[1], low=1)
+    size = check_int("input_size", value, low=1)
+    return size, size
+
+
+def check_conv_options(
+    kernel_size: tuple[int, int], padding_mode: str, input_size: tuple[int, int] | None, **unsupported: Any
+) -> str:
+    """Refuse stride ≠ 1, dilation ≠ 1, groups ≠ 1 and a kernel larger than a given input size, by name."""
+    mode = check_choice("padding_mode", padding_mode, PADDING_MODES)
+    for name, value in unsupported.items():
+        if isinstance(value, (tuple, list)):
+            ok = all(v == 1 and not isinstance(v, bool) for v in value)
+        else:
+            ok = value == 1 and not isinstance(value, bool)
+        if not ok:
+            raise ValueError(
+                f"`{name}` must be 1, got {value!r}: the certificate covers stride-1, undilated, ungrouped "
+                "convolutions only (down-sample with InvertibleDownsample)"
+            )
+    if input_size is not None and (kernel_size[0] > input_size[0] or kernel_size[1] > input_size[1]):
+        raise ValueError(f"`kernel_size` {kernel_size} must not exceed `input_size` {input_size}")
+    return mode
+
+
+def same_pads(kernel_size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """F.pad amounts (left, right, top, bottom) that keep the size: (k − 1)//2 before, k//2 after."""
+    kh, kw = kernel_size
+    return (kw - 1) // 2, kw // 2, (kh - 1) // 2, kh // 2
+
+
+def _symmetric(kernel_size: tuple[int, int]) -> bool:
+    return kernel_size[0] % 2 == 1 and kernel_size[1] % 2 == 1
+
+
+def conv_same(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding_mode: str) -> torch.Tensor:
+    """The stride-1 convolution W with "same" output size (zero or circular padding)."""
+    kernel_size = (int(weight.shape[2]), int(weight.shape[3]))
+    if padding_mode == "zeros" and _symmetric(kernel_size):
+        return F.conv2d(input, weight, bias, padding=(kernel_size[0] // 2, kernel_size[1] // 2))
+    mode = "constant" if padding_mode == "zeros" else "circular"
+    return F.conv2d(F.pad(input, same_pads(kernel_size), mode=mode), weight, bias)
+
+
+def conv_same_adjoint(output: torch.Tensor, weight: torch.Tensor, padding_mode: str) -> torch.Tensor:
+    """Wᵀ of :func:`conv_same`: ``conv_transpose2d`` with the same weight (odd kernels, zero padding),
+    else the convolution with the flipped, transposed kernel and the pads swapped (the adjoint of
+    pad-then-convolve is the correlation with the flipped kernel, then the adjoint of the pad)."""
+    kernel_size = (int(weight.shape[2]), int(weight.shape[3]))
+    if padding_mode == "zeros" and _symmetric(kernel_size):
+        return F.conv_transpose2d(output, weight, padding=(kernel_size[0] // 2, kernel_size[1] // 2))
+    left, right, top, bottom = same_pads(kernel_size)
+    mode = "constant" if padding_mode == "zeros" else "circular"
+    flipped = weight.transpose(0, 1).flip(2, 3)
+    return F.conv2d(F.pad(output, (right, left, bottom, top), mode=mode), flipped)
+
+
+def plain_conv(weight: torch.Tensor, bias: torch.Tensor | None, padding_mode: str) -> nn.Module:
+    """A plain-torch module computing :func:`conv_same` with these (copied) weights."""
+    c_out, c_in, kh, kw = weight.shape
+    factory: dict[str, Any] = {"device": weight.device, "dtype": weight.dtype}
+    if _symmetric((kh, kw)):
+        conv = nn.Conv2d(c_in, c_out, (kh, kw), padding=(kh // 2, kw // 2), padding_mode=cast(Any, padding_mode),
+                         bias=bias is not None, **factory)  # fmt: skip
+        module: nn.Module = conv
+    else:
+        conv = nn.Conv2d(c_in, c_out, (kh, kw), bias=bias is not None, **factory)
+        pads = same_pads((kh, kw))
+        pad: nn.Module = nn.ZeroPad2d(pads) if padding_mode == "zeros" else nn.CircularPad2d(pads)
+        module = nn.Sequential(pad, conv)
+    with torch.no_grad():
+        conv.weight.copy_(weight)
+        if bias is not None and conv.bias is not None:
+            conv.bias.copy_(bias)
+    return module
+
+
+def plain_adjoint(weight: torch.Tensor, padding_mode: str) -> nn.Module:
+    """A plain-torch module computing :func:`conv_same_adjoint` (a convolution with the flipped, transposed kernel)."""
+    kh, kw = int(weight.shape[2]), int(weight.shape[3])
+    flipped = weight.transpose(0, 1).flip(2, 3)
+    if _symmetric((kh, kw)):
+        return plain_conv(flipped, None, padding_mode)
+    c_out, c_in = flipped.shape[:2]
+    conv = nn.Conv2d(c_in, c_out, (kh, kw), bias=False, device=weight.device, dtype=weight.dtype)
+    left, right, top, bottom = same_pads((kh, kw))
+    swapped = (right, left, bottom, top)
+    pad: nn.Module = nn.ZeroPad2d(swapped) if padding_mode == "zeros" else nn.CircularPad2d(swapped)
+    with torch.no_grad():
+        conv.weight.copy_(flipped)
+    return nn.Sequential(pad, conv)
+
+
+def check_image(
+    input: object, channels: int, kernel_size: tuple[int, int], input_size: tuple[int, int] | None
+) -> torch.Tensor:
+    """``input`` as a (N, channels, H, W) tensor the certificate covers, or an error naming ``input``."""
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
+    if input.dim() != 4 or input.shape[1] != channels:
+        raise ValueError(f"`input` must have shape (N, {channels}, H, W), got shape {tuple(input.shape)}")
+    height, width = int(input.shape[2]), int(input.shape[3])
+    if kernel_size[0] > height or kernel_size[1] > width:
+        raise ValueError(
+            f"`input` of spatial size {height}×{width} is smaller than the {kernel_size[0]}×{kernel_size[1]} kernel"
+        )
+    if input_size is not None and (height, width) != input_size:
+        raise ValueError(
+            f"`input` must be {input_size[0]}×{input_size[1]} (the layer's certificate is for input_size="
+            f"{input_size}), got {height}×{width}; build the layer with input_size=None for every size"
+        )
+    return input
+
+
+class ConvBound:
+    """The certified Q ≥ ‖W‖_op² a convolutional layer uses, with a cache checked by content.
+
+    With a gradient needed (the weight requires grad and autograd is on, or under a
+    ``torch.func`` transform) Q is recomputed, differentiably, at every call; otherwise it comes
+    from a cache that holds a copy of the weight it was computed for and is used only when
+    ``torch.equal`` says the weight is unchanged (so optimizer steps, ``.data`` edits and
+    state-dict loads can never leave it stale), as :class:`structnets.nn._spectral.CertifiedBound`.
+
+    Args:
+        padding_mode, input_size: what the certificate is for (:func:`conv_squared_norm_bound`).
+    """
+
+    def __init__(self, padding_mode: str, input_size: tuple[int, int] | None) -> None:
+        self.padding_mode = padding_mode
+        self.input_size = input_size
+        self._cache: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def reset(self) -> None:
+        """Drop the cache (frees memory; a stale cache is never used)."""
+        self._cache = None
+
+    def compute(self, weight: torch.Tensor) -> torch.Tensor:
+        return conv_squared_norm_bound(weight, self.padding_mode, self.input_size)
+
+    def squared(self, weight: torch.Tensor) -> torch.Tensor:
+        """Q (float64), differentiable when a gradient is needed, else cached by content."""
+        if torch.is_grad_enabled() and (weight.requires_grad or _is_transformed(weight)):
+            return self.compute(weight)
+        return self.certified_squared(weight)
+
+    def certified_squared(self, weight: torch.Tensor) -> torch.Tensor:
+        """Q (float64, no gradient) for the weight's current content."""
+        w = weight.detach()
+        if _is_transformed(w):
+            with torch.no_grad():
+                return self.compute(w)
+        cache = self._cache
+        if (
+            cache is not None
+            and cache[0].dtype == w.dtype
+            and cache[0].shape == w.shape
+            and cache[0].device == w.device
+            and torch.equal(cache[0], w)
+        ):
+            return cache[1]
+        with torch.no_grad():
+            value = self.compute(w)
+        self._cache = (w.clone(), value)
+        return value
+
+
+def require_finite(module: nn.Module, name: str) -> None:
+    """Raise ValueError naming the first non-finite parameter of ``module`` (no certificate exists then)."""
+    for parameter_name, parameter in module.named_parameters(recurse=False):
+        if not bool(torch.isfinite(parameter.detach()).all()):
+            raise ValueError(
+                f"{name} `{parameter_name}` has non-finite entries: the layer computes NaN, no certificate"
+            )
+
+
+__all__ = [
+    "ConvBound",
+    "check_conv_options",
+    "check_image",
+    "conv_same",
+    "conv_same_adjoint",
+    "kernel_pair",
+    "plain_adjoint",
+    "plain_conv",
+    "require_finite",
+    "same_pads",
+    "size_pair",
+]

@@ -1,0 +1,138 @@
+"""Stride-1 convolution x ↦ A ⋆ x + b with the operator norm ‖A‖_op ≤ 1 certified."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from .._validation import check_int
+from ..functional import sqrt_round_up
+from ._checkpoint import reject_non_finite
+from ._conv_common import (
+    ConvBound,
+    check_conv_options,
+    check_image,
+    conv_same,
+    kernel_pair,
+    plain_conv,
+    require_finite,
+    size_pair,
+)
+
+
+class NormConstrainedConv2d(nn.Module):
+    """Norm-constrained convolution ``y = A ⋆ x + b``, ``A = V / max(1, B(V))``, B(V) ≥ ‖V‖_op certified.
+
+    The convolutional counterpart of :class:`NormConstrainedLinear` (the norm-constrained lift of
+    Murari, Furuya, Schönlieb, NeurIPS 2025): the free kernel V is rescaled onto the unit ball of
+    the **operator** norm only when it leaves it, so ‖A‖_op ≤ min(1, B) for certain, with B from
+    :func:`structnets.conv_norms.conv_squared_norm_bound` (every input size when ``input_size``
+    is None, else that size only; exact for circular padding). Stride-1, "same" output size.
+
+    Args:
+        in_channels, out_channels: channels of x and y.
+        kernel_size: k or (k_h, k_w), odd or even.
+        bias: learn b of shape (out_channels,).
+        padding_mode: ``"zeros"`` or ``"circular"``.
+        input_size: None (certified for every size) or (n₁, n₂).
+        stride, dilation, groups: must be 1 (refused otherwise).
+        device, dtype: where to allocate parameters.
+
+    Attributes:
+        raw_weight: (out_channels, in_channels, k_h, k_w) free kernel V (the applied one is
+            :meth:`kernel`).
+        bias: (out_channels,) or None.
+
+    Shape: ``(N, in_channels, H, W)`` → ``(N, out_channels, H, W)``.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int | tuple[int, int] = 3,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        input_size: int | tuple[int, int] | None = None,
+        stride: int | tuple[int, int] = 1,
+        dilation: int | tuple[int, int] = 1,
+        groups: int = 1,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_channels = check_int("in_channels", in_channels, low=1, high=1 << 16)
+        self.out_channels = check_int("out_channels", out_channels, low=1, high=1 << 16)
+        self.kernel_size = kernel_pair(kernel_size)
+        self.input_size = size_pair(input_size)
+        self.padding_mode = check_conv_options(
+            self.kernel_size, padding_mode, self.input_size, stride=stride, dilation=dilation, groups=groups
+        )
+        if not isinstance(bias, bool):
+            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
+        self.raw_weight = nn.Parameter(torch.empty(self.out_channels, self.in_channels, *self.kernel_size, **factory))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(self.out_channels, **factory))
+        else:
+            self.register_parameter("bias", None)
+        self._bound = ConvBound(self.padding_mode, self.input_size)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Initialise V and b as ``nn.Conv2d`` does (then A = V / max(1, B(V)))."""
+        nn.init.kaiming_uniform_(self.raw_weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
+            nn.init.uniform_(self.bias, -1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in))
+        self._bound.reset()
+
+    def _scale(self) -> torch.Tensor:
+        """max(1, B(V)), B ≥ ‖V‖_op rounded up in V's dtype."""
+        return sqrt_round_up(self._bound.squared(self.raw_weight), self.raw_weight.dtype).clamp_min(1.0)
+
+    def kernel(self) -> torch.Tensor:
+        """Return the applied kernel A = V / max(1, B(V)), ‖A‖_op ≤ 1."""
+        return self.raw_weight / self._scale()
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        check_image(input, self.in_channels, self.kernel_size, self.input_size)
+        return conv_same(input, self.kernel(), self.bias, self.padding_mode)
+
+    @torch.no_grad()
+    def lipschitz_bound(self) -> float:
+        """Certified ℓ₂ Lipschitz constant as the layer computes now: min(1, B(V)) ≥ ‖A‖_op.
+
+        Raises:
+            ValueError: V or b has non-finite entries.
+        """
+        require_finite(self, "NormConstrainedConv2d")
+        bound = sqrt_round_up(self._bound.certified_squared(self.raw_weight), self.raw_weight.dtype)
+        return min(1.0, float(bound))
+
+    @torch.no_grad()
+    def export(self) -> nn.Module:
+        """A plain ``nn.Conv2d`` (with an ``nn.ZeroPad2d``/``CircularPad2d`` for even kernels), same outputs."""
+        return plain_conv(self.kernel(), self.bias, self.padding_mode)
+
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):  # type: ignore[no-untyped-def]
+        reject_non_finite(state_dict, prefix)
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        self._bound.reset()
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_channels={self.in_channels}, out_channels={self.out_channels}, kernel_size={self.kernel_size}, "
+            f"bias={self.bias is not None}, padding_mode={self.padding_mode!r}, input_size={self.input_size}"
+        )
+
+
+__all__ = ["NormConstrainedConv2d"]
