@@ -170,7 +170,7 @@ def compress(
                 "`flops` needs `calibration` or `example_input` to count the output positions of the "
                 f"convolutions ({', '.join(convs[:3])}{' …' if len(convs) > 3 else ''})"
             )
-    flops_before = _model_flops(work, first) if first is not None else None
+    flops_before = _model_flops(work, first, notes) if first is not None else None
     params_before = count_parameters(model)
 
     spectra: dict[str, calib.Spectrum] = {}
@@ -190,6 +190,14 @@ def compress(
     budget_after: int | None = None
     if budget is not None:
         ranks, budget_before, budget_after = _budget_ranks(chosen, method, spectra, stats, budget)
+        fraction = budget_after / budget_before if budget_before else 0.0
+        if fraction < budget[1] - 0.02:
+            notes.append(
+                f"budget {budget[0]}={budget[1]}: reached only {fraction:.4f} (the next rank step of every layer "
+                "would exceed the target)"
+            )
+        if budget[0] == "flops" and data is None:
+            notes.append("budget flops without data: every layer counted once per row (per input vector)")
     else:
         ranks = _rule_ranks(chosen, method, spectra, rank, given)
 
@@ -221,6 +229,7 @@ def compress(
 
     if method == "dlor" and any("falls back" in r.note for r in rows):
         notes.append("method='dlor': non-square layers and convolutions were compressed as low rank")
+    model_flops_after = _model_flops(target, first, notes) if flops_before is not None else None
     return CompressionReport(
         model=target,
         layers=tuple(rows),
@@ -234,7 +243,7 @@ def compress(
         model_params_before=params_before,
         model_params_after=count_parameters(target),
         model_flops_before=flops_before,
-        model_flops_after=_model_flops(target, first) if first is not None else None,
+        model_flops_after=model_flops_after,
         notes=tuple(notes),
     )
 
@@ -521,9 +530,16 @@ def _build(
     return new, row(new_method, rank, alpha, params, flops, error, out_error, note)
 
 
-def _model_flops(model: nn.Module, batch: object) -> int:
-    with calib._eval_without_fast_path(model):
-        return count_flops(model, lambda: calib.call(model, batch))
+def _model_flops(model: nn.Module, batch: object, notes: list[str]) -> int | None:
+    """Whole-model FLOPs of one pass on ``batch``; None (with a note) where the counter fails."""
+    try:
+        with calib._eval_without_fast_path(model):
+            return count_flops(model, lambda: calib.call(model, batch))
+    except Exception as error:  # noqa: BLE001  (a counting failure must not lose the compression)
+        notes.append(
+            f"whole-model FLOPs not counted: torch.utils.flop_counter failed ({type(error).__name__}: {error})"
+        )
+        return None
 
 
 def _transplant(model: nn.Module, work: nn.Module, target: nn.Module, original_of: dict[int, nn.Module]) -> nn.Module:
