@@ -13,6 +13,11 @@ DATASETS: tuple[str, ...] = ("mnist", "iris", "rice", "bank-marketing", "adult",
                              "wine-quality", "bike-sharing")  # fmt: skip
 """Data sets the experiment accepts: MNIST and the eight UCI sets of ``lowrank-uci``."""
 
+ALLOCATIONS: tuple[str, ...] = ("uniform", "budget", "calibrated")
+"""How a ratio becomes ranks: ``uniform`` (every layer ``ratio=r``), ``budget`` (``flops=r`` over the
+compressed layers, ranks allocated model-wide by error decrease per FLOP) or ``calibrated`` (the same
+budget with the whitened truncation on ``calibration_rows`` training rows)."""
+
 MODELS: tuple[str, ...] = ("dense", "compressed", "finetuned", "scratch")
 """The four models of every (data set, ratio, seed): the trained dense net; its compression with
 :func:`structnets.compress` (no further training); the compression fine-tuned; and a net of the
@@ -37,6 +42,11 @@ class LowRankCompressConfig:
         width, depth: the dense Swish MLP, :func:`structnets.models.mlp` (``depth`` nonlinear layers).
         method: ``"lowrank"`` (truncated SVD, every ``nn.Linear``) or ``"dlor"`` (αI + UVᵀ, square
             layers only).
+        allocation: how each ratio becomes ranks (see :data:`ALLOCATIONS`); ``"uniform"`` is the
+            original experiment (its unit keys unchanged), the others add ``/allocation=NAME`` to
+            the keys and need ``method="lowrank"``.
+        calibration_rows: training rows (the first, of the seeded split) that calibrate
+            ``allocation="calibrated"``.
         compress_output: also compress the output layer (a rank-r classifier head); by default it
             stays dense, as in the paper's low-rank nets, whose first and last layers are dense.
         epochs: epochs of the dense net and of the from-scratch net (the same budget).
@@ -61,6 +71,8 @@ class LowRankCompressConfig:
     width: int = 256
     depth: int = 3
     method: str = "lowrank"
+    allocation: str = "uniform"
+    calibration_rows: int = 2048
     compress_output: bool = False
     epochs: int = 10
     finetune_epochs: int = 2
@@ -107,6 +119,10 @@ class LowRankCompressConfig:
         check_int("width", self.width, low=2)
         check_int("depth", self.depth, low=1, high=100)
         check_choice("method", self.method, METHODS)
+        check_choice("allocation", self.allocation, ALLOCATIONS)
+        check_int("calibration_rows", self.calibration_rows, low=1)
+        if self.allocation != "uniform" and self.method != "lowrank":
+            raise ValueError(f"`allocation`={self.allocation!r} needs method='lowrank', got method={self.method!r}")
         if not isinstance(self.compress_output, bool):
             raise TypeError(f"`compress_output` must be a bool, got {self.compress_output!r}")
         if self.method == "dlor" and self.depth < 2:

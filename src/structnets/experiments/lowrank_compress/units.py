@@ -57,7 +57,13 @@ def all_units(config: LowRankCompressConfig, finished: pd.DataFrame) -> list[Uni
                     }  # fmt: skip
                     if model == "finetuned":
                         params |= {"finetune_epochs": config.finetune_epochs, "finetune_lr": config.finetune_lr}
-                    out.append(Unit(key=f"{model}/{dataset}/ratio={ratio_key(ratio)}/seed={seed}", params=params))
+                    key = f"{model}/{dataset}/ratio={ratio_key(ratio)}/seed={seed}"
+                    if config.allocation != "uniform":  # the original keys and params stay as they were
+                        params |= {"allocation": config.allocation}
+                        if config.allocation == "calibrated":
+                            params |= {"calibration_rows": config.calibration_rows}
+                        key += f"/allocation={config.allocation}"
+                    out.append(Unit(key=key, params=params))
     return out
 
 
@@ -156,12 +162,25 @@ def _trained_dense(params: Mapping[str, Any]) -> tuple[nn.Sequential, float]:
 
 
 def _compress(model: nn.Module, params: Mapping[str, Any]) -> Any:
-    """:func:`structnets.compress` at the unit's ratio; the output layer stays dense unless asked."""
+    """:func:`structnets.compress` at the unit's ratio; the output layer stays dense unless asked.
+
+    ``allocation`` ``"uniform"`` (absent: the original units): ``ratio=r`` in every layer;
+    ``"budget"``: ``flops=r`` allocated model-wide; ``"calibrated"``: the same with
+    ``calibration=`` the first ``calibration_rows`` training rows (whitened truncation).
+    """
     from ...compression import compress
 
     names = [name for name, module in model.named_modules() if isinstance(module, nn.Linear)]
     exclude = None if bool(params["compress_output"]) else names[-1]
-    return compress(model, str(params["method"]), ratio=float(params["ratio"]), exclude=exclude)
+    allocation = str(params.get("allocation", "uniform"))
+    ratio = float(params["ratio"])
+    if allocation == "uniform":
+        return compress(model, str(params["method"]), ratio=ratio, exclude=exclude)
+    calibration = None
+    if allocation == "calibrated":
+        X_train = _data(params)[0]
+        calibration = X_train[: int(params["calibration_rows"])]
+    return compress(model, str(params["method"]), flops=ratio, exclude=exclude, calibration=calibration)
 
 
 def _reinitialise(model: nn.Module, seed: int) -> nn.Module:
@@ -220,6 +239,8 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "width": int(params["width"]), "depth": int(params["depth"]), "n_train": len(y_train), "n_test": len(y_test),
         "epochs": int(params["epochs"]), "finetune_epochs": int(params.get("finetune_epochs", 0)),
     }  # fmt: skip
+    if "allocation" in params:
+        row["allocation"] = str(params["allocation"])
     if model_name == "dense":
         assert dense is not None
         final: nn.Module = dense
@@ -227,6 +248,8 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
                 "layers_replaced": 0, "train_seconds": dense_seconds}  # fmt: skip
     else:
         start = time.perf_counter()
+        if dense is None and "allocation" in params:  # allocated ranks depend on the trained weights
+            dense = _trained_dense(params)[0]
         template = dense if dense is not None else _fresh_dense(params, features, outputs)
         report = _compress(template, params)
         seconds = time.perf_counter() - start
