@@ -166,6 +166,17 @@ def test_state_dict_loads_into_the_rebuilt_skeleton_and_whole_models_load_weight
     image = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(image), cnn(image), rtol=0, atol=0)
+    # The CNN's state dict (reduce/expand convolutions) into its skeleton, through a JSON plan.
+    import json
+
+    report = compress(resnet18(), flops=0.5, calibration=torch.randn(2, 3, 32, 32))
+    plan = json.loads(json.dumps(report.plan()))
+    rebuilt = skeleton(resnet18(seed=4), plan)
+    rebuilt.load_state_dict(report.model.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(rebuilt(image), report.model(image), rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"`plan` layer 'conv1' has kind 'linear', the model's layer is 'conv2d'"):
+        skeleton(resnet18(), {"conv1": {"kind": "linear", "method": "lowrank", "rank": 2}})
     with pytest.raises(ValueError, match=r"`plan` names layer 'nope'"):
         skeleton(encoder(), {"nope": {"kind": "linear", "method": "lowrank", "rank": 2}})
 
