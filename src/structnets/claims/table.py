@@ -69,7 +69,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
 
 def _load_run(run_dir: Any, name: str) -> Run:
     """:func:`load_run`, its messages naming the argument as ``name`` (``run_dir`` or ``run_dirs[i]``)."""
-    from .. import experiments  # noqa: F401  (importing it registers the experiments with the runner)
+    from ..experiments import REGISTRY
     from ..runner import RunnerError, load_results
 
     if not isinstance(run_dir, (str, os.PathLike)):
@@ -100,7 +100,7 @@ def _load_run(run_dir: Any, name: str) -> Run:
             f"{info.get('experiment', 'NAME')} --out {path}` or leave it out"
         )
     try:
-        experiment, config, results = load_results(path)
+        experiment, config, results = load_results(path, registry=REGISTRY)
     except RunnerError as e:
         raise ClaimsError(
             f"{path} (`{name}`): {e}; re-run the experiment into a new folder (`structnets run "
