@@ -255,3 +255,60 @@ def test_the_library_core_imports_nothing_from_the_study_packages() -> None:
         if a.split(".")[1:2] and a.split(".")[1] in CORE and b.split(".")[1:2] and b.split(".")[1] in STUDY
     }
     assert bad == {}, bad
+
+
+PENDING_PRIVATE: dict[str, str] = {
+    # Temporary: the lead engineer (issue 30, certification work) owns these files and makes this name
+    # public or moves its use; remove the entry then (a test below fails once it is no longer imported).
+    "structnets.functional._tau_round_down": "nn/gradient_step_residual.py, nn/gradient_step_conv2d.py; issue 30",
+    # Temporary: landed with the convolutional 1-Lipschitz layers (7ebf768, issue 26) while this test was written;
+    # conv_norms.py rounds with functional's private helpers (make them public or move them beside it).
+    "structnets.functional._ldexp_round_up": "conv_norms.py; issue 26",
+    "structnets.functional._round_up": "conv_norms.py; issue 26",
+    "structnets.functional._sqrt_up": "conv_norms.py; issue 26",
+    "structnets.functional._straight_through": "conv_norms.py; issue 26",
+    # Temporary: the compression engineer (issue 27) owns compression/; kinds.py subclasses a private nn base.
+    "structnets.nn.low_rank_conv._LowRankConvNd": "compression/kinds.py; issue 27",
+}
+"""Private names still imported from another part of structnets, each with who removes the import."""
+
+
+def private_imports() -> dict[str, list[str]]:
+    """Private names (``_name``) imported from a module of another subpackage: name -> ``file:line`` list.
+
+    A private name is its module's own business; importing it from elsewhere ties that module's
+    internals to its caller. Private *modules* at the package root (``_validation``) are shared on
+    purpose and are not counted; a private name inside them is.
+    """
+    found: dict[str, list[str]] = defaultdict(list)
+    modules = {_module_name(path) for path in SRC.rglob("*.py")}
+    for path in sorted(SRC.rglob("*.py")):
+        name = _module_name(path)
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if base.split(".")[0] != "structnets" or base.split(".")[1:2] == name.split(".")[1:2]:
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{base}.{alias.name}" not in modules:
+                    found[f"{base}.{alias.name}"].append(f"{path.relative_to(SRC)}:{node.lineno}")
+    return dict(found)
+
+
+def test_no_private_name_crosses_subpackages() -> None:
+    crossing = {k: v for k, v in private_imports().items() if k not in PENDING_PRIVATE}
+    assert crossing == {}, crossing
+
+
+def test_every_pending_private_import_is_still_there() -> None:
+    found = private_imports()
+    for name, owner in PENDING_PRIVATE.items():
+        assert name in found, (
+            f"{name} is no longer imported across subpackages ({owner}): remove it from PENDING_PRIVATE"
+        )

@@ -1,5 +1,6 @@
 """The registry the runner is handed: names to ``module.path:OBJECT`` specs, trusted names for run folders,
-specs for worker processes, and the default that importing :mod:`structnets.experiments` installs."""
+specs for worker processes, and the default that ``structnets.experiments.register()`` installs (explicitly:
+importing the package installs nothing)."""
 
 from __future__ import annotations
 
@@ -32,12 +33,16 @@ def test_a_registry_maps_names_to_objects_and_lists_them_when_a_name_is_unknown(
 
 
 def test_experiments_registry_is_a_live_view_of_the_modules_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from structnets.runner import resolve
+
     assert sorted(experiments.REGISTRY) == experiments.names()
     assert experiments.REGISTRY["lowrank-uci"] == "structnets.experiments.lowrank_uci:EXPERIMENT"
     monkeypatch.setitem(experiments._MODULES, "toy", "toy_experiment")
     assert experiments.REGISTRY["toy"] == SPEC and "toy" in experiments.REGISTRY
     assert resolve_experiment("toy", experiments.REGISTRY) is TOY_EXPERIMENT
-    assert get_registry() is experiments.REGISTRY  # installed as the default on import
+    monkeypatch.setattr(resolve, "_default_registry", {})  # restored after the test
+    experiments.register()
+    assert get_registry() is experiments.REGISTRY  # installed as the default when asked, explicitly
     assert resolve_experiment("toy") is TOY_EXPERIMENT
 
 
@@ -76,13 +81,14 @@ def test_stored_names_and_specs_are_trusted_only_when_the_registry_holds_them() 
         resolve_stored_experiment("toy", SPEC, "RUN", {})
 
 
-def test_without_the_experiments_imported_the_default_registry_is_empty() -> None:
+def test_importing_the_experiments_registers_nothing_until_register_is_called() -> None:
     code = (
         "import structnets.runner as r\n"
+        "import structnets.experiments\n"
         "from structnets.runner.resolve import get_registry\n"
         "print(len(get_registry()))\n"
         "try:\n    r.resolve_experiment('lowrank-uci')\nexcept ValueError as e:\n    print(e)\n"
-        "import structnets.experiments\n"
+        "structnets.experiments.register()\n"
         "print(type(r.resolve_experiment('lowrank-uci')).__name__)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
@@ -90,3 +96,15 @@ def test_without_the_experiments_imported_the_default_registry_is_empty() -> Non
     lines = done.stdout.splitlines()
     assert lines[0] == "0" and lines[2] == "FunctionExperiment"
     assert lines[1].startswith("unknown experiment 'lowrank-uci': no experiment is registered (pass `registry`")
+    assert "structnets.experiments.register()" in lines[1]
+
+
+def test_an_experiments_own_run_names_it_by_its_registered_name(tmp_path: Path) -> None:
+    """``run(config)`` of an experiment module hands the runner the registry, so its folder is reported by name."""
+    from structnets.experiments import smooth_constant_depth as scd
+
+    out = tmp_path / "run"
+    config = scd.SmoothConstantDepthConfig.quick()
+    scd.run(config, out)
+    assert json.loads((out / "run_info.json").read_text())["experiment_ref"] == "smooth-constant-depth"
+    assert report(out, registry=experiments.REGISTRY) == (out / "table.md").read_text()

@@ -68,10 +68,14 @@ RANKS: tuple[int, ...] = (1, 2)
 """Ranks the register construction uses: 1 (two layers per neuron) or 2 (one layer per neuron)."""
 
 
-def _activations() -> tuple[str, ...]:
+def universal_activations() -> tuple[str, ...]:
+    """The activation names the construction accepts: every name of :data:`structnets.nn.ACTIVATIONS` but ``identity``.
+
+    σ must be non-polynomial for the shallow approximant to be dense (Leshno et al. 1993), so the
+    identity is refused.
+    """
     from ..nn import ACTIVATIONS
 
-    # σ must be non-polynomial for the shallow approximant to be dense: identity is refused.
     return tuple(a for a in ACTIVATIONS if a != "identity")
 
 
@@ -236,7 +240,7 @@ def fit_shallow(
         f"`neurons`={neurons}, `in_features`={in_features}", neurons * (in_features + 2), what="weights"
     )
     low, high = _check_box(low, high)
-    check_choice("activation", activation, _activations())
+    check_choice("activation", activation, universal_activations())
     scale = check_real("scale", scale, low=0.0, low_open=True)
     ridge = check_real("ridge", ridge, low=0.0)
     seed = check_int("seed", seed, low=0)
@@ -596,5 +600,6 @@ __all__ = [
     "fit_shallow",
     "grid",
     "register_depth",
+    "universal_activations",
     "wide_dlor_from_shallow",
 ]

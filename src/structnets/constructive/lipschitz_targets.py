@@ -92,7 +92,7 @@ def grid_points(dim: int, points_per_axis: int, low: float = -1.0, high: float =
     """
     dim = check_int("dim", dim, low=1)
     points_per_axis = check_int("points_per_axis", points_per_axis, low=2)
-    low, high = _check_domain(low, high)
+    low, high = check_domain(low, high)
     # nᵈ points of d coordinates; compared in logarithms first (nᵈ is slow to form for a huge d)
     if dim > 64 or dim * math.log2(points_per_axis) > 64:
         raise ValueError(f"`dim`={dim} and `points_per_axis`={points_per_axis} ask for more than 2**64 grid points")
@@ -126,7 +126,7 @@ def random_lattice_target_1d(
     n_pieces = check_int("n_pieces", n_pieces, low=1)
     check_fits_in_memory(f"`n_pieces`={n_pieces}", 4 * n_pieces, what="knots and values")
     seed = check_int("seed", seed, low=0)
-    low, high = _check_domain(low, high)
+    low, high = check_domain(low, high)
     min_cell = check_real("min_cell", min_cell, low=0.0, high=1.0)
     rng = np.random.default_rng(seed)
     widths = (1.0 - min_cell) * rng.dirichlet(np.ones(n_pieces)) + min_cell / n_pieces
@@ -189,7 +189,7 @@ def random_maxmin_target(
         f"`dim`={dim}, `n_groups`={n_groups}, `group_size`={group_size}", dim * n_groups * group_size, what="slopes"
     )
     seed = check_int("seed", seed, low=0)
-    low, high = _check_domain(low, high)
+    low, high = check_domain(low, high)
     min_slope = check_real("min_slope", min_slope, low=0.0, high=1.0)
     height = check_real("height", height, low=0.0)
     rng = np.random.default_rng(seed)
@@ -274,7 +274,8 @@ def check_target(
     return target
 
 
-def _check_domain(low: float, high: float) -> tuple[float, float]:
+def check_domain(low: float, high: float) -> tuple[float, float]:
+    """``(low, high)`` as finite floats with ``low < high``, else ``ValueError``/``TypeError`` naming them."""
     low = check_real("low", low)
     high = check_real("high", high)
     if not low < high:
@@ -290,6 +291,7 @@ def _freeze(pieces: Sequence[Sequence[tuple[Sequence[float] | np.ndarray, float]
 
 __all__ = [
     "LipschitzTarget",
+    "check_domain",
     "check_target",
     "grid_points",
     "max_secant_ratio",

@@ -2,17 +2,19 @@
 :class:`structnets.protocol.Experiment`; register it in ``_MODULES``.
 
 :data:`REGISTRY` is the registry the runner is handed (names to ``"module.path:EXPERIMENT"`` specs): the
-command line passes it to every runner call, and importing this package makes it the runner's default
-(:func:`structnets.runner.resolve.set_default_registry`), so the runner itself imports nothing from here.
+command line and :mod:`structnets.claims` pass it to every runner call, and :func:`run_experiment` (what
+each experiment's ``run(config)`` calls) passes it too. Importing this package changes nothing in the
+runner: :func:`register` makes :data:`REGISTRY` the runner's default, explicitly, for callers that want
+``structnets.runner.report(folder)`` without ``registry=``. The runner itself imports nothing from here.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..protocol import Experiment
-from ..runner.resolve import set_default_registry
 
 # name -> module path; modules are imported on demand so `structnets list` stays fast.
 _MODULES: dict[str, str] = {
@@ -63,4 +65,25 @@ class _Registry(Mapping[str, str]):
 REGISTRY: Mapping[str, str] = _Registry()
 """Every registered experiment: its name to the ``"module.path:EXPERIMENT"`` spec of its object."""
 
-set_default_registry(REGISTRY)
+
+def register() -> None:
+    """Make :data:`REGISTRY` the runner's default registry (:func:`structnets.runner.set_default_registry`).
+
+    Explicit, never a side effect of importing this package: until it is called, a runner call
+    without ``registry=`` knows no experiment by name.
+    """
+    from ..runner import set_default_registry
+
+    set_default_registry(REGISTRY)
+
+
+def run_experiment(experiment: Experiment, config: Any = None, out_dir: Any = None, **runner_options: Any) -> Any:
+    """:func:`structnets.runner.run_experiment` handed :data:`REGISTRY` (each experiment's ``run(config)``).
+
+    The run folder then names the experiment by its registered name, so ``structnets report`` and
+    ``structnets claims`` trust it. ``runner_options`` as for :func:`structnets.runner.run`.
+    """
+    from ..runner import run_experiment as run
+
+    runner_options.setdefault("registry", REGISTRY)
+    return run(experiment, config, out_dir, **runner_options)

@@ -20,8 +20,8 @@ Public API:
 
 The runner imports nothing from :mod:`structnets.experiments`: every function that finds an experiment by
 name takes ``registry`` (names to ``"module.path:OBJECT"`` specs; the command line passes
-``structnets.experiments.REGISTRY``). Without one it uses the default registry, which importing
-:mod:`structnets.experiments` installs.
+``structnets.experiments.REGISTRY``). Without one it uses the default registry, empty until
+``structnets.experiments.register()`` (or :func:`set_default_registry`) installs one, explicitly.
 
 A run folder's ``results.db`` may only name a registered experiment (by name or spec): :func:`report` and
 :func:`load_results` never import a module a run folder names (pass ``experiment=`` for others).

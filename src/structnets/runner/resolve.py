@@ -3,8 +3,9 @@
 The runner owns no list of experiments and imports nothing from :mod:`structnets.experiments`: a
 *registry* is handed to it, a mapping from experiment names to ``"module.path:OBJECT"`` specs (plain
 strings, so worker processes get specs and need no registry). The command line passes
-:data:`structnets.experiments.REGISTRY`; functions called without one use the default registry, which
-:mod:`structnets.experiments` installs when it is imported (:func:`set_default_registry`).
+:data:`structnets.experiments.REGISTRY`; functions called without one use the default registry, empty
+until someone installs one explicitly (:func:`set_default_registry`, ``structnets.experiments.register()``);
+importing a package never does.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def set_default_registry(registry: Registry) -> None:
 
 
 def get_registry(registry: Registry | None = None) -> Registry:
-    """``registry``, or the default registry when it is None (empty until :mod:`structnets.experiments` is imported).
+    """``registry``, or the default registry when it is None (empty until one is installed explicitly).
 
     Raises:
         TypeError: ``registry`` is neither None nor a Mapping.
@@ -120,7 +121,7 @@ def resolve_experiment(spec: str | Experiment, registry: Registry | None = None)
         if not table:
             raise ValueError(
                 f"unknown experiment {spec!r}: no experiment is registered (pass `registry`, e.g. "
-                "structnets.experiments.REGISTRY, or import structnets.experiments to install it as the default)"
+                "structnets.experiments.REGISTRY, or call structnets.experiments.register() to install it as the default)"
             )
         raise ValueError(f"unknown experiment {spec!r}; valid names: {', '.join(sorted(table))}")
     return check_experiment(_registered(spec, table), f"registered experiment {spec!r}")

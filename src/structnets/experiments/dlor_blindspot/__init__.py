@@ -29,8 +29,8 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
 from ...training.seed_batched import train_vmapped
+from .. import run_experiment
 from .config import DLoRBlindspotConfig
 from .figures import draw_figures
 from .report import report_markdown

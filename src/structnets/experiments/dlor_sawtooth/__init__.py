@@ -39,8 +39,8 @@ import pandas as pd
 
 from ...models.batched_dlor import BatchedDLoRNet, build_batched
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
 from ...training.seed_batched import BatchedHistory, train_batched, train_dense
+from .. import run_experiment
 from .config import (
     CORRESPONDENCE_MODES,
     THRESHOLD,

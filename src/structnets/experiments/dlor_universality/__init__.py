@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from .config import BLINDSPOT_FLOOR, FAMILIES, TARGETS, DLoRUniversalityConfig
 from .figures import draw_figures
 from .report import report_markdown

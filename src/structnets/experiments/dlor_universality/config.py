@@ -87,7 +87,7 @@ class DLoRUniversalityConfig:
 
     def __post_init__(self) -> None:
         from ..._validation import check_choice, check_int, check_real
-        from ...constructive.dlor_universality import _activations
+        from ...constructive.dlor_universality import universal_activations
         from ...training.device import check_device
 
         if not self.targets or not self.neurons:
@@ -96,7 +96,7 @@ class DLoRUniversalityConfig:
             check_choice("targets", target, tuple(TARGETS))
         for j in self.neurons:
             check_int("neurons", j, low=1)
-        check_choice("activation", self.activation, _activations())
+        check_choice("activation", self.activation, universal_activations())
         if self.h is not None:
             check_real("h", self.h, low=0.0, high=1.0, low_open=True)
         check_real("transfer_h", self.transfer_h, low=0.0, high=1.0, low_open=True)

@@ -65,7 +65,7 @@ def fit_fixed_width(
     import torch
 
     from ..._validation import check_int, check_real
-    from ...constructive.lipschitz_targets import _check_domain, check_target, grid_points
+    from ...constructive.lipschitz_targets import check_domain, check_target, grid_points
     from ...models import lipschitz_resnet
     from ...training import fit
     from ...training.device import check_device, unit_device
@@ -75,7 +75,7 @@ def fit_fixed_width(
     depth = _check_positive_int("depth", depth)
     if width is not None:
         width = _check_positive_int("width", width)
-    low, high = _check_domain(low, high)
+    low, high = check_domain(low, high)
     check_target(target, dim, low, high)
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) == 0:
         raise ValueError(f"`seeds` must be a non-empty sequence of ints ≥ 0, got {seeds!r}")

@@ -38,7 +38,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from . import figures, report, units
 from .config import MODELS, PUBLISHED, TIMED_BOUNDS, LipschitzMNISTConfig
 from .units import build, deel_torchlip_available

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from . import figures, report, units
 from .config import MODELS, LipschitzMNISTConvConfig
 

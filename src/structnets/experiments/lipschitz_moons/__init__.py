@@ -26,7 +26,7 @@ import pandas as pd
 
 from ...analysis.certify import certify
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from . import figures, report, units
 from .config import PAPER_LIPSCHITZ_AUTHORS_CODE, LipschitzMoonsConfig
 from .units import authors_style, train_classifier

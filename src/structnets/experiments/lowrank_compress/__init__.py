@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from .config import DATASETS, MODELS, LowRankCompressConfig
 from .figures import draw_figures
 from .report import paired_difference, table

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from .config import ALL_DATASETS, DATASET_ROWS, FULL_RUN, PAPER, PAPER_NOTES, LowRankUCIConfig
 from .figures import figures as _draw
 from .report import _agreement, _mean_std, _paired_test, comparable, protocol, table

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from .config import DATASETS, PAPER_CLAIMS, RankBoundsConfig
 from .config import _p_column as _p_column  # private names kept at their old import path
 from .deep_linear import _run_linear_unit as _run_linear_unit

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from .config import SmoothConstantDepthConfig
 from .report import cell_slopes, draw_figures, report_markdown
 from .units import curvature_floor, make_units, relu_floor, relu_max_pieces, run_unit

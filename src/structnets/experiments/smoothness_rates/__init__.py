@@ -47,7 +47,7 @@ from typing import Any
 import pandas as pd
 
 from ...protocol import FunctionExperiment
-from ...runner import run_experiment
+from .. import run_experiment
 from .config import (
     ACTIVATIONS,
     SMOOTH,
