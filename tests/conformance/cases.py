@@ -26,6 +26,7 @@ from structnets.nn import (  # DLoR  # 1-Lipschitz  # DLoR network parts  # resi
     OrthogonalLinear,  # orthogonal lift and head
     PowerClampedResidual,
     RankOneLinear,
+    Swish,
     TakeFirst,
     UnconstrainedResidual,
     ZeroPad,
@@ -57,6 +58,8 @@ class LayerCase:
         reference: for a *nonlinear* layer, ``reference(module, x)`` computes its output from the
             paper's formula in float64 (output, Jacobian and gradients are checked against it, and
             ``to_dense``/``to_linear`` are not required); None for affine layers.
+        elementwise: the layer acts on each entry alone (an activation), so it has no input size
+            to reject.
     """
 
     name: str
@@ -65,6 +68,7 @@ class LayerCase:
     dense: Callable[[nn.Module], torch.Tensor] = field(default=_dense_of)
     structured: bool = True
     reference: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None
+    elementwise: bool = False
 
     @property
     def affine(self) -> bool:
@@ -344,4 +348,36 @@ INVALID += [
     Invalid(PowerClampedResidual, {"features": 3, "hidden": 0}, "hidden", ValueError),
     Invalid(PowerClampedResidual, {"features": 3, "hidden": 3, "step": 2.5}, "step", ValueError),
     Invalid(PowerClampedResidual, {"features": 3, "hidden": 3, "bound": "svd"}, "bound", ValueError),
+]
+
+
+# Swish (Li et al., ICML 2025; Ramachandran et al. 2017): elementwise and nonlinear, checked against
+# its formula. β is drawn in the factory, so two seeds give two functions (the state_dict round trip
+# must then do the work); the fused SiLU path (β = 1, not learnable) has its own tests in tests/nn.
+def _swish(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """swish_β(x) = x · sigmoid(β x)."""
+    return x * torch.sigmoid(layer.beta * x)
+
+
+def _random_beta() -> float:
+    return round(0.25 + 2.0 * float(torch.rand(())), 6)
+
+
+CASES += [
+    LayerCase(
+        "swish-learnable",
+        lambda dt: Swish(_random_beta(), learnable=True, dtype=dt),
+        5,
+        reference=_swish,
+        elementwise=True,
+    ),
+    LayerCase("swish-fixed", lambda dt: Swish(_random_beta(), dtype=dt), 4, reference=_swish, elementwise=True),
+]
+INVALID += [
+    Invalid(Swish, {"beta": 0.0}, "beta", ValueError),
+    Invalid(Swish, {"beta": -1.0}, "beta", ValueError),
+    Invalid(Swish, {"beta": float("nan")}, "beta", ValueError),
+    Invalid(Swish, {"beta": "1"}, "beta", TypeError),
+    Invalid(Swish, {"learnable": "yes"}, "learnable", TypeError),
+    Invalid(Swish, {"learnable": 1}, "learnable", TypeError),
 ]

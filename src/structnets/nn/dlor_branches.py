@@ -7,7 +7,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from .._validation import MAX_LAYERS, check_fits_in_memory, check_int
+from .._validation import MAX_LAYERS, check_bool, check_fits_in_memory, check_int
 from .dlor_linear import DLoRLinear
 
 
@@ -59,8 +59,7 @@ class DLoRBranches(nn.Module):
     ) -> None:
         super().__init__()
         self.branches_count = check_int("branches", branches, low=1, high=MAX_LAYERS)
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         alpha = 1.0 / self.branches_count if alpha is None else alpha
         self.branches = branch_list(features, rank, self.branches_count, False, alpha, device, dtype)
         first = cast(DLoRLinear, self.branches[0])

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_fits_in_memory, check_int, check_real, itemsize_of
+from .._validation import check_bool, check_fits_in_memory, check_int, check_real, itemsize_of
 
 
 class DLoRLinear(nn.Module):
@@ -54,8 +54,7 @@ class DLoRLinear(nn.Module):
         super().__init__()
         self.features = check_int("features", features, low=2)
         self.rank = check_int("rank", rank, low=1, high=self.features - 1)
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         self.initial_alpha = check_real("alpha", alpha)
         check_fits_in_memory(
             f"`features`={self.features}, `rank`={self.rank}",
@@ -195,8 +194,7 @@ class RankOneLinear(nn.Module):
         super().__init__()
         self.in_features = check_int("in_features", in_features, low=1)
         self.out_features = check_int("out_features", out_features, low=1)
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         check_fits_in_memory(
             f"`in_features`={self.in_features}, `out_features`={self.out_features}",
             self.in_features + 2 * self.out_features,

@@ -7,7 +7,7 @@ from typing import cast
 import torch
 from torch import nn
 
-from .._validation import MAX_LAYERS, check_int
+from .._validation import MAX_LAYERS, check_bool, check_int
 from .activation import activation as make_activation
 from .dlor_branches import branch_list
 from .dlor_linear import DLoRLinear
@@ -49,8 +49,7 @@ class DLoRParallel(nn.Module):
     ) -> None:
         super().__init__()
         self.branches_count = check_int("branches", branches, low=1, high=MAX_LAYERS)
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         self.activation = make_activation(activation)
         # The name when one was given, so that the repr rebuilds the layer.
         self.activation_name = activation if isinstance(activation, str) else None

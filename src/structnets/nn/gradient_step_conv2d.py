@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_int, check_real
+from .._validation import check_bool, check_int, check_real
 from ..functional import _tau_round_down
 from ._checkpoint import reject_non_finite
 from ._conv_common import (
@@ -92,8 +92,7 @@ class GradientStepConv2d(nn.Module):
         self.padding_mode = check_conv_options(
             self.kernel_size, padding_mode, self.input_size, stride=stride, dilation=dilation, groups=groups
         )
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         if not isinstance(learnable_step, bool):
             raise TypeError(f"`learnable_step` must be a bool, got {learnable_step!r}")
         self.learnable_step = learnable_step

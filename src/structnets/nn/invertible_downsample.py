@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._validation import check_choice, check_int
+from .._validation import check_bool, check_choice, check_int
 from ..functional import spectral_norm_bound, sqrt_round_up
 from ._checkpoint import reject_non_finite
 from ._conv_common import require_finite
@@ -61,8 +61,7 @@ class InvertibleDownsample(nn.Module):
         self.out_channels = check_int("out_channels", out_channels, low=1, high=1 << 16)
         self.factor = check_int("factor", factor, low=1, high=64)
         self.kind = check_choice("kind", kind, DOWNSAMPLE_KINDS)
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         self.unshuffled = self.in_channels * self.factor**2
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_channels, self.unshuffled, **factory))

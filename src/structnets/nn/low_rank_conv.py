@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_int
+from .._validation import check_bool, check_int
 
 _Conv = nn.Conv1d | nn.Conv2d
 
@@ -47,8 +47,7 @@ class _LowRankConvNd(nn.Module):
         self.in_channels = check_int("in_channels", in_channels, low=1)
         self.out_channels = check_int("out_channels", out_channels, low=1)
         self.rank = check_int("rank", rank, low=1)
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         # The r-channel k×k convolution carries all of the geometry; the 1×1 one only mixes channels.
         self.reduce = self._conv(

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_fits_in_memory, check_int, itemsize_of
+from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_of
 
 
 class LowRankLinear(nn.Module):
@@ -53,8 +53,7 @@ class LowRankLinear(nn.Module):
                 "`rank` must be an int in [1, min(in_features, out_features)="
                 f"{min(self.in_features, self.out_features)}], got {self.rank}"
             )
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         check_fits_in_memory(
             f"`in_features`={self.in_features}, `out_features`={self.out_features}, `rank`={self.rank}",
             self.rank * (self.in_features + self.out_features) + self.out_features,

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_int
+from .._validation import check_bool, check_int
 from ..functional import sqrt_round_up
 from ._checkpoint import reject_non_finite
 from ._conv_common import (
@@ -72,8 +72,7 @@ class NormConstrainedConv2d(nn.Module):
         self.padding_mode = check_conv_options(
             self.kernel_size, padding_mode, self.input_size, stride=stride, dilation=dilation, groups=groups
         )
-        if not isinstance(bias, bool):
-            raise TypeError(f"`bias` must be a bool, got {bias!r}")
+        bias = check_bool("bias", bias)
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_channels, self.in_channels, *self.kernel_size, **factory))
         if bias:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validation import check_real
+from .._validation import check_bool, check_real
 
 
 class Swish(nn.Module):
@@ -30,9 +30,7 @@ class Swish(nn.Module):
     ) -> None:
         super().__init__()
         self.initial_beta = check_real("beta", beta, low=0.0, low_open=True)
-        if not isinstance(learnable, bool):
-            raise TypeError(f"`learnable` must be a bool, got {learnable!r}")
-        self.learnable = learnable
+        self.learnable = check_bool("learnable", learnable)
         beta_tensor = torch.empty((), device=device, dtype=dtype)
         if learnable:
             self.beta = nn.Parameter(beta_tensor)
