@@ -1,5 +1,5 @@
 """``EnsembleMLP`` refuses every bad argument before drawing anything, naming it (the six cases the bad-input
-suite once parked as xfail), and a valid call draws the same parameters as before the checks."""
+suite once parked as expected failures), and a valid call draws the same parameters as before the checks."""
 
 from __future__ import annotations
 

@@ -69,11 +69,7 @@ RANKS: tuple[int, ...] = (1, 2)
 
 
 def universal_activations() -> tuple[str, ...]:
-    """The activation names the construction accepts: every name of :data:`structnets.nn.ACTIVATIONS` but ``identity``.
-
-    σ must be non-polynomial for the shallow approximant to be dense (Leshno et al. 1993), so the
-    identity is refused.
-    """
+    """The names of :data:`structnets.nn.ACTIVATIONS` but ``identity``: σ must be non-polynomial (Leshno et al. 1993)."""
     from ..nn import ACTIVATIONS
 
     return tuple(a for a in ACTIVATIONS if a != "identity")
