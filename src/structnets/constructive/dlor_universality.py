@@ -58,7 +58,7 @@ import torch
 from torch import nn
 
 from .._validation import check_choice, check_fits_in_memory, check_int, check_real
-from ..nn import DLoRLinear
+from ..nn import ACTIVATIONS, DLoRLinear
 from .dlor_factor import DLoRFactor, _load_factor
 from .dlor_network import _value_and_slope
 
@@ -70,8 +70,6 @@ RANKS: tuple[int, ...] = (1, 2)
 
 def universal_activations() -> tuple[str, ...]:
     """The names of :data:`structnets.nn.ACTIVATIONS` but ``identity``: σ must be non-polynomial (Leshno et al. 1993)."""
-    from ..nn import ACTIVATIONS
-
     return tuple(a for a in ACTIVATIONS if a != "identity")
 
 
