@@ -12,10 +12,17 @@ from typing import Any
 
 import pandas as pd
 
-from . import bounds, dlor, lipschitz, lowrank, smoothness
+from . import bounds, dlor, lipschitz, lipschitz_conv, lowrank, smoothness
 from .evidence import NOT_TESTED, VERDICTS, Claim, Evidence
 
-CLAIMS: tuple[Claim, ...] = (*lowrank.CLAIMS, *dlor.CLAIMS, *smoothness.CLAIMS, *bounds.CLAIMS, *lipschitz.CLAIMS)
+CLAIMS: tuple[Claim, ...] = (
+    *lowrank.CLAIMS,
+    *dlor.CLAIMS,
+    *smoothness.CLAIMS,
+    *bounds.CLAIMS,
+    *lipschitz.CLAIMS,
+    *lipschitz_conv.CLAIMS,
+)
 """Every headline claim, in paper order (000–004)."""
 
 COLUMNS: tuple[str, ...] = (
