@@ -46,7 +46,7 @@ class LipschitzMNISTConvConfig:
     size_specific: bool = True
     margin: float = 2.2
     temperature: float = 4.0
-    epochs: int = 24
+    epochs: int = 20
     batch_size: int = 256
     lr: float = 5e-3
     radii: tuple[float, ...] = (0.5, 1.0, 1.58)
