@@ -42,7 +42,7 @@ EXPERIMENT = FunctionExperiment(
 def run(
     config: LipschitzMNISTConvConfig | None = None, out_dir: str | Path | None = None, **runner_options: Any
 ) -> pd.DataFrame:
-    """Run ``lipschitz-mnist-conv``; see :func:`structnets.runner.experiment.run_experiment`."""
+    """Run ``lipschitz-mnist-conv``; see :func:`structnets.runner.run_experiment`."""
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
