@@ -42,6 +42,7 @@ lint: setup
 bench: setup
 	$(PY) benchmarks/lowrank_speed.py
 	$(PY) benchmarks/lipschitz_constraint.py
+	$(PY) benchmarks/lipschitz_conv_step.py
 	$(PY) benchmarks/rates_refiners.py
 	$(PY) benchmarks/adam_step.py
 	$(PY) benchmarks/certificate_cache.py
