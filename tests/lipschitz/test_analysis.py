@@ -113,3 +113,13 @@ def test_certified_accuracy_bad_arguments(kwargs: dict, argument: str) -> None:
         certified_accuracy(**args)
     with pytest.raises(ValueError, match="`labels`"):
         certified_accuracy(torch.zeros(2, 3), torch.tensor([0, 3]), 0.1)
+
+
+def test_logits_without_a_column_are_refused_naming_logits() -> None:
+    from structnets.analysis import certified_radii
+
+    labels = torch.zeros(3, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"`logits` must hold at least one column.*\(3, 0\)"):
+        certified_accuracy(torch.zeros(3, 0), labels, 0.1)
+    with pytest.raises(ValueError, match="`logits`"):
+        certified_radii(torch.zeros(3, 0), labels)

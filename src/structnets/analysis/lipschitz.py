@@ -245,6 +245,8 @@ def certified_accuracy(
         raise ValueError(f"`logits` must be (n, k) or (n,), got shape {tuple(z.shape)}")
     if not bool(torch.isfinite(z).all()):
         raise ValueError("`logits` must be finite, got NaN or infinite entries")
+    if z.dim() == 2 and z.shape[1] == 0:
+        raise ValueError(f"`logits` must hold at least one column (class score), got shape {tuple(z.shape)}")
     if z.dim() == 2 and z.shape[1] == 1:
         z = z[:, 0]
     if y.dim() != 1 or z.shape[0] != y.shape[0]:
