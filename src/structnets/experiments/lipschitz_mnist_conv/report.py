@@ -34,7 +34,8 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConvConfig) -> str:
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     if not results.empty:
         for _, row in results.sort_values(["model", "seed"]).iterrows():
-            cells = ["ours", f"{row['model']} (seed {int(row['seed'])})", f"{int(row['parameters'])}",
+            source = "ours" if row["model"] == "gradient-step-conv" else "deel-torchlip (our run)"
+            cells = [source, f"{row['model']} (seed {int(row['seed'])})", f"{int(row['parameters'])}",
                      f"{100 * row['accuracy']:.2f}"]  # fmt: skip
             cells += [f"{100 * row[f'certified_{r:g}']:.2f}" for r in config.radii]
             cells += [

@@ -70,7 +70,9 @@ def _deel_convnet(channels: list[int], depths: list[int], kernel_size: int) -> A
     """deel-torchlip's convolutional 1-Lipschitz network of the same stages: SpectralConv2d + GroupSort2,
     ℓ₂-norm-preserving ``InvertibleDownSampling`` between stages, ``SpectralLinear`` head."""
     from deel import torchlip
+    from torch import nn
 
+    side = 28 // 2 ** (len(channels) - 1)
     layers: list[Any] = [torchlip.SpectralConv2d(1, channels[0], kernel_size, padding="same"), torchlip.GroupSort2()]
     for s, (c, depth) in enumerate(zip(channels, depths)):
         for _ in range(depth):
@@ -78,7 +80,7 @@ def _deel_convnet(channels: list[int], depths: list[int], kernel_size: int) -> A
         if s + 1 < len(channels):
             layers += [torchlip.InvertibleDownSampling(2), torchlip.SpectralConv2d(4 * c, channels[s + 1], 1),
                        torchlip.GroupSort2()]  # fmt: skip
-    layers += [torchlip.Flatten(), torchlip.SpectralLinear(channels[-1] * 7 * 7, 10)]
+    layers += [nn.Flatten(), torchlip.SpectralLinear(channels[-1] * side * side, 10)]
     return torchlip.Sequential(*layers)
 
 
@@ -111,8 +113,15 @@ def _deel_certified(model: Any) -> Any:
             product = 1.0
             for layer in self.inner.modules():
                 if isinstance(layer, nn.Conv2d):
-                    if layer.stride != (1, 1) or layer.dilation != (1, 1) or layer.groups != 1:
-                        raise ValueError(f"deel layer {layer} is not a stride-1 ungrouped convolution")
+                    if (
+                        layer.stride != (1, 1)
+                        or layer.dilation != (1, 1)
+                        or layer.groups != 1
+                        or layer.padding_mode not in ("zeros", "circular")
+                    ):
+                        raise ValueError(
+                            f"deel layer {layer} is not a stride-1 ungrouped zero/circular-padded convolution"
+                        )
                     value = float(conv_norm_bound(layer.weight.to(torch.float64)))
                 elif isinstance(layer, nn.Linear):
                     value = float(spectral_norm_bound(layer.weight.to(torch.float64)))
