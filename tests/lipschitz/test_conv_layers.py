@@ -181,3 +181,22 @@ def test_gradient_step_conv_trains_and_tau_is_differentiable() -> None:
         layer.weight.sub_(2 * h * direction)
         minus = float(layer.tau())
     assert abs((plus - minus) / (2 * h) - float((grad * direction).sum())) <= 1e-5 * max(1.0, abs(plus - minus) / h)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
+@pytest.mark.parametrize("kernel_size", [3, 2])
+def test_gradcheck_input_and_every_parameter(kernel_size: int, padding_mode: str) -> None:
+    torch.manual_seed(0)
+    layer = GradientStepConv2d(2, 3, kernel_size, padding_mode=padding_mode, input_size=5, dtype=F64)
+    lift = NormConstrainedConv2d(2, 2, kernel_size, padding_mode=padding_mode, dtype=F64)
+    with torch.no_grad():
+        lift.raw_weight.mul_(10.0)  # outside the unit ball: the rescaling is active
+    x = torch.randn(1, 2, 5, 5, dtype=F64, requires_grad=True)
+    for module in (layer, lift):
+        names = [name for name, _ in module.named_parameters()]
+
+        def f(input: torch.Tensor, *params: torch.Tensor, module: nn.Module = module, names: list[str] = names):
+            return torch.func.functional_call(module, dict(zip(names, params)), (input,))
+
+        params = tuple(p.detach().clone().requires_grad_(True) for p in module.parameters())
+        assert torch.autograd.gradcheck(f, (x, *params), atol=1e-6, rtol=1e-5)
