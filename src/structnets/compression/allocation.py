@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..nn.dlor_linear import dlor_approximation
+
 
 @dataclass(frozen=True)
 class Option:
@@ -79,6 +81,55 @@ def energy_rank(energy_share: torch.Tensor, energy: float, m: int, n: int) -> in
         if float(kept[r - 1]) >= energy - 1e-12:
             return r
     return None
+
+
+def dlor_ratio_rank(n: int, ratio: float) -> int:
+    return max(1, min(math.floor((ratio * n * n - 1) / (2 * n) + 1e-9), n - 1))
+
+
+def dlor_saving_rank(n: int) -> int:
+    return min((n * n - 2) // (2 * n), n - 1)
+
+
+def dlor_energy_rank(weight: torch.Tensor, energy: float) -> int | None:
+    """Smallest saving r whose best DLoR approximation keeps ``energy`` of ‖W‖_F² (None: none does)."""
+    n = weight.shape[0]
+    hi = dlor_saving_rank(n)
+    if hi < 1:
+        return None
+    total = float(weight.square().sum())
+    allowed = (1.0 - energy) * total
+
+    def fits(r: int) -> bool:
+        return dlor_approximation(weight, r).error ** 2 <= allowed
+
+    # α = 0 is among dlor_approximation's candidates, so DLoR at rank r is never worse than the
+    # truncated SVD at rank r: the low-rank energy rank, when it saves, is an upper bound.
+    sigma_sq = torch.linalg.svdvals(weight).square()
+    share = sigma_sq / total if total > 0 else torch.ones_like(sigma_sq) / sigma_sq.numel()
+    kept = torch.cumsum(share, 0)
+    low_rank = next((r for r in range(1, hi + 1) if float(kept[r - 1]) >= energy - 1e-12), None)
+    if low_rank is not None:
+        hi = low_rank
+    elif not fits(hi):
+        return None
+    lo_bad, hi_good = 0, hi
+    while hi_good - lo_bad > 1:
+        mid = (lo_bad + hi_good) // 2
+        if fits(mid):
+            hi_good = mid
+        else:
+            lo_bad = mid
+    return hi_good
+
+
+def dlor_params(n: int, r: int, bias: bool) -> int:
+    return 2 * n * r + 1 + (n if bias else 0)
+
+
+def dlor_flops(n: int, r: int, bias: bool) -> int:
+    # αx + U(Vᵀx): 2·N·r + N multiply-adds, N adds to sum the two, N for the bias.
+    return 2 * (2 * n * r + n) + n + (n if bias else 0)
 
 
 def _cost(option: Option, rank: int | None, measure: str) -> int:
@@ -147,4 +198,13 @@ def budget_ranks(options: list[Option], fraction: float, measure: str) -> tuple[
     return ranks, before, total, least
 
 
-__all__ = ["Option", "budget_ranks", "energy_rank", "flops_of", "params_of", "ratio_rank", "saving_rank"]
+__all__ = [
+    "Option",
+    "budget_ranks",
+    "dlor_energy_rank",
+    "energy_rank",
+    "flops_of",
+    "params_of",
+    "ratio_rank",
+    "saving_rank",
+]

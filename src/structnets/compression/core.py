@@ -12,7 +12,6 @@ from torch import nn
 
 from .._module_walk import replace_children, unique_modules
 from .._validation import check_choice, check_int, check_real
-from ..nn.dlor_linear import dlor_approximation
 from ..nn.low_rank_attention import LowRankMultiheadAttention
 from . import allocation, kinds
 from . import calibration as calib
@@ -374,14 +373,6 @@ def _max_rank(item: Candidate, method: str) -> int:
     return low - 1 if kinds.uses_dlor(item, method) else low
 
 
-def _dlor_ratio_rank(n: int, ratio: float) -> int:
-    return max(1, min(math.floor((ratio * n * n - 1) / (2 * n) + 1e-9), n - 1))
-
-
-def _dlor_saving_rank(n: int) -> int:
-    return min((n * n - 2) // (2 * n), n - 1)
-
-
 def _budget_ranks(
     chosen: list[Candidate],
     method: str,
@@ -418,58 +409,17 @@ def _rule_ranks(
             out[item.name] = min(rank, _max_rank(item, method))
         elif given.get("ratio") is not None:
             ratio = float(given["ratio"])
-            out[item.name] = _dlor_ratio_rank(n, ratio) if dlor else allocation.ratio_rank(m, n, ratio)
+            out[item.name] = allocation.dlor_ratio_rank(n, ratio) if dlor else allocation.ratio_rank(m, n, ratio)
         else:
             energy = float(given["energy"])
             if dlor:
-                out[item.name] = _dlor_energy_rank(item.matrix(), energy)
+                out[item.name] = allocation.dlor_energy_rank(item.matrix(), energy)
             else:
                 sigma_sq = spectra[item.name].singular.square()
                 total = float(sigma_sq.sum())
                 share = sigma_sq / total if total > 0 else torch.ones_like(sigma_sq) / sigma_sq.numel()
                 out[item.name] = allocation.energy_rank(share, energy, m, n)
     return out
-
-
-def _dlor_energy_rank(weight: torch.Tensor, energy: float) -> int | None:
-    """Smallest saving r whose best DLoR approximation keeps ``energy`` of ‖W‖_F² (None: none does)."""
-    n = weight.shape[0]
-    hi = _dlor_saving_rank(n)
-    if hi < 1:
-        return None
-    total = float(weight.square().sum())
-    allowed = (1.0 - energy) * total
-
-    def fits(r: int) -> bool:
-        return dlor_approximation(weight, r).error ** 2 <= allowed
-
-    # α = 0 is among dlor_approximation's candidates, so DLoR at rank r is never worse than the
-    # truncated SVD at rank r: the low-rank energy rank, when it saves, is an upper bound.
-    sigma_sq = torch.linalg.svdvals(weight).square()
-    share = sigma_sq / total if total > 0 else torch.ones_like(sigma_sq) / sigma_sq.numel()
-    kept = torch.cumsum(share, 0)
-    low_rank = next((r for r in range(1, hi + 1) if float(kept[r - 1]) >= energy - 1e-12), None)
-    if low_rank is not None:
-        hi = low_rank
-    elif not fits(hi):
-        return None
-    lo_bad, hi_good = 0, hi
-    while hi_good - lo_bad > 1:
-        mid = (lo_bad + hi_good) // 2
-        if fits(mid):
-            hi_good = mid
-        else:
-            lo_bad = mid
-    return hi_good
-
-
-def _dlor_params(n: int, r: int, bias: bool) -> int:
-    return 2 * n * r + 1 + (n if bias else 0)
-
-
-def _dlor_flops(n: int, r: int, bias: bool) -> int:
-    # αx + U(Vᵀx): 2·N·r + N multiply-adds, N adds to sum the two, N for the bias.
-    return 2 * (2 * n * r + n) + n + (n if bias else 0)
 
 
 @torch.no_grad()
@@ -509,7 +459,7 @@ def _build(
         dlor = kinds.build_dlor(item, rank)
         new, alpha = dlor, float(dlor.alpha.detach())
         approx = dlor.to_dense().detach().to(torch.float64)
-        params, flops = _dlor_params(n, rank, bias), _dlor_flops(n, rank, bias)
+        params, flops = allocation.dlor_params(n, rank, bias), allocation.dlor_flops(n, rank, bias)
         new_method = "dlor"
     else:
         if spec is None:
