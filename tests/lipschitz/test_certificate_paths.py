@@ -465,6 +465,35 @@ def test_the_bound_pickles_with_its_assumptions() -> None:
     assert float(again) == float(bound) and f"{again:.3f}" == f"{float(bound):.3f}"
 
 
+def test_a_random_parametrization_is_refused_and_a_deterministic_one_is_certified() -> None:
+    from torch.nn.utils import parametrize
+
+    class Double(nn.Module):
+        def forward(self, weight: torch.Tensor) -> torch.Tensor:
+            return 2.0 * weight
+
+    torch.manual_seed(5)
+    linear = nn.Linear(4, 4, dtype=F64)
+    parametrize.register_parametrization(linear, "weight", Double())
+    model = nn.Sequential(linear)
+    _assert_sound(model, 4)  # the parametrized weight is the one certified
+
+    class Noisy(nn.Module):
+        def forward(self, weight: torch.Tensor) -> torch.Tensor:
+            return weight * (1 + torch.rand(()))
+
+    noisy = nn.Linear(4, 4, dtype=F64)
+    parametrize.register_parametrization(noisy, "weight", Noisy())
+    with pytest.raises(ValueError, match=r"parametrization of `model\.0\.weight` gives another tensor"):
+        lipschitz_upper_bound(nn.Sequential(noisy))
+    dropped = nn.Linear(4, 4, dtype=F64)
+    parametrize.register_parametrization(dropped, "weight", nn.Dropout(0.5))
+    with pytest.raises(ValueError, match="Dropout.*training mode makes"):
+        lipschitz_upper_bound(nn.Sequential(dropped))
+    dropped.eval()
+    assert lipschitz_upper_bound(nn.Sequential(dropped)) > 0
+
+
 # ----------------------------------------------------------------------------------------- fuzzing
 
 

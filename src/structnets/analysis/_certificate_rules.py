@@ -14,7 +14,8 @@ closes a path on which an earlier certificate fell below the measured constant (
 * forward hooks and pre-hooks (on any module, or global) change what the model computes: refused,
   naming the module and the hook, unless ``trust_hooks=True``, which the returned value records;
 * every floating parameter and buffer must be finite, must not be a tensor subclass with its own
-  ``__torch_function__``, and no torch-function or dispatch mode may be active;
+  ``__torch_function__``, and no torch-function or dispatch mode may be active; a parametrized
+  tensor must give the same value at every access (no random parametrization);
 * modes: ``Dropout`` in training mode is the diagonal map with entries in {0, 1/(1 − p)}, so its
   constant is 1/(1 − p); a layer whose training-mode step is uncertified refuses in its own
   ``lipschitz_bound``;
@@ -37,6 +38,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as module_globals
 from torch.nn.parameter import UninitializedTensorMixin  # type: ignore[attr-defined]
+from torch.nn.utils import parametrize
 
 from ..functional import round_operand, spectral_norm_bound
 
@@ -220,6 +222,8 @@ class _Walk:
         name = type(module).__name__
         if type(module).__call__ is not nn.Module.__call__ and not _is_compiled_wrapper(module):
             raise CertificateRefused(f"`{path}` ({name}) overrides __call__: its calls cannot be certified")
+        if parametrize.is_parametrized(module):
+            self._check_parametrizations(path, module)
         # torch.compile's wrapper stores its compiled forward on the instance; it runs `_orig_mod`
         for key in () if _is_compiled_wrapper(module) else vars(module):
             attribute = inspect.getattr_static(type(module), key, None)
@@ -249,6 +253,23 @@ class _Walk:
             kind = "forward hook" if table == "_forward_hooks" else "forward pre-hook"
             for hook in getattr(module, table, {}).values():
                 self._hook(f"{kind} `{_hook_name(hook)}` on `{path}` ({name})")
+
+    @staticmethod
+    def _check_parametrizations(path: str, module: nn.Module) -> None:
+        """A parametrized tensor must be one function of its originals: the bound reads it once, the forward again."""
+        for key, chain in cast(Any, module).parametrizations.items():
+            for part_path, part in chain.named_modules(prefix=f"{path}.parametrizations.{key}"):
+                if part.training and type(part) in (*DROPOUTS, nn.AlphaDropout, nn.FeatureAlphaDropout):
+                    raise CertificateRefused(
+                        f"`{part_path}` ({type(part).__name__}) in training mode makes `{path}.{key}` random: "
+                        "each forward would use another tensor than the one certified"
+                    )
+            first, second = getattr(module, key), getattr(module, key)
+            if not torch.equal(first, second):
+                raise CertificateRefused(
+                    f"the parametrization of `{path}.{key}` gives another tensor at every access: the certificate "
+                    "could not cover the one the forward uses"
+                )
 
     # ------------------------------------------------------------------ the bound, position by position
 
