@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_bool, check_choice, check_fits_in_memory, check_int, check_real, itemsize_of
+from .._validation import check_bool, check_choice, check_fits_in_memory, check_int, itemsize_of
 from ..functional import (
     LAYER_BOUNDS,
     _tau_round_down,
@@ -20,6 +20,7 @@ from ..functional import (
 )
 from ._checkpoint import CertifiedCheckpointMixin
 from ._spectral import CertifiedBound
+from ._step import ValidatedStep
 
 
 def _up(value: float) -> float:
@@ -83,7 +84,7 @@ class ResidualExport(nn.Module):
         return input + self.body(input)
 
 
-class GradientStepResidual(CertifiedCheckpointMixin, nn.Module):
+class GradientStepResidual(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
     """Explicit Euler step of a negative gradient flow: ``Φ(x) = x − τ Wᵀ ReLU(W x + b)``.
 
     Φ is the gradient step x − τ∇f(x) on the convex potential f(x) = Σᵢ Γ(wᵢᵀx + bᵢ), Γ' = ReLU,
@@ -169,17 +170,6 @@ class GradientStepResidual(CertifiedCheckpointMixin, nn.Module):
             self.register_parameter("step_logit", None)
         self.register_buffer("power_vector", torch.empty(self.features, **factory))
         self.reset_parameters()
-
-    @property
-    def step(self) -> float:
-        """s in [0, 2] (in (0, 2) when learnable: then only θ's initial value); validated when set."""
-        return self._step
-
-    @step.setter
-    def step(self, value: float) -> None:
-        # Checked at every assignment, not only in __init__: τ = s/B² certifies nothing for s > 2.
-        open_ = bool(getattr(self, "learnable_step", False))
-        self._step = check_real("step", value, low=0.0, high=2.0, low_open=open_, high_open=open_)
 
     @property
     def bound(self) -> str:
@@ -282,7 +272,7 @@ class GradientStepResidual(CertifiedCheckpointMixin, nn.Module):
             if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
                 raise ValueError(f"GradientStepResidual `{name}` has non-finite entries: the layer computes NaN")
         if self.step_logit is None:
-            check_real("step", self.step, low=0.0, high=2.0)  # also catches a `_step` set behind the setter
+            self._check_step()  # also catches a `_step` set behind the setter
 
     @torch.no_grad()
     def export(self) -> ResidualExport:
