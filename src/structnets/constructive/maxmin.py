@@ -19,7 +19,12 @@ Our network (float64 by default):
    (max), so norm 1; max and min commute with the positive scaling 1/s;
 3. head y ↦ s·y (``nn.Linear(1, 1)``).
 
-The output equals f(x) up to rounding. Every layer but the head is certified 1-Lipschitz; the head
+The output equals f(x) up to rounding, bounded by :func:`maxmin_rounding_bound` from the network
+as built (scale s, depth, max |f|): the lift's normalisation by a certified bound B ≥ ‖A‖₂ makes
+its stored weights differ from A/s by a relative ~10⁻¹⁰ in places, which the head's factor s turns
+into absolute errors of order 10⁻⁹ for |f| ~ 50, so no fixed "exact" level fits every target. The
+selection layers are dense (memory (M·G')², :func:`maxmin_network_elements`); a build that cannot
+fit is refused up front with the memory it would need. Every layer but the head is certified 1-Lipschitz; the head
 has norm s ≤ √(M·G'), so the layer-wise certified bound of this exact network is s even though f
 itself is 1-Lipschitz (s = 1 whenever ‖A‖₂ ≤ 1, e.g. one piece or orthogonal pieces).
 """
@@ -33,6 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._validation import check_fits_in_memory
 from ..functional import spectral_norm_bound
 from ..nn import MaxMin, NormConstrainedLinear
 from ._arrays import real_array
@@ -123,6 +129,101 @@ def maxmin_lipschitz_bound(pieces: Sequence[Sequence[Piece]]) -> float:
     return best
 
 
+def _padded_rows(groups: list[list[tuple[np.ndarray, float]]]) -> tuple[list[tuple[np.ndarray, float]], int, int]:
+    """The lift's rows: every group padded to M = 2^⌈log₂ max|S_i|⌉ pieces, the groups to G' = 2^⌈log₂ G⌉."""
+    size = 1 << max(0, math.ceil(math.log2(max(len(g) for g in groups))))
+    padded = [g + [g[-1]] * (size - len(g)) for g in groups]
+    count = 1 << max(0, math.ceil(math.log2(len(padded))))
+    padded = padded + [padded[-1]] * (count - len(padded))
+    return [piece for group in padded for piece in group], size, count
+
+
+def maxmin_network_elements(groups: int, largest_group: int, dim: int) -> int:
+    """Weights :func:`maxmin_network` allocates: the lift (w·d + w, w = M·G') and every dense selection
+    layer (w_ℓ × w_ℓ/2, halving), each stored and formed again in forward (×2), plus the head.
+
+    The selection layers are dense, so memory grows like w² = (M·G')², i.e. K⁴ for a 1-D target
+    with K pieces (≈ 2.3·10¹⁰ bytes at K = 150); :func:`maxmin_network` refuses up front what does
+    not fit in this machine's memory, naming this number.
+    """
+    size = 1 << max(0, math.ceil(math.log2(max(1, largest_group))))
+    count = 1 << max(0, math.ceil(math.log2(max(1, groups))))
+    width = size * count
+    total = width * dim + width
+    while width > 1:
+        total += 2 * width * (width // 2)
+        width //= 2
+    return total + 1
+
+
+def maxmin_rounding_bound(network: nn.Sequential, pieces: Sequence[Sequence[Piece]], x_bound: float) -> float:
+    """A bound on the float64 error |network(x) − f(x)| of :func:`maxmin_network`'s output, ‖x‖_∞ ≤ x_bound.
+
+    Derived from the network as built (its scale s, its depth, max |f|), not a fixed "exact" level:
+
+    * the lift computes z = W̃x + b̃ with its effective (normalised, stored) W̃, b̃; against the
+      intended (A x + c)/s it deviates by Δ_j = Σ_i |s W̃_ji − A_ji|·X + |s b̃_j − c_j| per row, and its
+      dot product of length d + 1 rounds by γ_{d+2}(Σ_i |A_ji| X + |c_j|)/s (Higham §3.1);
+    * MaxMin (torch.maximum/minimum) is exact; a selection layer whose effective rows differ from
+      unit vectors by δ_ℓ (row ℓ₁ norm) scales a value of size ≤ F/s by at most δ_ℓ (its 0/1 products
+      and sums are otherwise exact);
+    * the head multiplies by s, one more rounding u·F;
+
+    with F = max_j (‖a_j‖₁ X + |c_j|) ≥ max |ℓ_j(x)| ≥ |f(x)|. In f's units:
+
+        |net(x) − f(x)| ≤ max_j (Δ_j + γ_{d+2}(‖a_j‖₁X + |c_j|)) + (Σ_ℓ δ_ℓ) F + 2uF,
+
+    enlarged by 1 + 10⁻⁶ for the rounding of this computation itself.
+
+    Args:
+        network: the output of ``maxmin_network(pieces)`` (float64 or float32).
+        pieces: the pieces it was built from.
+        x_bound: X ≥ max ‖x‖_∞ over the points where the error is measured.
+
+    Returns:
+        the bound (≥ 0).
+    """
+    from .._validation import check_real
+
+    x_bound = check_real("x_bound", x_bound, low=0.0)
+    groups, dim = _validate(pieces)
+    rows, _, _ = _padded_rows(groups)
+    linears = [m for m in network if isinstance(m, (NormConstrainedLinear, nn.Linear))]
+    if len(linears) < 2 or not isinstance(linears[0], NormConstrainedLinear):
+        raise ValueError("`network` must be the output of maxmin_network (a NormConstrainedLinear lift first)")
+    lift, selections, head = linears[0], linears[1:-1], linears[-1]
+    assert isinstance(lift, NormConstrainedLinear)
+    dtype = lift.raw_weight.dtype
+    u = float(torch.finfo(dtype).eps) / 2
+    with torch.no_grad():
+        head_weight = head.weight if isinstance(head, nn.Linear) else head.to_dense()
+        scale = float(torch.as_tensor(head_weight).double().reshape(-1)[0])
+        W = lift.to_dense().double().numpy()
+        b = lift.bias.double().numpy() if lift.bias is not None else np.zeros(W.shape[0])
+    A = np.stack([a for a, _ in rows])
+    c = np.array([c for _, c in rows])
+    if W.shape != A.shape:
+        raise ValueError(f"`network`'s lift has shape {W.shape}, but `pieces` give {A.shape}: not built from them")
+    magnitude = np.abs(A).sum(axis=1) * x_bound + np.abs(c)
+    deviation = np.abs(scale * W - A).sum(axis=1) * x_bound + np.abs(scale * b - c)
+    m = dim + 2
+    gamma = m * u / (1 - m * u)
+    # the lift's rounding in s-units is γ(|W̃||x| + |b̃|) ≈ γ·magnitude/s; the head multiplies by s
+    lift_error = float(np.max(deviation + gamma * magnitude * (1 + 2 * u)))
+    F = float(magnitude.max())
+    delta = 0.0
+    with torch.no_grad():
+        for layer in selections:
+            W_sel = (
+                layer.to_dense().double().numpy()
+                if isinstance(layer, NormConstrainedLinear)
+                else layer.weight.double().numpy()
+            )
+            intended = (np.abs(W_sel) > 0.5).astype(float)
+            delta += float(np.abs(W_sel - intended).sum(axis=1).max())
+    return (lift_error + delta * F + 2 * u * F) * (1 + 1e-6)
+
+
 def maxmin_network(pieces: Sequence[Sequence[Piece]], *, dtype: torch.dtype = torch.float64) -> nn.Sequential:
     """Build the exact network of f(x) = max_i min_{(a, c) ∈ pieces[i]} (aᵀx + c).
 
@@ -133,16 +234,25 @@ def maxmin_network(pieces: Sequence[Sequence[Piece]], *, dtype: torch.dtype = to
 
     Returns:
         an ``nn.Sequential`` ``(*, d) → (*, 1)`` of ``NormConstrainedLinear``, ``MaxMin`` and a
-        final scalar ``nn.Linear(1, 1)`` whose output equals f (see the module docstring).
+        final scalar ``nn.Linear(1, 1)`` whose output equals f up to :func:`maxmin_rounding_bound`
+        (see the module docstring).
+
+    Raises:
+        ValueError: a piece is not 1-Lipschitz or malformed; or the dense selection layers would not
+            fit in this machine's memory (the message gives the weights and bytes needed:
+            :func:`maxmin_network_elements`, K⁴ for K pieces in 1-D).
     """
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise TypeError(f"`dtype` must be a floating-point torch.dtype, got {dtype!r}")
     groups, dim = _validate(pieces)
-    size = 1 << max(0, math.ceil(math.log2(max(len(g) for g in groups))))
-    padded = [g + [g[-1]] * (size - len(g)) for g in groups]
-    count = 1 << max(0, math.ceil(math.log2(len(padded))))
-    padded = padded + [padded[-1]] * (count - len(padded))
-    rows = [piece for group in padded for piece in group]
+    rows, size, count = _padded_rows(groups)
+    elements = maxmin_network_elements(len(groups), max(len(g) for g in groups), dim)
+    check_fits_in_memory(
+        f"`pieces` ({len(groups)} groups of up to {max(len(g) for g in groups)} pieces: lift width {size * count})",
+        elements,
+        itemsize=dtype.itemsize,
+        what="weights (dense selection layers, stored and formed in forward)",
+    )
     A = torch.tensor(np.stack([a for a, _ in rows]), dtype=torch.float64)
     c = torch.tensor([c for _, c in rows], dtype=torch.float64)
     scale = max(1.0, float(spectral_norm_bound(A)))
@@ -206,4 +316,11 @@ def lattice_pieces_1d(knots: Sequence[float] | np.ndarray, values: Sequence[floa
     return pieces
 
 
-__all__ = ["evaluate_maxmin", "lattice_pieces_1d", "maxmin_lipschitz_bound", "maxmin_network"]
+__all__ = [
+    "evaluate_maxmin",
+    "lattice_pieces_1d",
+    "maxmin_lipschitz_bound",
+    "maxmin_network",
+    "maxmin_network_elements",
+    "maxmin_rounding_bound",
+]

@@ -99,6 +99,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
 def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from ...analysis.lipschitz import lipschitz_upper_bound
     from ...constructive import max_secant_ratio, maxmin_lipschitz_bound, maxmin_network
+    from ...constructive.maxmin import maxmin_rounding_bound
     from ...nn import MaxMin
 
     target = make_target(params["target"])
@@ -115,7 +116,8 @@ def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     synchronize()
     start = time.perf_counter()
     if params["model"] == "exact":
-        net = maxmin_network([[(np.asarray(a), c) for a, c in group] for group in target.pieces])
+        exact_pieces = [[(np.asarray(a), c) for a, c in group] for group in target.pieces]
+        net = maxmin_network(exact_pieces)
         net.eval()
         sup, rmse, out = fit_errors(net, target, points)
         levels = sum(isinstance(layer, MaxMin) for layer in net)
@@ -124,6 +126,8 @@ def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
             layers=len(net),
             width=max(int(getattr(layer, "out_features", 0)) for layer in net),
             sup_error=sup,
+            # the float64 error bound of this network as built (scale, depth, max |f|): what "exact" means here
+            rounding_bound=maxmin_rounding_bound(net, exact_pieces, float(np.abs(np.asarray(points)).max())),
             rmse=rmse,
             sup_error_median=sup,
             rmse_median=rmse,
