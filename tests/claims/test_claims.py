@@ -138,7 +138,10 @@ def test_claims_from_real_runs(runs: dict[str, Path], table: pd.DataFrame) -> No
     assert sum(int(part.rsplit(": ", 1)[1]) for part in line.split("; ")) == len(CLAIMS)
     for path in runs.values():
         assert str(path) in page
-    assert "How a verdict is decided. Each claim has one stated test" in page and ":class:" not in page
+    assert (
+        "How a verdict is decided. Each claim is decided by one rule of `structnets.claims.rules`" in page
+        and ":class:" not in page
+    )
 
 
 def test_verdicts_agree_with_the_smooth_constant_depth_report(runs: dict[str, Path], table: pd.DataFrame) -> None:

@@ -6,24 +6,27 @@ experiment, preset, units) and a verdict from :data:`VERDICTS`. Nothing is typed
 each claim's ``evaluate`` reads the results table of its experiment. ``structnets claims`` prints
 :func:`claims_markdown` of it; ``docs/claims.md`` is its output on our runs.
 
-How a verdict is decided. Each claim has one stated test on its experiment's results table,
-printed beside the verdict in the *test* column with its threshold and why that threshold: a
-two-sided paired t-test at α = 0.05 (Bonferroni within a family of data sets and ratios), a
-bootstrap 95 % interval of a log–log slope against the paper's exponent, an exact inequality
-(a certified bound, a construction's error against its computed bound, float64 rounding for
-"exact"), or a share of units. **reproduced**: the test supports the claim. **refuted**: the
-measurement contradicts it: a significant effect in the opposite direction, a certificate that
-fails, an error that does not fall at all where the claim says it converges; an asymptotic rate
-or a lower bound is never refuted by a finite grid. **not reproduced**: the test is inconclusive
-or misses without contradicting, including every result from a smaller protocol than the
-paper's (e.g. fewer rows or folds) where the claim is about the paper's numbers.
-**not reproduced, optimisation-limited**: a trained-network claim missed where the experiment
-records that training did not settle (fewer than 80 % of a cell's members converged or stopped
-gaining), so the miss may be the optimiser's. **not tested**: no run of the experiment was
-given, or its run has no unit that bears on the claim. Where an experiment's own report judges
-the same claim, the test reuses the report's function or rule, and any deliberate difference is
-stated in the test text. A folder that is missing, unfinished, unreadable, given twice or holds
-an experiment no claim uses raises :class:`ClaimsError` (``structnets claims``: one line, exit 2).
+How a verdict is decided. Each claim is decided by one rule of :mod:`structnets.claims.rules`, the
+same for every claim of its kind, and its test text states the rule, the tolerance or margin and
+whose bound is tested. An upper-bound rate O(·): reproduced unless some cell is significantly
+slower (one-sided t-test of the fitted slope, Holm over cells); a slower cell with settled training
+refutes, slower cells all optimisation-limited give "not reproduced, optimisation-limited"; steeper
+is never a miss. A lower bound: reproduced only by a contrast that could have failed (same-protocol
+nets of another class beating the cap, or a certified floor), otherwise "consistent, not tested".
+A predicted exponent: two-sided, by TOST against a stated band (± 0.25 unless the claim gives one).
+"Not worse" / "keeps accuracy": non-inferiority at a stated margin (0.75 accuracy points, 2.5 % of
+the dense RMSE) with the Nadeau–Bengio corrected variance for CV folds; refuted only by a loss
+beyond the margin. "A beats B across cells": one pooled stratified test (van Elteren for MSE and
+epochs, exact stratified Mantel–Haenszel for successes) plus every cell's direction. A performance
+claim: refuted when the interval of the measured ratio lies entirely beyond the claim, hardware
+stated. A trained-network claim: the configuration is fixed before the run (never chosen on the
+test set) and measured over ≥ 5 seeds. A density claim: the error still falls over the upper half
+of the grid. Exact constructions: exact inequalities, "exact" meaning within the network's own
+float64 rounding bound. **not tested**: no run of the experiment was given, or its run has no unit
+that bears on the claim. ``tests/claims/test_rules_simulation.py`` measures each rule's error
+rates on simulated results whose right verdict is known. A folder that is missing, unfinished,
+unreadable, given twice or holds an experiment no claim uses raises :class:`ClaimsError`
+(``structnets claims``: one line, exit 2).
 """
 
 from __future__ import annotations
