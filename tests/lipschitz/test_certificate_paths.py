@@ -526,3 +526,15 @@ def test_random_compositions_with_repeated_modules_are_never_undercertified(seed
     # one forward per Jacobian: in training mode one dropout mask, the map the bound must cover
     measured = float(jacobian_spectral_norms(model, points).max())
     assert measured <= bound * (1 + 1e-10), f"{model}: certificate {bound!r} < measured {measured!r}"
+
+
+def test_a_convolutional_step_outside_its_range_is_refused_when_set() -> None:
+    from structnets.nn import GradientStepConv2d
+
+    block = GradientStepConv2d(3, 4, 3, learnable_step=False, step=2.0)
+    for value in (20.0, -20.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="`step`"):
+            block.step = value
+    block.__dict__["_step"] = 20.0
+    with pytest.raises(ValueError, match="`step`"):
+        lipschitz_upper_bound(nn.Sequential(block))

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_bool, check_int, check_real
+from .._validation import check_bool, check_int
 from ..functional import _tau_round_down
 from ._checkpoint import reject_non_finite
 from ._conv_common import (
@@ -23,10 +23,11 @@ from ._conv_common import (
     require_finite,
     size_pair,
 )
+from ._step import ValidatedStep
 from .gradient_step_residual import ResidualExport
 
 
-class GradientStepConv2d(nn.Module):
+class GradientStepConv2d(ValidatedStep, nn.Module):
     """Convolutional gradient step ``Φ(x) = x − τ Wᵀ ReLU(W x + b)``, 1-Lipschitz in ℓ₂ when τ‖W‖₂² ≤ 2.
 
     W: ℝ^{c × H × W} → ℝ^{h × H × W} is a stride-1 convolution with "same" output size (zero or
@@ -93,13 +94,8 @@ class GradientStepConv2d(nn.Module):
             self.kernel_size, padding_mode, self.input_size, stride=stride, dilation=dilation, groups=groups
         )
         bias = check_bool("bias", bias)
-        if not isinstance(learnable_step, bool):
-            raise TypeError(f"`learnable_step` must be a bool, got {learnable_step!r}")
-        self.learnable_step = learnable_step
-        if learnable_step:
-            self.step = check_real("step", step, low=0.0, high=2.0, low_open=True, high_open=True)
-        else:
-            self.step = check_real("step", step, low=0.0, high=2.0)
+        self.learnable_step = check_bool("learnable_step", learnable_step)
+        self.step = step  # validated by ValidatedStep, here and at every later assignment
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(self.hidden_channels, self.channels, *self.kernel_size, **factory))
         if bias:
@@ -151,9 +147,11 @@ class GradientStepConv2d(nn.Module):
         For every input size when ``input_size`` is None; for the one size the layer accepts otherwise.
 
         Raises:
-            ValueError: W, b or θ has non-finite entries.
+            ValueError: W, b or θ has non-finite entries, or s left [0, 2].
         """
         require_finite(self, "GradientStepConv2d")
+        if self.step_logit is None:
+            self._check_step()  # a step written behind the property
         tau = self.tau().detach()
         if not bool(torch.isfinite(tau)):
             raise ValueError("GradientStepConv2d step τ is not finite: no certificate")
