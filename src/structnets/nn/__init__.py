@@ -7,10 +7,10 @@ from .dlor_parallel import DLoRParallel
 from .flat_to_image import FlatToImage
 from .gradient_step_conv2d import GradientStepConv2d
 from .gradient_step_residual import GradientStepResidual, ResidualExport
-from .low_rank_attention import LowRankMultiheadAttention
-from .low_rank_conv import LowRankConv1d, LowRankConv2d
 from .invertible_downsample import InvertibleDownsample
 from .l2_norm_pool2d import L2NormPool2d
+from .low_rank_attention import LowRankMultiheadAttention
+from .low_rank_conv import LowRankConv1d, LowRankConv2d
 from .low_rank_linear import LowRankLinear
 from .maxmin import MaxMin
 from .norm_constrained_conv2d import NormConstrainedConv2d
@@ -27,5 +27,5 @@ __all__ += ["ACTIVATIONS", "LowRankLinear", "Swish", "activation"]
 __all__ += ["DLoRLinear", "RankOneLinear"]
 __all__ += ["DLoRBranches", "DLoRParallel", "TakeFirst", "ZeroPad"]
 __all__ += ["PowerClampedResidual", "UnconstrainedResidual"]
-__all__ += ["LowRankConv1d", "LowRankConv2d", "LowRankMultiheadAttention"]
 __all__ += ["FlatToImage", "GradientStepConv2d", "InvertibleDownsample", "L2NormPool2d", "NormConstrainedConv2d"]
+__all__ += ["LowRankConv1d", "LowRankConv2d", "LowRankMultiheadAttention"]
