@@ -276,10 +276,24 @@ def tau_round_down(step: torch.Tensor | float, square: torch.Tensor, dtype: torc
     _check_float_dtype(dtype)
     if not torch.compiler.is_compiling() and bool((square.detach() < 0).any()):
         raise ValueError("`square` must be non-negative (Q ≥ ‖W‖₂²), got a negative entry")
-    return _tau_round_down(step, square, dtype)
+    return certified_step(step, square, dtype)
 
 
-def _tau_round_down(step: torch.Tensor | float, square: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def certified_step(step: torch.Tensor | float, square: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """τ = s/Q rounded down in ``dtype``, as :func:`tau_round_down`, without its argument checks.
+
+    For the layers' forward passes: Q comes from :func:`squared_norm_bound` (never negative), and
+    :func:`tau_round_down`'s check of Q ≥ 0 reads the tensor on the host at every call, which
+    breaks ``torch.func.vmap`` and synchronises a GPU. The rounding argument is the same.
+
+    Args:
+        step: s (a float, or a 0-d floating tensor for a learnable step).
+        square: 0-d float64 Q ≥ ‖W‖₂² ≥ 0.
+        dtype: the weight's dtype.
+
+    Returns:
+        0-d τ in ``dtype`` with τ·Q ≤ s exactly (0 where Q = 0); differentiable in s and Q.
+    """
     s = torch.as_tensor(step, dtype=torch.float64, device=square.device)
     if s.dtype != torch.float64:
         s = s.to(torch.float64)
@@ -512,6 +526,7 @@ __all__ = [
     "BOUNDS",
     "LAYER_BOUNDS",
     "certificate_method",
+    "certified_step",
     "power_estimate",
     "power_iteration",
     "round_down",

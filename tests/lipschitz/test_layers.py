@@ -11,8 +11,7 @@ from torch import nn
 from torch.func import functional_call
 
 from structnets.analysis import jacobian_spectral_norms, lipschitz_upper_bound
-from structnets.models import UnconstrainedResidual
-from structnets.nn import GradientStepResidual, MaxMin, NormConstrainedLinear
+from structnets.nn import GradientStepResidual, MaxMin, NormConstrainedLinear, UnconstrainedResidual
 
 from .helpers import measured_lipschitz, train_for_steepness
 

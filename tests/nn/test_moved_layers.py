@@ -15,20 +15,17 @@ F64 = torch.float64
 @pytest.mark.parametrize(
     ("module", "names"),
     [
-        ("structnets.models.dlor_mlp", ["ZeroPad", "TakeFirst", "DLoRBranches", "DLoRParallel"]),
         ("structnets.models.lipschitz_resnet", ["UnconstrainedResidual"]),
         ("structnets.models", ["UnconstrainedResidual"]),
     ],
 )
-def test_old_import_paths_give_the_same_classes(module: str, names: list[str]) -> None:
+def test_old_import_paths_are_gone(module: str, names: list[str]) -> None:
+    # the layer lives in structnets.nn only; the re-export shim was removed (CHANGELOG, Removed)
     old = __import__(module, fromlist=names)
     for name in names:
-        assert getattr(old, name) is getattr(structnets.nn, name)
+        assert name not in getattr(old, "__all__", ())
         assert name in structnets.nn.__all__
-
-
-def test_models_namespace_unchanged() -> None:
-    assert structnets.models.UnconstrainedResidual(3, 2).hidden == 2
+    assert not hasattr(structnets.models, "UnconstrainedResidual")
 
 
 def test_zero_pad_and_take_first_are_the_embedding_and_projection() -> None:

@@ -1268,8 +1268,8 @@ def build_cases() -> list[Case]:
     )
     add(
         _cases(
-            "models.UnconstrainedResidual",
-            models.UnconstrainedResidual,
+            "nn.UnconstrainedResidual",
+            snn.UnconstrainedResidual,
             {"features": 3, "hidden": 4},
             {"features": bad_int(1), "hidden": bad_int(1)},
         )

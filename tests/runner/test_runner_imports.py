@@ -258,9 +258,6 @@ def test_the_library_core_imports_nothing_from_the_study_packages() -> None:
 
 
 PENDING_PRIVATE: dict[str, str] = {
-    # Temporary: the lead engineer (issue 30, certification work) owns these files and makes this name
-    # public or moves its use; remove the entry then (a test below fails once it is no longer imported).
-    "structnets.functional._tau_round_down": "nn/gradient_step_residual.py, nn/gradient_step_conv2d.py; issue 30",
     # Temporary: landed with the convolutional 1-Lipschitz layers (7ebf768, issue 26) while this test was written;
     # conv_norms.py rounds with functional's private helpers (make them public or move them beside it).
     "structnets.functional._ldexp_round_up": "conv_norms.py; issue 26",

@@ -14,7 +14,7 @@ from ..nn import (
     MaxMin,
     NormConstrainedLinear,
     OrthogonalLinear,
-    UnconstrainedResidual,  # defined in structnets.nn; re-exported from its old home
+    UnconstrainedResidual,
 )
 
 VARIANTS: tuple[str, ...] = ("gradient-step", "fixed-width", "unconstrained")
@@ -157,4 +157,4 @@ def export_model(model: nn.Sequential) -> nn.Sequential:
     return cast(nn.Sequential, export(model))  # export maps a Sequential to a Sequential
 
 
-__all__ = ["LIFTS", "VARIANTS", "UnconstrainedResidual", "export_model", "lipschitz_resnet"]
+__all__ = ["LIFTS", "VARIANTS", "export_model", "lipschitz_resnet"]

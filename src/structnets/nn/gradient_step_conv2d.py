@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from .._validation import check_bool, check_int
-from ..functional import _tau_round_down
+from ..functional import certified_step
 from ._checkpoint import reject_non_finite
 from ._conv_common import (
     ConvBound,
@@ -133,7 +133,7 @@ class GradientStepConv2d(ValidatedStep, nn.Module):
     def tau(self) -> torch.Tensor:
         """Return τ = s/Q in the weight's dtype, rounded down so that τ‖W‖_op² ≤ s ≤ 2 exactly."""
         step = self.step_size() if self.step_logit is not None else self.step
-        return _tau_round_down(step, self._bound.squared(self.weight), self.weight.dtype)
+        return certified_step(step, self._bound.squared(self.weight), self.weight.dtype)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         check_image(input, self.channels, self.kernel_size, self.input_size)

@@ -11,7 +11,7 @@ from torch import nn
 from .._validation import check_bool, check_choice, check_fits_in_memory, check_int, itemsize_of
 from ..functional import (
     LAYER_BOUNDS,
-    _tau_round_down,
+    certified_step,
     round_operand,
     spectral_norm_bound,
     sqrt_round_up,
@@ -223,8 +223,8 @@ class GradientStepResidual(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
         square, following = self._bound.squared(self.weight, self.power_vector, self.training)
         self._store_power_vector(following)
         step = self.step_size() if self.step_logit is not None else self.step
-        # the unchecked form: the public one's Q ≥ 0 check syncs the host and breaks torch.func.vmap
-        return _tau_round_down(step, square, self.weight.dtype)
+        # unchecked: tau_round_down's Q ≥ 0 check syncs the host and breaks torch.func.vmap
+        return certified_step(step, square, self.weight.dtype)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if not isinstance(input, torch.Tensor):
