@@ -10,7 +10,7 @@ from torch import nn
 
 from .._validation import check_bool, check_int
 from ..functional import certified_step
-from ._checkpoint import reject_non_finite
+from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import (
     ConvBound,
     check_conv_options,
@@ -27,7 +27,7 @@ from ._step import ValidatedStep
 from .gradient_step_residual import ResidualExport
 
 
-class GradientStepConv2d(ValidatedStep, nn.Module):
+class GradientStepConv2d(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
     """Convolutional gradient step ``Φ(x) = x − τ Wᵀ ReLU(W x + b)``, 1-Lipschitz in ℓ₂ when τ‖W‖₂² ≤ 2.
 
     W: ℝ^{c × H × W} → ℝ^{h × H × W} is a stride-1 convolution with "same" output size (zero or
@@ -167,15 +167,6 @@ class GradientStepConv2d(ValidatedStep, nn.Module):
             plain_adjoint(self.weight * -tau, self.padding_mode),
         )
         return ResidualExport(body)
-
-    def _load_from_state_dict(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-    ):  # type: ignore[no-untyped-def]
-        reject_non_finite(state_dict, prefix)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
-        self._bound.reset()
 
     def extra_repr(self) -> str:
         return (

@@ -11,7 +11,7 @@ from torch.nn import functional as F
 
 from .._validation import check_bool, check_choice, check_int
 from ..functional import spectral_norm_bound, sqrt_round_up
-from ._checkpoint import reject_non_finite
+from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import require_finite
 from ._spectral import CertifiedBound
 from .orthogonal_linear import certified_orthogonal
@@ -19,7 +19,7 @@ from .orthogonal_linear import certified_orthogonal
 DOWNSAMPLE_KINDS: tuple[str, ...] = ("orthogonal", "norm-constrained")
 
 
-class InvertibleDownsample(nn.Module):
+class InvertibleDownsample(CertifiedCheckpointMixin, nn.Module):
     """``y = A ⋆₁ₓ₁ PixelUnshuffle_f(x) + b``: halve (f = 2) the resolution, ‖A‖₂ ≤ 1 certified.
 
     Pixel-unshuffle rearranges each f × f patch into f² channels: a permutation of the entries,
@@ -123,15 +123,6 @@ class InvertibleDownsample(nn.Module):
         if self.bias is not None and conv.bias is not None:
             conv.bias.copy_(self.bias)
         return nn.Sequential(nn.PixelUnshuffle(self.factor), conv)
-
-    def _load_from_state_dict(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-    ):  # type: ignore[no-untyped-def]
-        reject_non_finite(state_dict, prefix)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
-        self._bound.reset()
 
     def extra_repr(self) -> str:
         return (

@@ -10,7 +10,7 @@ from torch import nn
 
 from .._validation import check_bool, check_int
 from ..functional import sqrt_round_up
-from ._checkpoint import reject_non_finite
+from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import (
     ConvBound,
     check_conv_options,
@@ -23,7 +23,7 @@ from ._conv_common import (
 )
 
 
-class NormConstrainedConv2d(nn.Module):
+class NormConstrainedConv2d(CertifiedCheckpointMixin, nn.Module):
     """Norm-constrained convolution ``y = A ⋆ x + b``, ``A = V / max(1, B(V))``, B(V) ≥ ‖V‖_op certified.
 
     The convolutional counterpart of :class:`NormConstrainedLinear` (the norm-constrained lift of
@@ -117,15 +117,6 @@ class NormConstrainedConv2d(nn.Module):
     def export(self) -> nn.Module:
         """A plain ``nn.Conv2d`` (with an ``nn.ZeroPad2d``/``CircularPad2d`` for even kernels), same outputs."""
         return plain_conv(self.kernel(), self.bias, self.padding_mode)
-
-    def _load_from_state_dict(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-    ):  # type: ignore[no-untyped-def]
-        reject_non_finite(state_dict, prefix)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
-        self._bound.reset()
 
     def extra_repr(self) -> str:
         return (
