@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 from .._validation import check_choice, check_int
 from ..conv_norms import PADDING_MODES, conv_squared_norm_bound
-from ._spectral import _is_transformed
+from ._spectral import ContentCache, _is_transformed
 
 
 def kernel_pair(value: object) -> tuple[int, int]:
@@ -160,11 +160,11 @@ class ConvBound:
     def __init__(self, padding_mode: str, input_size: tuple[int, int] | None) -> None:
         self.padding_mode = padding_mode
         self.input_size = input_size
-        self._cache: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._cache = ContentCache()
 
     def reset(self) -> None:
         """Drop the cache (frees memory; a stale cache is never used)."""
-        self._cache = None
+        self._cache.reset()
 
     def compute(self, weight: torch.Tensor) -> torch.Tensor:
         return conv_squared_norm_bound(weight, self.padding_mode, self.input_size)
@@ -177,23 +177,7 @@ class ConvBound:
 
     def certified_squared(self, weight: torch.Tensor) -> torch.Tensor:
         """Q (float64, no gradient) for the weight's current content."""
-        w = weight.detach()
-        if _is_transformed(w):
-            with torch.no_grad():
-                return self.compute(w)
-        cache = self._cache
-        if (
-            cache is not None
-            and cache[0].dtype == w.dtype
-            and cache[0].shape == w.shape
-            and cache[0].device == w.device
-            and torch.equal(cache[0], w)
-        ):
-            return cache[1]
-        with torch.no_grad():
-            value = self.compute(w)
-        self._cache = (w.clone(), value)
-        return value
+        return self._cache.get(weight, self.compute)
 
 
 def require_finite(module: nn.Module, name: str) -> None:

@@ -6,6 +6,8 @@ The maths (certified spectral-norm bounds, safe rounding, power iteration) is pu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from .._validation import check_choice
@@ -31,6 +33,63 @@ def _is_transformed(weight: torch.Tensor) -> bool:
         return True
     is_wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
     return bool(is_wrapped(weight)) if is_wrapped is not None else False
+
+
+class ContentCache:
+    """A value computed from a weight, reused only while the weight's *content* is unchanged.
+
+    It keeps a copy of the weight and compares it with ``torch.equal`` (same dtype, shape and
+    device too): version counters and data pointers are not enough, since fused and foreach
+    optimizers, ``.data`` edits and ``no_grad`` in-place updates change a weight without bumping
+    them. Under ``torch.compile`` and ``torch.func`` transforms nothing is cached. Shared by
+    :class:`CertifiedBound` and the convolutional layers' bound.
+    """
+
+    def __init__(self) -> None:
+        self._entry: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def reset(self) -> None:
+        """Drop the stored value (only frees memory: a stale one can never be used)."""
+        self._entry = None
+
+    def get(self, weight: torch.Tensor, compute: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """``compute(W)`` (no gradient) for the detached weight, from the cache when its content is unchanged."""
+        w = weight.detach()
+        if _is_transformed(w):
+            with torch.no_grad():
+                return compute(w)
+        entry = self._entry
+        if (
+            entry is not None
+            and entry[0].dtype == w.dtype
+            and entry[0].shape == w.shape
+            and entry[0].device == w.device
+            and torch.equal(entry[0], w)
+        ):
+            return entry[1]
+        with torch.no_grad():
+            value = compute(w)
+        self._entry = (w.clone(), value)
+        return value
+
+
+class BoundModeMixin:
+    """The public ``bound`` of a layer holding a :class:`CertifiedBound` as ``self._bound``.
+
+    One source of truth: ``bound`` reads and writes the mode the forward uses, validated at every
+    assignment (issue 30: a public attribute the refusal read while the forward read another).
+    """
+
+    _bound: CertifiedBound
+
+    @property
+    def bound(self) -> str:
+        """The bound mode (one of ``LAYER_BOUNDS``): the one the forward uses, validated when set."""
+        return self._bound.mode
+
+    @bound.setter
+    def bound(self, value: str) -> None:
+        self._bound.mode = value  # CertifiedBound.mode validates
 
 
 @torch.no_grad()
@@ -72,7 +131,7 @@ class CertifiedBound:
     """
 
     def __init__(self, mode: str) -> None:
-        self._cache: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._cache = ContentCache()
         self.mode = mode
         #: ``"verified"`` mode: training steps whose Cholesky test passed / fell back to the exact bound
         self.verified_steps = 0
@@ -88,11 +147,11 @@ class CertifiedBound:
     def mode(self, value: str) -> None:
         # validated at every assignment: a layer's refusal and its forward read this one value
         self._mode = check_choice("bound", value, LAYER_BOUNDS)
-        self._cache = None
+        self._cache.reset()
 
     def reset(self) -> None:
         """Drop the cache (only frees memory: a stale cache can never be used)."""
-        self._cache = None
+        self._cache.reset()
 
     def is_certified(self, training: bool) -> bool:
         """Whether the bound a forward pass uses now is certified (not the training-mode power estimate)."""
@@ -135,28 +194,12 @@ class CertifiedBound:
 
     def certified_squared(self, weight: torch.Tensor) -> torch.Tensor:
         """The certified float64 Q ≥ ‖W‖₂² (no gradient), recomputed whenever the weight's content changed."""
-        w = weight.detach()
         method = certificate_method(self.mode)
-        if _is_transformed(w):
-            with torch.no_grad():
-                return squared_norm_bound(w, method)
-        cache = self._cache
-        if (
-            cache is not None
-            and cache[0].dtype == w.dtype
-            and cache[0].shape == w.shape
-            and cache[0].device == w.device
-            and torch.equal(cache[0], w)
-        ):
-            return cache[1]
-        with torch.no_grad():
-            value = squared_norm_bound(w, method)
-        self._cache = (w.clone(), value)
-        return value
+        return self._cache.get(weight, lambda w: squared_norm_bound(w, method))
 
     def certified(self, weight: torch.Tensor) -> torch.Tensor:
         """The certified bound B ≥ ‖W‖₂ in ``weight``'s dtype, rounded up (no gradient)."""
         return sqrt_round_up(self.certified_squared(weight), weight.dtype)
 
 
-__all__ = ["CertifiedBound"]
+__all__ = ["BoundModeMixin", "CertifiedBound", "ContentCache"]

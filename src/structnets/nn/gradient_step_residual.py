@@ -8,9 +8,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_bool, check_choice, check_fits_in_memory, check_int, itemsize_of
+from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_of
 from ..functional import (
-    LAYER_BOUNDS,
     certified_step,
     round_operand,
     spectral_norm_bound,
@@ -19,7 +18,7 @@ from ..functional import (
     top_right_singular_vector,
 )
 from ._checkpoint import CertifiedCheckpointMixin
-from ._spectral import CertifiedBound
+from ._spectral import BoundModeMixin, CertifiedBound
 from ._step import ValidatedStep
 
 
@@ -84,7 +83,7 @@ class ResidualExport(nn.Module):
         return input + self.body(input)
 
 
-class GradientStepResidual(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
+class GradientStepResidual(BoundModeMixin, ValidatedStep, CertifiedCheckpointMixin, nn.Module):
     """Explicit Euler step of a negative gradient flow: ``Φ(x) = x − τ Wᵀ ReLU(W x + b)``.
 
     Φ is the gradient step x − τ∇f(x) on the convex potential f(x) = Σᵢ Γ(wᵢᵀx + bᵢ), Γ' = ReLU,
@@ -170,15 +169,6 @@ class GradientStepResidual(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
             self.register_parameter("step_logit", None)
         self.register_buffer("power_vector", torch.empty(self.features, **factory))
         self.reset_parameters()
-
-    @property
-    def bound(self) -> str:
-        """The bound mode (one of ``LAYER_BOUNDS``): the one the forward uses, validated when set."""
-        return self._bound.mode
-
-    @bound.setter
-    def bound(self, value: str) -> None:
-        self._bound.mode = check_choice("bound", value, LAYER_BOUNDS)
 
     def reset_parameters(self) -> None:
         """Initialise W, b like ``nn.Linear(features, hidden)``, θ so that s = ``step``."""

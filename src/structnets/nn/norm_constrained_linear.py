@@ -8,14 +8,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_bool, check_choice, check_fits_in_memory, check_int, itemsize_of
-from ..functional import LAYER_BOUNDS, round_operand, spectral_norm_bound, top_right_singular_vector
+from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_of
+from ..functional import round_operand, spectral_norm_bound, top_right_singular_vector
 from ._affine import linear_from_dense
 from ._checkpoint import CertifiedCheckpointMixin
-from ._spectral import CertifiedBound
+from ._spectral import BoundModeMixin, CertifiedBound
 
 
-class NormConstrainedLinear(CertifiedCheckpointMixin, nn.Module):
+class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module):
     """Norm-constrained affine map ``y = A x + b`` with ``A = V / max(1, B(V))``, B(V) ≥ ‖V‖₂.
 
     The free parameter V is rescaled onto the spectral-norm unit ball only when it leaves it, so
@@ -76,15 +76,6 @@ class NormConstrainedLinear(CertifiedCheckpointMixin, nn.Module):
             self.register_parameter("bias", None)
         self.register_buffer("power_vector", torch.empty(self.in_features, **factory))
         self.reset_parameters()
-
-    @property
-    def bound(self) -> str:
-        """The bound mode (one of ``LAYER_BOUNDS``): the one the forward uses, validated when set."""
-        return self._bound.mode
-
-    @bound.setter
-    def bound(self, value: str) -> None:
-        self._bound.mode = check_choice("bound", value, LAYER_BOUNDS)
 
     def reset_parameters(self) -> None:
         """Initialise V and b as ``nn.Linear`` does (then A = V / max(1, B(V)))."""
