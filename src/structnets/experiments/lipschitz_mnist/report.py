@@ -28,7 +28,14 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConfig) -> str:
         f"batch {config.batch_size}, "
         + ("all 60,000 training rows" if config.max_train is None else f"{config.max_train} training rows")
         + (", all 10,000 test rows" if config.max_test is None else f", {config.max_test} test rows")
-        + f", seeds {list(config.seeds)}. Losses: `scaled-ce` = CE({config.temperature:g}·z) (the old loss), "
+        + f", seeds {list(config.seeds)}"
+        + (
+            f" (the judged gradient-step {config.losses[0]}/{config.lifts[0]} configuration: seeds "
+            f"{list(dict.fromkeys((*config.seeds, *config.claim_seeds)))}; its rows are means over seeds)"
+            if config.claim_seeds
+            else ""
+        )
+        + ". Losses: `scaled-ce` = CE({config.temperature:g}·z) (the old loss), "
         f"`margin-ce` = CE({config.temperature:g}·(z − {config.margin:g}·e_y)), `hinge` = max(0, {config.margin:g} − margin), "
         f"`hkr` = deel-lip's HKR (α {config.hkr_alpha:g}, margin {config.margin:g}). Lifts/heads: `norm-constrained` "
         "V/max(1, B(V)), `orthogonal` the certified polar factor"

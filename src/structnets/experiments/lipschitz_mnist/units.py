@@ -54,7 +54,11 @@ def units(config: LipschitzMNISTConfig, finished: pd.DataFrame) -> list[Unit]:
                 else:
                     variants = [(loss, lift) for loss in config.losses for lift in config.lifts]
                 for loss, lift in variants:
-                    for seed in config.seeds:
+                    judged = (model, loss, lift, depth, width) == (
+                        "gradient-step", config.losses[0], config.lifts[0], config.depths[0], config.widths[0],
+                    )  # fmt: skip
+                    seeds = dict.fromkeys((*config.seeds, *(config.claim_seeds if judged else ())))
+                    for seed in seeds:
                         result.append(
                             Unit(
                                 key=f"train/{model}/{loss}/{lift}/depth={depth}/width={width}/seed={seed}",

@@ -11,6 +11,9 @@ from ...training.device import check_device as check_device
 from ...training.device import device_param as device_param
 from ...training.device import unit_device as unit_device
 
+PAPER_TRAIN_FRACTION = 0.2
+"""The paper's two-moons training share, where the claims are judged."""
+
 PAPER_LIPSCHITZ_AUTHORS_CODE = (19.0, 25.0)
 """Measured Lipschitz constants of two-moons models trained with the authors' public code (as
 described to us): lift unconstrained, τ clamped with an undershooting power-method estimate."""
@@ -31,6 +34,9 @@ class LipschitzMoonsConfig:
             network's logits are small; the model itself stays 1-Lipschitz).
         radii: ℓ₂ radii for certified accuracy.
         seeds: repetition seeds (data sample, split and initialisation).
+        claim_seeds: further seeds, at the paper's train share 0.2 only (both sweeps), so that the
+            claims judged there (``004-moons-accuracy``, ``004-stable-training``) rest on ≥ 5 seeds of
+            a configuration fixed before the run; merged with ``seeds`` (``()`` in the quick preset).
         ascent_steps: gradient-ascent steps of the Lipschitz lower bound.
         authors_baseline: also train, at depth ``width_sweep_depth`` and the first width of
             ``widths``, the "authors-style" model (unconstrained lift and head, τ = 2/σ̂² with σ̂ a
@@ -56,14 +62,21 @@ class LipschitzMoonsConfig:
     temperature: float = 10.0
     radii: tuple[float, ...] = (0.05, 0.1, 0.2)
     seeds: tuple[int, ...] = (0,)
+    claim_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     ascent_steps: int = 100
     authors_baseline: bool = True
     device: str = "cpu"
 
+    def seeds_at(self, fraction: float, sweep: str) -> tuple[int, ...]:
+        """The seeds of one (train share, sweep): ``seeds``, plus ``claim_seeds`` at the paper's share
+        0.2 in the depth and width sweeps (in order, without repeats)."""
+        extra = self.claim_seeds if fraction == PAPER_TRAIN_FRACTION and sweep in ("depth", "width") else ()
+        return tuple(dict.fromkeys((*self.seeds, *extra)))
+
     @classmethod
     def quick(cls) -> LipschitzMoonsConfig:
         """The ``--quick`` preset: depths 2 and 8, widths 10 and 20, 30 epochs."""
-        return cls(depths=(2, 8), widths=(10, 20), epochs=30, ascent_steps=30)
+        return cls(depths=(2, 8), widths=(10, 20), epochs=30, ascent_steps=30, claim_seeds=())
 
     def __post_init__(self) -> None:
         check_int("n_samples", self.n_samples, low=20)
@@ -85,6 +98,8 @@ class LipschitzMoonsConfig:
             check_real("radii", radius, low=0.0, low_open=True)
         if not self.seeds:
             raise ValueError("`seeds` must list at least one seed, got ()")
+        for seed in (*self.seeds, *self.claim_seeds):
+            check_int("seeds", seed, low=0)
         check_int("ascent_steps", self.ascent_steps, low=0)
         if not isinstance(self.authors_baseline, bool):
             raise TypeError(f"`authors_baseline` must be a bool, got {self.authors_baseline!r}")

@@ -21,7 +21,7 @@ def units(config: LipschitzMoonsConfig, finished: pd.DataFrame) -> list[Unit]:
     result = []
     for fraction in config.train_fractions:
         for sweep, depth, width in grid:
-            for seed in config.seeds:
+            for seed in config.seeds_at(fraction, sweep):
                 result.append(
                     Unit(
                         key=f"{sweep}/train={fraction:g}/depth={depth}/width={width}/seed={seed}",
