@@ -69,6 +69,26 @@ def test_evidence_rejects_an_unknown_verdict() -> None:
         Evidence("x", "sort of", "t", 1)
 
 
+def test_evidence_unit_keys_default_empty_and_stored_as_a_tuple() -> None:
+    assert Evidence("x", REPRODUCED, "t", 3).unit_keys == ()
+    assert Evidence("x", REPRODUCED, "t", 3, ["a=1", "a=2"]).unit_keys == ("a=1", "a=2")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("keys", "error", "match"),
+    [
+        ("a=1", TypeError, "`unit_keys` must be a tuple"),
+        (("a=1", ""), TypeError, "non-empty strings"),
+        (("a=1", 2), TypeError, "non-empty strings"),
+        (("a=1", "a=1"), ValueError, "must not repeat a key, got 'a=1'"),
+        (("a=1", "a=2", "a=3", "a=4"), ValueError, "at most `units` = 3 rows, got 4"),
+    ],
+)
+def test_evidence_rejects_bad_unit_keys(keys: object, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        Evidence("x", REPRODUCED, "t", 3, keys)  # type: ignore[arg-type]
+
+
 def test_no_run_folder_is_an_error() -> None:
     with pytest.raises(ClaimsError, match="at least one run folder"):
         claims_table([])

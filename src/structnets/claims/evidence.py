@@ -46,18 +46,35 @@ class Evidence:
         verdict: one of :data:`VERDICTS`.
         test: the test or criterion applied, e.g. ``"paired t = 0.41, p = 0.69"``.
         units: how many result rows (units) the evidence uses.
+        unit_keys: the ``key`` column of the result rows the evaluator used, in the order it used
+            them (at most ``units`` of them, no repeats); the claims page links each to its row
+            (``report.html#unit-<key>``) of the run's report. Empty (the default) when the evaluator
+            does not name them; a list is stored as a tuple.
     """
 
     ours: str
     verdict: str
     test: str
     units: int
+    unit_keys: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"`verdict` must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
         if self.units < 0:
             raise ValueError(f"`units` must be ≥ 0, got {self.units}")
+        if isinstance(self.unit_keys, (str, bytes)) or not isinstance(self.unit_keys, (tuple, list)):
+            raise TypeError(f"`unit_keys` must be a tuple of result keys (str), got {self.unit_keys!r:.80}")
+        keys = tuple(self.unit_keys)
+        for key in keys:
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"`unit_keys` must hold non-empty strings (result keys), got {key!r:.80}")
+        if len(set(keys)) != len(keys):
+            repeated = next(k for k in keys if keys.count(k) > 1)
+            raise ValueError(f"`unit_keys` must not repeat a key, got {repeated!r} more than once")
+        if len(keys) > self.units:
+            raise ValueError(f"`unit_keys` must name at most `units` = {self.units} rows, got {len(keys)} keys")
+        object.__setattr__(self, "unit_keys", keys)
 
 
 Evaluate = Callable[[pd.DataFrame, Any], Evidence]
