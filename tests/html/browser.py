@@ -168,8 +168,11 @@ class Browser:
 
     # -- pages ------------------------------------------------------------------------------------
 
-    def open(self, path: Path, probe: str, *, full_page: bool = False) -> Visit:
-        """Load ``path`` in a fresh page, evaluate the JavaScript expression ``probe``, take a screenshot."""
+    def open(self, path: Path | str, probe: str, *, full_page: bool = False) -> Visit:
+        """Load ``path`` in a fresh page, evaluate the JavaScript expression ``probe``, take a screenshot.
+
+        ``path`` is a file, or a ``file:`` URL as a string (e.g. a link's resolved ``href``, fragment and all).
+        """
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         try:
@@ -181,7 +184,8 @@ class Browser:
                 session=session,
             )
             self._events = [e for e in self._events if e.get("sessionId") != session]
-            self.call("Page.navigate", {"url": Path(path).resolve().as_uri()}, session=session)
+            url = path if isinstance(path, str) and path.startswith("file:") else Path(path).resolve().as_uri()
+            self.call("Page.navigate", {"url": url}, session=session)
             self._wait_event("Page.loadEventFired", session)
             result = self.call(
                 "Runtime.evaluate", {"expression": probe, "returnByValue": True, "awaitPromise": True}, session=session

@@ -17,9 +17,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from browser import Browser
+from odd_keys_experiment import ODD_KEYS
 
 from conftest import HOSTILE, HOSTILE_ERROR
 from structnets.cli import main
+from structnets.html.run_page import unit_anchor
 
 PROBE = """(() => {
   const box = (el) => { const r = el.getBoundingClientRect(); return [r.width, r.height, r.top, r.bottom]; };
@@ -124,6 +126,7 @@ def test_claims_page_in_a_browser(tmp_path: Path, browser: Browser, screenshots:
             "experiment": "toy",
             "preset": "quick",
             "units": 6,
+            "unit keys": {0: ("stage1/arm=0/seed=1",), 2: tuple(_keys(run))}.get(i, ()),
         }
         for i, verdict in enumerate(VERDICTS)
     ]
@@ -134,8 +137,68 @@ def test_claims_page_in_a_browser(tmp_path: Path, browser: Browser, screenshots:
     # Colour and text: every verdict named in the summary, each in its own colour.
     assert [b[0] for b in value["badges"]] == list(VERDICTS)
     assert len({b[1] for b in value["badges"]}) == len(VERDICTS)
-    assert value["links"] == ["../runs/toy%20run/report.html#results"] * 3
+    page_link = "../runs/toy%20run/report.html"
+    one = f"{page_link}#unit-stage1/arm=0/seed=1"  # one unit: the run link and the key go to its row
+    several = [f"{page_link}#results"] + [f"{page_link}#unit-{key}" for key in _keys(run)]  # six: listed
+    assert value["links"] == [one, one, *several, f"{page_link}#results"]
     assert (page.parent / "../runs/toy run/report.html").resolve().is_file()
+    assert "the 6 units used" in value["text"]
+
+
+LINKS = """[...document.querySelectorAll('table.claims tbody tr')].map(tr => [tr.id,
+  [...tr.querySelectorAll('a[href]')].map(a => [a.getAttribute('href'), a.href, a.textContent])])"""
+
+TARGET = """(() => {
+  const t = document.querySelector(':target');
+  if (!t) return null;
+  const r = t.getBoundingClientRect();
+  return {id: t.id, tag: t.tagName, key: t.cells ? t.cells[0].textContent : null, top: r.top, bottom: r.bottom,
+          height: window.innerHeight};
+})()"""
+
+
+def test_claim_links_reach_the_rows_of_their_units(
+    tmp_path: Path, browser: Browser, screenshots: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each link of the claims page, followed in the browser, lands on an element of the run page: the row of
+    the unit it names (keys with a space, ``#``, ``%``, quotes, markup, ``?``/``&`` and non-ASCII), or the
+    results table; the row is on screen and shows that key."""
+    from structnets import experiments
+    from structnets.claims import COLUMNS, REPRODUCED
+    from structnets.html import write_claims_page
+
+    monkeypatch.setitem(experiments._MODULES, "odd-keys", "odd_keys_experiment")
+    run = tmp_path / "runs" / "odd run"
+    assert main(["run", "odd-keys", "--out", str(run), "--jobs", "1", "-q"]) == 0
+    assert _keys(run) == list(ODD_KEYS)
+    base = {"paper": "paper A (000)", "claim": "c", "paper value": "1", "ours": "1", "verdict": REPRODUCED}
+    used = {"one": (ODD_KEYS[2],), "several": ODD_KEYS, "unnamed": (), "no run": ()}
+    rows = [
+        {**base, "id": name, "test": "t", "run": "—" if name == "no run" else str(run), "experiment": "odd-keys",
+         "preset": "quick", "units": len(keys) or 1, "unit keys": keys}
+        for name, keys in used.items()
+    ]  # fmt: skip
+    (tmp_path / "docs").mkdir()
+    page = write_claims_page(pd.DataFrame(rows, columns=list(COLUMNS)), tmp_path / "docs" / "claims.html")
+    links = dict(browser.open(page, LINKS).value)
+    assert [len(links[f"claim-{name}"]) for name in used] == [2, 1 + len(ODD_KEYS), 1, 0]
+    expected: list[tuple[str, str | None]] = [(ODD_KEYS[2], None)] * 2  # (key of the row, or None: the table)
+    expected += [("", "results")] + [(key, None) for key in ODD_KEYS] + [("", "results")]
+    followed = [link for name in used for link in links[f"claim-{name}"]]
+    assert len(followed) == len(expected)
+    for (raw, href, _text), (key, element) in zip(followed, expected, strict=True):
+        assert raw.startswith("../runs/odd%20run/report.html#") and href.startswith("file://"), raw
+        visit = browser.open(href, TARGET)
+        assert visit.errors == [], visit.errors
+        target = visit.value
+        assert target is not None, f"{raw} names no element of the run page"
+        if element is None:
+            assert (target["id"], target["tag"], target["key"]) == (unit_anchor(key), "TR", key), raw
+            assert 0 <= target["top"] < target["bottom"] <= target["height"], target  # scrolled to, on screen
+        else:
+            assert target["id"] == element, raw
+    shot = browser.open(f"{page.resolve().as_uri()}#claim-one", "1", full_page=True).screenshot
+    (screenshots / "claims-unit-links.png").write_bytes(shot)
 
 
 def test_claims_command_page_in_a_browser(tmp_path: Path, browser: Browser, screenshots: Path) -> None:

@@ -4,10 +4,12 @@ the Markdown reader, and the templates shipping with the package."""
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import tomllib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import HOSTILE
@@ -177,6 +179,49 @@ def test_reproduce_command_parses_back_to_the_stored_config(tmp_path: Path) -> N
     words = shlex.split(command)
     sets = words[words.index("--set") + 1 : words.index("--out")]
     assert apply_overrides(toy.ToyConfig.quick(), sets) == config
+
+
+# -- the claims page's links to units --------------------------------------------------------------
+
+
+def _claims_row(run: str, keys: tuple[str, ...], claim_id: str = "000-x") -> dict[str, object]:
+    return {"id": claim_id, "paper": "paper A (000)", "claim": "c", "paper value": "1", "ours": "1",
+            "verdict": "reproduced", "test": "t", "run": run, "experiment": "toy", "preset": "quick",
+            "units": max(len(keys), 1), "unit keys": keys}  # fmt: skip
+
+
+def test_claims_page_lists_the_first_units_then_how_many_more(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from structnets.claims import COLUMNS
+    from structnets.html import claims_page
+
+    monkeypatch.setattr(claims_page, "LISTED_UNITS", 3)
+    run = tmp_path / "run"
+    run.mkdir()
+    keys = tuple(f"u/seed={i}" for i in range(5))
+    table = pd.DataFrame(
+        [_claims_row(str(run), keys), _claims_row(str(run), ("a b#1%",), "000-y")], columns=list(COLUMNS)
+    )
+    html = claims_page.render_claims_page(table, page_path=tmp_path / "claims.html")
+    several = html.split('id="claim-000-x"')[1].split("</tr>")[0]
+    assert re.findall(r'href="([^"]*)"', several) == [
+        "run/report.html#results",
+        *(f"run/report.html#unit-u/seed={i}" for i in range(3)),
+        "run/report.html#results",
+    ]
+    assert "the 5 units used" in several and "+2 more, in" in several
+    one = html.split('id="claim-000-y"')[1].split("</tr>")[0]  # the anchor's _ for space, the rest encoded
+    assert re.findall(r'href="([^"]*)"', one) == ["run/report.html#unit-a_b%231%25"] * 2
+
+
+def test_claims_markdown_names_one_unit_or_the_first_two() -> None:
+    from structnets.claims import COLUMNS, claims_markdown
+
+    rows = [_claims_row("r", ("k0",), "000-a"), _claims_row("r", ("k0", "k1", "k2"), "000-b"), _claims_row("r", ())]
+    page = claims_markdown(pd.DataFrame(rows, columns=list(COLUMNS)))
+    lines = {line.split("**")[1]: line for line in page.splitlines() if line.startswith("| **")}
+    assert lines["000-a"].endswith("(toy, quick, 1 units): unit `k0` |")
+    assert lines["000-b"].endswith("(toy, quick, 3 units): units `k0`, `k1`, +1 more |")
+    assert lines["000-x"].endswith("(toy, quick, 1 units) |")
 
 
 # -- the Markdown of table.md ---------------------------------------------------------------------

@@ -37,7 +37,10 @@ COLUMNS: tuple[str, ...] = (
     "experiment",
     "preset",
     "units",
+    "unit keys",
 )
+"""The claims table's columns. ``unit keys`` is a tuple of the result keys of the rows the evidence used
+(:attr:`Evidence.unit_keys`; empty when the evaluator does not name them)."""
 
 
 class ClaimsError(ValueError):
@@ -194,9 +197,37 @@ def claims_table(run_dirs: Sequence[str | os.PathLike[str]], claims: Sequence[Cl
                 "experiment": claim.experiment,
                 "preset": "—" if run is None else run.preset,
                 "units": evidence.units,
+                "unit keys": evidence.unit_keys,
             }
         )
     return pd.DataFrame.from_records(records, columns=list(COLUMNS))
+
+
+def unit_keys_of(cell: Any) -> tuple[str, ...]:
+    """The ``unit keys`` cell of a claims table row as a tuple of keys.
+
+    A tuple or list (as :func:`claims_table` stores it) gives its entries; a missing value (None,
+    NaN, ``""``, ``"—"``) gives ``()``; any other string is one key.
+    """
+    if isinstance(cell, str):
+        return () if cell.strip() in ("", "—") else (cell,)
+    if isinstance(cell, (tuple, list)):
+        return tuple(str(key) for key in cell)
+    if hasattr(cell, "tolist"):  # a numpy array
+        listed = cell.tolist()
+        if isinstance(listed, list):
+            return tuple(str(key) for key in listed)
+    return () if cell is None or pd.isna(cell) else (str(cell),)
+
+
+def _named_units(keys: tuple[str, ...], shown: int = 2) -> str:
+    """``"unit `k`"``, ``"units `a`, `b`"`` or ``"units `a`, `b`, +N more"``: the keys, readably few."""
+    if not keys:
+        return ""
+    if len(keys) == 1:
+        return f"unit `{keys[0]}`"
+    named = ", ".join(f"`{key}`" for key in keys[:shown])
+    return f"units {named}" + (f", +{len(keys) - shown} more" if len(keys) > shown else "")
 
 
 def _cell(value: Any) -> str:
@@ -227,7 +258,8 @@ def claims_markdown(table: pd.DataFrame) -> str:
 
     Returns:
         The page: a title, how verdicts are decided, the verdict counts, then per paper a table of
-        claim, paper value, ours, verdict, test and evidence.
+        claim, paper value, ours, verdict, test and evidence (the run, and the keys of the units the
+        evidence used: one, or the first two and how many more).
 
     Raises:
         TypeError: ``table`` is not a DataFrame.
@@ -264,10 +296,12 @@ def claims_markdown(table: pd.DataFrame) -> str:
             "|---|---|---|---|---|---|",
         ]
         for _, row in group.iterrows():
+            named = _named_units(unit_keys_of(row.get("unit keys")))
             evidence = (
                 "—"
                 if row["run"] == "—"
                 else f"`{row['run']}` ({row['experiment']}, {row['preset']}, {row['units']} units)"
+                + (f": {named}" if named else "")
             )
             lines.append(
                 f"| **{row['id']}**: {_cell(row['claim'])} | {_cell(row['paper value'])} | {_cell(row['ours'])} | "

@@ -4,7 +4,10 @@ Rendered from a :func:`structnets.claims.claims_table` (this module decides noth
 the claims package's). The verdict counts come first, so a 1280-pixel-wide window shows them without
 scrolling; then one table per paper. Each verdict is a coloured badge that also says the verdict in
 words (and carries a symbol), so colour is never the only cue. Each evidence cell links to the run's
-``report.html`` (at its results table), relative to the page's own folder.
+``report.html``, relative to the page's own folder: at the row of the unit the evidence used
+(``#unit-KEY``, see :func:`structnets.html.run_page.unit_anchor`) when it used one, else at the
+results table, with the units it used listed below the link (collapsed; each a link to its row, the
+first :data:`LISTED_UNITS` of them, then how many more).
 """
 
 from __future__ import annotations
@@ -22,9 +25,21 @@ import pandas as pd
 
 from . import _markdown
 from ._render import render
-from .run_page import REPORT_HTML
+from .run_page import REPORT_HTML, unit_anchor
 
 __all__ = ["render_claims_page", "write_claims_page"]
+
+LISTED_UNITS = 20
+"""How many of a claim's units its evidence cell lists, each linked to its row; the rest are counted."""
+
+_FRAGMENT_SAFE = "!$&'()*+,;=:@/?-._~"
+"""Characters a URL fragment may hold as they are (RFC 3986); the rest are percent-encoded."""
+
+
+@dataclass(frozen=True)
+class _Unit:
+    key: str
+    href: str
 
 
 @dataclass(frozen=True)
@@ -42,6 +57,9 @@ class _Row:
     units: str
     href: str | None
     page_exists: bool
+    unit_links: tuple[_Unit, ...] = ()  # several units: the first LISTED_UNITS, each linked to its row
+    unit_key: str = ""  # one unit: its key (the run link goes to its row)
+    more_units: int = 0  # units used but not listed
 
 
 def verdict_class(verdict: str) -> str:
@@ -60,14 +78,19 @@ def _run_folder(cell: str) -> Path:
     return path
 
 
-def _href(run: str, page_dir: Path) -> tuple[str, bool]:
+def _page_address(run: str, page_dir: Path) -> tuple[str, bool]:
+    """The address of ``run``'s ``report.html`` from ``page_dir`` (no fragment), and whether it exists."""
     target = _run_folder(run) / REPORT_HTML
     try:
         relative = Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()
     except ValueError:  # another drive (Windows): an absolute file: address
-        relative = target.resolve().as_uri()
-        return relative + "#results", target.is_file()
-    return urllib.parse.quote(relative) + "#results", target.is_file()
+        return target.resolve().as_uri(), target.is_file()
+    return urllib.parse.quote(relative), target.is_file()
+
+
+def _unit_href(page: str, key: str) -> str:
+    """``page`` at the row of unit ``key``: ``page#unit-KEY``, the fragment percent-encoded."""
+    return f"{page}#{urllib.parse.quote(unit_anchor(key), safe=_FRAGMENT_SAFE)}"
 
 
 def render_claims_page(
@@ -89,7 +112,7 @@ def render_claims_page(
         HtmlUnavailableError: Jinja2 is not installed.
     """
     from ..claims import COLUMNS, VERDICTS
-    from ..claims.table import verdict_rules
+    from ..claims.table import unit_keys_of, verdict_rules
 
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"`table` must be a pandas DataFrame from claims_table, got {type(table).__name__}")
@@ -100,7 +123,15 @@ def render_claims_page(
     papers: dict[str, list[_Row]] = {}
     for record in table.to_dict("records"):
         run = str(record["run"])
-        href, exists = (None, False) if run == "—" else _href(run, page_dir)
+        keys = unit_keys_of(record["unit keys"])
+        href: str | None = None
+        exists = False
+        links: tuple[_Unit, ...] = ()
+        if run != "—":
+            page, exists = _page_address(run, page_dir)
+            href = _unit_href(page, keys[0]) if len(keys) == 1 else f"{page}#results"
+            if len(keys) > 1:
+                links = tuple(_Unit(key, _unit_href(page, key)) for key in keys[:LISTED_UNITS])
         row = _Row(
             id=str(record["id"]),
             claim=str(record["claim"]),
@@ -115,6 +146,9 @@ def render_claims_page(
             units=str(record["units"]),
             href=href,
             page_exists=exists,
+            unit_links=links,
+            unit_key=keys[0] if len(keys) == 1 and href else "",
+            more_units=len(keys) - len(links) if len(keys) > 1 and href else 0,
         )
         papers.setdefault(str(record["paper"]), []).append(row)
     counts = table["verdict"].value_counts()

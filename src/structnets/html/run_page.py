@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import os
+import re
 import shlex
 import tempfile
 import warnings
@@ -37,13 +38,24 @@ from ._render import number, render
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["REPORT_HTML", "FailedUnit", "render_run_page", "write_run_page"]
+__all__ = ["REPORT_HTML", "FailedUnit", "render_run_page", "unit_anchor", "write_run_page"]
 
 REPORT_HTML = "report.html"
 """The page's file name inside a run folder."""
 
 FAILED_UNITS = "failed_units.json"
 """Failed units recorded by ``structnets run`` (key, one-line error, time), shown until they finish."""
+
+
+def unit_anchor(key: Any) -> str:
+    """The ``id`` of result row ``key``'s table row on the run page: ``"unit-" + key``, whitespace as ``_``.
+
+    An HTML ``id`` holds no whitespace, so each whitespace character of the key becomes ``_`` (keys
+    that differ only there share an anchor, and a link goes to the first); every other character is
+    kept. A link to the row is ``report.html#`` followed by this anchor, percent-encoded (the
+    browser decodes the fragment before looking the ``id`` up).
+    """
+    return "unit-" + re.sub(r"\s", "_", str(key))
 
 
 @dataclass(frozen=True)
@@ -86,7 +98,7 @@ class _Page:
     environment: list[tuple[str, str]]
     sessions: list[dict[str, str]]
     generated: str
-    anchors: list[tuple[str, str]] = field(default_factory=list)
+    row_ids: list[str] = field(default_factory=list)  # unit_anchor of each row's key, in row order
 
 
 def _one_line(text: Any, limit: int = 400) -> str:
@@ -433,6 +445,7 @@ def render_run_page(
         environment=_environment(info, config),
         sessions=session_rows,
         generated=datetime.now(UTC).isoformat(timespec="seconds"),
+        row_ids=[unit_anchor(key) for key in frame["key"]] if "key" in frame else [],
     )
     return render("run.html.j2", page=page)
 
