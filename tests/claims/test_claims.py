@@ -74,6 +74,15 @@ def test_evidence_unit_keys_default_empty_and_stored_as_a_tuple() -> None:
     assert Evidence("x", REPRODUCED, "t", 3, ["a=1", "a=2"]).unit_keys == ("a=1", "a=2")  # type: ignore[arg-type]
 
 
+def test_keys_of_gives_the_key_column_in_row_order_without_repeats() -> None:
+    from structnets.claims.evidence import keys_of
+
+    frame = pd.DataFrame({"key": ["b", "a", "b", None], "x": [1, 2, 3, 4]})
+    assert keys_of(frame) == ("b", "a")
+    assert keys_of(frame[frame["x"] > 5]) == ()
+    assert keys_of(pd.DataFrame({"x": [1]})) == ()
+
+
 @pytest.mark.parametrize(
     ("keys", "error", "match"),
     [

@@ -193,6 +193,14 @@ def paired_t_test(a: np.ndarray, b: np.ndarray) -> PairedTest:
     return PairedTest(float(result.statistic), float(result.pvalue), n, float(difference.mean()))
 
 
+def keys_of(used: pd.DataFrame) -> tuple[str, ...]:
+    """The ``key`` column of the result rows ``used``, for :attr:`Evidence.unit_keys` (in row order,
+    repeats dropped; ``()`` when the frame has no ``key`` column, as a synthetic table may not)."""
+    if "key" not in used.columns:
+        return ()
+    return tuple(dict.fromkeys(str(key) for key in used["key"] if isinstance(key, str) and key))
+
+
 def rows(results: pd.DataFrame, **equal: Any) -> pd.DataFrame:
     """The rows of ``results`` whose columns equal the given values (a missing column: no rows)."""
     mask = pd.Series(True, index=results.index)
