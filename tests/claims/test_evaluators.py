@@ -228,22 +228,6 @@ def test_memory_on_adult() -> None:
     assert verdict(claim, _efficiency([0.6, 0.6], [0.5, 0.5])[lambda f: f["dataset"] != "adult"]) == NOT_TESTED
 
 
-def test_flops() -> None:
-    table = pd.DataFrame(
-        {
-            "stage": "efficiency",
-            "rank": [4, 4, 6],
-            "width": [12, 12, 12],
-            "flops_dense": [1000, 2000, 1000],
-            "flops_lowrank": [660, 1300, 900],
-        }
-    )
-    assert verdict("000-flops", table) == REPRODUCED  # the H = 6 = width/2 row is not in the claim
-    table.loc[1, "flops_lowrank"] = 1400  # 0.7 > 2/3 at H = width/3
-    assert verdict("000-flops", table) == REFUTED
-    assert verdict("000-flops", table.iloc[2:]) == NOT_TESTED
-
-
 def _construction(**changes: list[Any]) -> pd.DataFrame:
     base: dict[str, list[Any]] = {
         "error": [0.1, 0.2],
