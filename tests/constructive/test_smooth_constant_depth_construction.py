@@ -3,6 +3,7 @@ stated bound in float64, polynomial reproduction, fixed depth, weight bound, gad
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from structnets.constructive.smooth_constant_depth import smooth_constant_depth_approximator
+from structnets.constructive.smooth_constant_depth import parameter_estimate, smooth_constant_depth_approximator
 from structnets.constructive.smooth_constant_depth_gadgets import (
     UNIT_ROUNDOFF,
     _stencil,
@@ -124,15 +125,17 @@ def test_polynomials_of_degree_below_s_are_reproduced_up_to_gadgets_and_rounding
 
 
 @pytest.mark.parametrize("activation", ACTS)
-def test_depth_is_fixed_as_K_and_s_grow(activation: str) -> None:
-    for d in (1, 2):
-        for s in (1.0, 3.0) if d == 1 else (1.0, 2.0):
-            for K in (1, 2, 5) if d == 2 else (1, 2, 5, 17):
+def test_depth_is_fixed_as_K_s_and_d_grow(activation: str) -> None:
+    # 3 weight layers at d = 1, 4 at every d >= 2 (one-layer polarised d-fold products)
+    for d in (1, 2, 3):
+        for s in {1: (1.0, 3.0), 2: (1.0, 2.0), 3: (1.0, 2.0)}[d]:
+            for K in {1: (1, 2, 5, 17), 2: (1, 2, 5), 3: (1, 2)}[d]:
                 approx = smooth_constant_depth_approximator(sine_target(d, s), s, K, activation)
                 cert = approx.certificate
-                assert cert.depth == d + 2 and cert.paper_depth == d + 3
+                depth = 3 if d == 1 else 4
+                assert cert.depth == depth and cert.paper_depth == depth + 1
                 linears = [m for m in approx.network if isinstance(m, torch.nn.Linear)]
-                assert len(linears) == d + 2
+                assert len(linears) == depth
                 assert all(m.weight.dtype == torch.float64 for m in linears)
                 assert cert.widths == tuple(m.out_features for m in linears[:-1])
                 assert cert.parameters == sum(p.numel() for p in approx.network.parameters())
@@ -242,7 +245,9 @@ def test_bad_input_raises_naming_the_argument() -> None:
     with pytest.raises(ValueError, match="`f`"):
         smooth_constant_depth_approximator(infinite, 1.0, 4, "gelu", d=1, derivative=lambda a, x: infinite(x), R=1.0)
     with pytest.raises(ValueError, match="`d`"):
-        smooth_constant_depth_approximator(sine_target(3, 1.0), 1.0, 2, "gelu")
+        smooth_constant_depth_approximator(
+            lambda x: x[:, 0], 1.0, 2, "gelu", d=0, derivative=lambda a, x: x[:, 0], R=1.0
+        )
     with pytest.raises(ValueError, match="`s`"):
         smooth_constant_depth_approximator(f, 3.0, 4, "gelu")  # above the target's smoothness
     with pytest.raises(ValueError, match="`tau`"):
@@ -256,3 +261,117 @@ def test_structured_rounding_bound_is_below_the_unit_by_unit_one(activation: str
     for d, s, K in ((1, 4.0, 16), (2, 3.0, 4)):
         cert = smooth_constant_depth_approximator(sine_target(d, s), s, K, activation).certificate
         assert 0 < cert.rounding <= cert.constants["rounding_unstructured"]
+
+
+# ---------------------------------------------------------------------------------------------
+# d = 3: the same construction, with the d-fold products made by polarisation in one layer
+
+_A3 = (2.0, -1.5, 1.0)
+
+
+def _ridge3(x: torch.Tensor) -> torch.Tensor:
+    """sin(a·x + 0.3): not a sum of one-dimensional terms, so every mixed derivative enters."""
+    return torch.sin(x @ torch.tensor(_A3, dtype=torch.float64) + 0.3)
+
+
+def _ridge3_derivative(alpha: tuple[int, ...], x: torch.Tensor) -> torch.Tensor:
+    factor = math.prod(a**k for a, k in zip(_A3, alpha))
+    return factor * torch.sin(x @ torch.tensor(_A3, dtype=torch.float64) + 0.3 + sum(alpha) * math.pi / 2)
+
+
+def _ridge3_R(s: float) -> float:
+    # |D^α f(x) − D^α f(y)| ≤ Π|a_i|^{α_i} min(2, ‖a‖₁‖x − y‖_∞) ≤ ‖a‖_∞^κ 2^{1−γ} ‖a‖₁^γ ‖x − y‖_∞^γ
+    kappa = math.ceil(s) - 1
+    gamma = s - kappa
+    return max(abs(a) for a in _A3) ** kappa * 2 ** (1 - gamma) * sum(abs(a) for a in _A3) ** gamma
+
+
+@pytest.mark.parametrize("activation", ACTS)
+@pytest.mark.parametrize(("s", "K"), [(1.0, 4), (2.0, 3), (3.0, 2)])
+def test_d3_sup_error_is_below_the_stated_bound(activation: str, s: float, K: int) -> None:
+    approx = smooth_constant_depth_approximator(
+        _ridge3, s, K, activation, d=3, derivative=_ridge3_derivative, R=_ridge3_R(s)
+    )
+    cert = approx.certificate
+    error = _sup_error(approx, _ridge3, 3, K, 9)
+    assert error <= cert.total
+    assert cert.depth == 4 and cert.taylor > 0 and cert.rounding > 0
+    # measured 25–121x: the d = 3 Taylor constant C_T·d·Λ² is worst case over every direction
+    assert cert.total <= 300 * error
+
+
+def test_d3_sine_error_below_bound_and_falls_with_K() -> None:
+    f = sine_target(3, 2.0)
+    errors = []
+    for K in (2, 4):
+        approx = smooth_constant_depth_approximator(f, 2.0, K, "gelu")
+        errors.append(_sup_error(approx, f, 3, K, 7))
+        assert errors[-1] <= approx.certificate.total
+    assert errors[1] < errors[0] / 2  # O(K^{−s}) with s = 2: measured 1.81 → 0.69
+
+
+_POLY3 = ((0.5, (0, 0, 0)), (1.0, (1, 0, 0)), (-2.0, (0, 1, 1)), (1.5, (1, 1, 1)), (1.0, (0, 0, 2)), (-0.7, (2, 1, 0)))
+
+
+def _poly3_derivative(alpha: tuple[int, ...], x: torch.Tensor) -> torch.Tensor:
+    total = torch.zeros(x.shape[0], dtype=torch.float64)
+    for c, e in _POLY3:
+        if all(a <= k for a, k in zip(alpha, e)):
+            term = torch.full((x.shape[0],), c, dtype=torch.float64)
+            for i in range(3):
+                term = term * math.perm(e[i], alpha[i]) * x[:, i] ** (e[i] - alpha[i])
+            total = total + term
+    return total
+
+
+def _poly3(x: torch.Tensor) -> torch.Tensor:
+    return _poly3_derivative((0, 0, 0), x)
+
+
+@pytest.mark.parametrize(("activation", "K"), [("gelu", 2), ("silu", 1), ("tanh", 1)])
+def test_d3_polynomials_of_degree_below_s_are_reproduced(activation: str, K: int) -> None:
+    # degree 3 < s = 4 with the monomial x₁x₂x₃: T = 0, and what is left is the three-fold products
+    # of hidden layer 2 (cells and monomials), the products of hidden layer 3 and rounding
+    approx = smooth_constant_depth_approximator(_poly3, 4.0, K, activation, d=3, derivative=_poly3_derivative, R=0.0)
+    cert = approx.certificate
+    assert cert.taylor == 0.0
+    error = _sup_error(approx, _poly3, 3, K, 9)
+    assert error <= cert.gadgets + cert.rounding
+    assert error < 1e-7  # measured 6e-10 to 4e-9
+
+
+@pytest.mark.parametrize("name", ACTS)
+@pytest.mark.parametrize("power", [2, 3])
+def test_higher_derivative_error_and_polarised_product_bound(name: str, power: int) -> None:
+    bound = 2.5
+    g = make_gadget(name, power, bound)
+    z = np.linspace(-bound, bound, 4001)
+    m = power - 1  # the order the m-fold product needs
+    exact = np.zeros_like(z)
+    for i, w in zip(g.nodes, g.weights):
+        exact = exact + w * (i / g.scale) ** m * activation_derivative(name, m, g.centre + i * z / g.scale)
+    target = math.factorial(power) / math.factorial(power - m) * z ** (power - m)
+    rounding = 64 * UNIT_ROUNDOFF * sum(abs(w) * (abs(i) / g.scale) ** m for i, w in zip(g.nodes, g.weights))
+    assert np.max(np.abs(exact - target)) <= g.derivative_error(m) + rounding
+    assert g.derivative_error(1) == g.slope_error
+    # Π a_i by polarisation errs by ≤ |a_2⋯a_m| sup|e^{(m−1)}|/m!
+    rng = np.random.default_rng(power)
+    a = rng.uniform(-bound / power, bound / power, size=(2000, power))
+    a[:10, 1] = 0.0  # a zero factor: the product must vanish up to rounding
+    signs = list(itertools.product((1.0, -1.0), repeat=power - 1))
+    approx = sum(math.prod(e) * g(a[:, 0] + a[:, 1:] @ np.array(e)) for e in signs) / (
+        2 ** (power - 1) * math.factorial(power)
+    )
+    allowed = np.abs(np.prod(a[:, 1:], axis=1)) * g.derivative_error(power - 1) / math.factorial(power)
+    value_rounding = 64 * UNIT_ROUNDOFF * sum(abs(w) for w in g.weights) * (1 + abs(g.centre) + g.node_range(bound))
+    assert np.all(np.abs(approx - np.prod(a, axis=1)) <= allowed + len(signs) * value_rounding)
+
+
+def test_parameter_estimate_bounds_the_count_and_large_builds_are_refused() -> None:
+    for d, s, K in ((1, 3.0, 16), (2, 2.0, 5), (3, 2.0, 2), (3, 3.0, 1)):
+        for name in ACTS:
+            approx = smooth_constant_depth_approximator(sine_target(d, s), s, K, name)
+            estimate = parameter_estimate(d, K, approx.kappa, name)
+            assert approx.certificate.parameters <= estimate <= 2 * approx.certificate.parameters
+    with pytest.raises(ValueError, match=r"`K`=400 \(d=3, s=3\).*network parameters"):
+        smooth_constant_depth_approximator(sine_target(3, 3.0), 3.0, 400, "gelu")

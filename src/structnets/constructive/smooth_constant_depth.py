@@ -17,14 +17,21 @@ of σ (:mod:`.smooth_constant_depth_gadgets`). Layers (all hidden layers σ, den
 * d = 1 — hidden 1: the K sigmoid units S_k and the power gadgets u^j (j = 1..κ); hidden 2: the κ
   products u^j·Φ_j and the identity gadget carrying Φ₀ (Φ_j is linear in hidden 1, the
   telescoped sum Σ_k (c_{k,j} − c_{k−1,j}) S_k); output: their sum. **3 weight layers.**
-* d = 2 — hidden 1: S_{i,k} and u_i^j; hidden 2: the products φ_{k₁}(x₁)·g_{γ,k₁}(x₂) with
-  g_{γ,k₁} = Σ_{k₂} c_{(k₁,k₂),γ} φ_{k₂}(x₂) (linear in hidden 1), so Φ_γ = Σ_{k₁}(those), and the
-  monomials u^γ (a product u₁^{γ₁}·u₂^{γ₂}, or an identity gadget); hidden 3: the products
-  u^γ·Φ_γ and the identity carrying Φ₀; output: their sum. **4 weight layers.**
+* d ≥ 2 — hidden 1: S_{i,k} and u_i^j; hidden 2: the d-fold products
+  φ_{k₁}(x₁)⋯φ_{k_{d−1}}(x_{d−1})·g_{γ,k′}(x_d) with g_{γ,k′} = Σ_{k_d} c_{(k′,k_d),γ} φ_{k_d}(x_d)
+  (linear in hidden 1), so Φ_γ = Σ_{k′}(those), and the monomials u^γ (a product of the powers
+  u_i^{γ_i}, or an identity gadget); hidden 3: the products u^γ·Φ_γ and the identity carrying Φ₀;
+  output: their sum. **4 weight layers for every d ≥ 2.** Each m-fold product is one layer of σ,
+  by polarisation Π_i a_i = Σ_{ε∈{±1}^{m−1}} (Π ε_i)(a_1 + Σ_{i≥2} ε_i a_i)^m/(2^{m−1} m!) with
+  the z^m gadget (m = 2: (g₂(a + b) − g₂(a − b))/4).
 
-Depth d + 2 weight layers, i.e. L = d + 3 in the paper's convention (layers of neurons, input and
-output included; docs/smoothness.md, "The depth convention"), for every s and K. Width O(K^d) (d = 1:
-O(K) sigmoid units + O(κ) gadget units; d = 2: O(#γ·K) products), dense parameter count O(K^d).
+Depth 3 weight layers at d = 1 and 4 at every d ≥ 2, i.e. L = 4 and L = 5 in the paper's
+convention (layers of neurons, input and output included; docs/smoothness.md, "The depth
+convention"), for every s and K. Width O(#γ·K^{d−1}) products in hidden 2 (each reading O(dK)
+units of hidden 1), so the dense parameter count is N = aK^d + bK^{d−1} + … (the second term,
+hidden 3 reading every product, dominates at small K: fit rates in N, not in K^d);
+:func:`parameter_estimate` bounds N before building, and a K whose build cannot fit in memory is
+refused up front with that size.
 
 **The bound** (every constant evaluated by :func:`smooth_constant_depth_approximator`):
 
@@ -34,9 +41,10 @@ O(K) sigmoid units + O(κ) gadget units; d = 2: O(#γ·K) products), dense param
   and Σ_k |φ_k(x)| ‖Kx − k‖_∞^s ≤ Σ_k Π_i|φ_{k_i}| Σ_i |Kx_i − k_i|^s ≤ d Λ^{d−1} W_s, with
   Λ = sup Σ_k|φ_k|, W_s = sup Σ_k |φ_k(t)||t − k|^s in cell units (:func:`partition_moments`).
 * G (gadgets): the truncation of every gadget, propagated exactly as the products combine them
-  (a product's error ≤ |y|·sup|e′|/2 is proportional to its localised factor y, so the sum over
-  the K cells costs Λ, not K). For a polynomial f of degree ≤ κ, R = 0 and T = 0: the network
-  reproduces f up to G + ρ.
+  (an m-fold product errs by ≤ sup|e^{(m−1)}|/m! times the product of all factors but one
+  (:meth:`_Layer.product`), so a product of m − 1 localised bumps φ and one bounded factor
+  errs in proportion to the bumps, and the sum over the K^{d−1} cells costs Λ^{d−1}, not K^{d−1}).
+  For a polynomial f of degree ≤ κ, R = 0 and T = 0: the network reproduces f up to G + ρ.
 * ρ (rounding): a forward error analysis of the float64 evaluation, carried quantity by
   quantity as the network is built (:class:`_Layer`): a form's error passes through a gadget
   multiplied by the gadget's slope (all its stencil nodes read the same form), and every unit adds
@@ -50,15 +58,16 @@ sigmoids rather than the paper's weight functions with band regions; the approxi
 cell is a Taylor polynomial (the error term above), not the paper's multi-scale step, so
 K^d cells cost width O(K^d) (the paper's multi-scale step gets K^{2d} cells from width O(K^d),
 which affects constants and the estimation theory, not the rate N^{−s/d} in the dense count); and
-the depth is d + 2 weight layers (the d-fold tensor product is made one coordinate per layer),
-constant in s and K as the theorem states, but growing with d, where the paper's is 6 or 7 for
-every d. Tanh has no linear tail: its sigmoid is tanh itself (one unit per knot) and its identity,
-power and square gadgets are stencils at b ≠ 0 without exact identities; GELU and SiLU use the
-exact identity σ(z) − σ(−z) = z for u and for carrying values.
+the depth is 4 weight layers (L = 5) for every d ≥ 2, by one-layer polarised d-fold products,
+where the paper's is 6 or 7 — constant in s, K and d as the theorem states. Tanh has no linear
+tail: its sigmoid is tanh itself (one unit per knot) and its identity, power and product gadgets
+are stencils at b ≠ 0 without exact identities; GELU and SiLU use the exact identity
+σ(z) − σ(−z) = z for u and for carrying values.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,8 +97,16 @@ Form = tuple[dict[int, float], float, float]  # (Σ coef·unit, const, bound on 
 # of hidden layers 2 and 3 are summed over K + 1 cells in rows of length O(K), so the worst-case
 # rounding grows like K² and their scales are chosen with weight ∝ (K + 1)².
 _ROUNDING_WEIGHT = 1e3
+# Peak memory of a build per dense parameter: the float64 weights and, above all, the Python forms
+# of the construction (a dict entry per nonzero weight); measured below 100 bytes at d = 3.
+_FORM_BYTES = 128
 
-__all__ = ["ConstantDepthCertificate", "SmoothConstantDepthApproximation", "smooth_constant_depth_approximator"]
+__all__ = [
+    "ConstantDepthCertificate",
+    "SmoothConstantDepthApproximation",
+    "parameter_estimate",
+    "smooth_constant_depth_approximator",
+]
 
 
 @dataclass(frozen=True)
@@ -101,7 +118,8 @@ class ConstantDepthCertificate:
         gadgets: G, the propagated truncation of the one-layer gadgets.
         rounding: ρ, the float64 rounding bound of the network on [0,1]^d (structured analysis,
             see the module docstring).
-        depth: weight layers (d + 2); ``paper_depth`` = depth + 1 (the paper's L).
+        depth: weight layers (3 for d = 1, 4 for every d ≥ 2); ``paper_depth`` = depth + 1
+            (the paper's L).
         widths: hidden widths. parameters: dense parameter count N (every weight and bias of
             every ``nn.Linear``, zeros included: no sparsity is assumed). nonzero_parameters.
         max_weight: max |weight or bias| of the network; ``weight_bound``: the bound the
@@ -210,11 +228,30 @@ class _Layer:
             err += abs(scale * w) * added
         return out, scale * g.const, err
 
-    def product(self, a: Form, b: Form, square: Gadget) -> Form:
-        """(g₂(a + b) − g₂(a − b))/4 ≈ a·b (|a| + |b| ≤ square.range)."""
-        plus = self.gadget(_combine(a, b, 1.0), square, 0.25)
-        minus = self.gadget(_combine(a, b, -1.0), square, -0.25)
-        return _combine(plus, minus, 1.0)
+    def product(self, forms: list[Form], power: Gadget) -> Form:
+        """Polarisation: Π_{i=1}^m a_i = Σ_{ε∈{±1}^{m−1}} (Π ε_i) (a_1 + Σ_{i≥2} ε_i a_i)^m/(2^{m−1} m!),
+        each m-th power made by the gadget ``power`` (p = m, range ≥ Σ_i |a_i|); m = 2 is
+        (g₂(a + b) − g₂(a − b))/4.
+
+        The gadget's error e = g − z^m enters as the mixed difference
+        Σ_ε (Π ε_i) e(a_1 + Σ ε_i a_i) = Δ_{2a_2}⋯Δ_{2a_m} e(a_1 − Σ_{i≥2} a_i), which is
+        2^{m−1} a_2⋯a_m times a mean of e^{(m−1)} over points of [−A, A]: the product errs by
+        ≤ |a_2⋯a_m| sup|e^{(m−1)}|/m! (any factor may play a_1), i.e. in proportion to the
+        other factors — localised when they are partition-of-unity bumps.
+        """
+        m = len(forms)
+        if m < 2 or power.power != m:
+            raise ValueError(f"`power` must be the p = {m} gadget for {m} factors (m >= 2), got p = {power.power}")
+        scale = 1.0 / (2 ** (m - 1) * math.factorial(m))
+        out: Form | None = None
+        for signs in itertools.product((1.0, -1.0), repeat=m - 1):
+            z = forms[0]
+            for sign, form in zip(signs, forms[1:]):
+                z = _combine(z, form, sign)
+            term = self.gadget(z, power, math.prod(signs) * scale)
+            out = term if out is None else _combine(out, term, 1.0)
+        assert out is not None
+        return out
 
 
 def _gamma(m: int) -> float:
@@ -234,15 +271,16 @@ def _scaled(a: Form, factor: float) -> Form:
 
 def _linear(rows: list[tuple[dict[int, float], float]], n_in: int) -> nn.Linear:
     layer = nn.Linear(n_in, len(rows), dtype=torch.float64)
-    W = torch.zeros(len(rows), n_in, dtype=torch.float64)
-    b = torch.zeros(len(rows), dtype=torch.float64)
-    for r, (coeffs, bias) in enumerate(rows):
-        for j, v in coeffs.items():
-            W[r, j] = v
-        b[r] = bias
+    W = np.zeros((len(rows), n_in))
+    b = np.array([bias for _, bias in rows], dtype=np.float64)
+    counts = [len(coeffs) for coeffs, _ in rows]
+    r = np.repeat(np.arange(len(rows)), counts)
+    j = np.fromiter((j for coeffs, _ in rows for j in coeffs), dtype=np.int64, count=int(sum(counts)))
+    v = np.fromiter((v for coeffs, _ in rows for v in coeffs.values()), dtype=np.float64, count=int(sum(counts)))
+    W[r, j] = v
     with torch.no_grad():
-        layer.weight.copy_(W)
-        layer.bias.copy_(b)
+        layer.weight.copy_(torch.from_numpy(W))
+        layer.bias.copy_(torch.from_numpy(b))
     return layer
 
 
@@ -339,6 +377,31 @@ def _phi(S: list[Form], k: int, K: int) -> Form:
     return _phi_combination(S, e)
 
 
+def parameter_estimate(d: int, K: int, kappa: int, activation: str) -> int:
+    """An upper bound on the dense parameter count N of the network for (d, K, κ), without building it.
+
+    A gadget for z^p has at most 2(⌈p/2⌉ + 4) units (half-widths tried by
+    :func:`~.smooth_constant_depth_gadgets.make_gadget`); with P sigmoid units per knot (1 for tanh,
+    2 otherwise) and #γ = C(d + κ, d) monomials: hidden 1 has W₁ ≤ d(PK + Σ_{j≤κ} u_j) units; for
+    d = 1, hidden 2 has W₂ ≤ u₁ + 2κu₂; for d ≥ 2, hidden 2 has W₂ ≤ #γ((K + 1)^{d−1} + 1)2^{d−1}u_d
+    (the products, then the monomials) and hidden 3 W₃ ≤ #γ·2u₂ + u₁. N = Σ_ℓ (w_{ℓ−1} + 1) w_ℓ.
+    """
+
+    def units(p: int) -> int:
+        return 2 * (math.ceil(p / 2) + 4)
+
+    per_knot = 1 if activation == "tanh" else 2
+    widths = [d, d * (per_knot * K + sum(units(j) for j in range(1, kappa + 1)))]
+    if d == 1:
+        widths.append(units(1) + 2 * kappa * units(2))
+    else:
+        monomials = math.comb(d + kappa, d)
+        widths.append(monomials * ((K + 1) ** (d - 1) + 1) * 2 ** (d - 1) * units(d))
+        widths.append(monomials * 2 * units(2) + units(1))
+    widths.append(1)
+    return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
+
+
 def smooth_constant_depth_approximator(
     f: Any,
     s: float | None = None,
@@ -358,7 +421,7 @@ def smooth_constant_depth_approximator(
         s: smoothness s > 0 (default: the target's β); κ = ⌈s⌉ − 1 is the Taylor order.
         K: cells per axis, an int ≥ 1 (N grows like K^d).
         activation: "gelu", "silu" or "tanh".
-        d, derivative, R: for a plain callable: dimension (1 or 2), ``derivative(alpha, x)``
+        d, derivative, R: for a plain callable: dimension d ≥ 1, ``derivative(alpha, x)``
             = D^α f(x), and the Hölder constant R ≥ 0 of the order-κ derivatives (R = 0: f is a
             polynomial of degree ≤ κ, and the Taylor term T is 0).
         tau: sharpness τ > 0 of the sigmoidal partition of unity.
@@ -368,9 +431,10 @@ def smooth_constant_depth_approximator(
         sup error on [0,1]^d (module docstring: T + G + ρ, Liu et al., Theorems 4.1/4.4).
 
     Raises:
-        ValueError: s ≤ 0, K < 1, K so large that the network (about 22·d·(2K)^d dense
-            parameters) cannot fit in memory, d ∉ {1, 2}, R < 0, an unknown activation, f not
-            callable or not finite on the grid of knots (each names the argument and the value).
+        ValueError: s ≤ 0, K < 1, d < 1, (K, d, s) so large that the build cannot fit in
+            memory (the message gives :func:`parameter_estimate`'s N and the bytes it would
+            take), R < 0, an unknown activation, f not callable or not finite on the grid of
+            knots (each names the argument and the value).
     """
     if not isinstance(activation, str) or activation not in ACTIVATIONS:
         raise ValueError(f"`activation` must be one of {list(ACTIVATIONS)}, got {activation!r}")
@@ -385,13 +449,16 @@ def smooth_constant_depth_approximator(
     s = float(s)
     tau = check_real("tau", tau, low=0.0, low_open=True)
     func, deriv, d, R = _resolve_target(f, s, d, derivative, R)
-    if d not in (1, 2):
-        raise ValueError(f"`d` must be 1 or 2 (the construction chains one coordinate per layer), got {d}")
-    # Hidden layer 1 has about 2K units per axis and the next layers read them densely: at least
-    # 22·d·(2K)^d float64 parameters (measured: 49K for d = 1, 290K² for d = 2 at s = 1.5).
-    check_fits_in_memory(f"`K`={K} (d={d})", 22 * d * (2 * K) ** d, what="network parameters")
-    R = R + 0.0  # -0.0 -> 0.0
     kappa = math.ceil(s) - 1
+    # refuse up front what cannot be built: the dense layers and the construction's forms
+    # (Python dicts, about _FORM_BYTES per dense parameter) must fit in memory
+    check_fits_in_memory(
+        f"`K`={K} (d={d}, s={s:g})",
+        parameter_estimate(d, K, kappa, activation),
+        itemsize=_FORM_BYTES,
+        what="network parameters",
+    )
+    R = R + 0.0  # -0.0 -> 0.0
     coeffs, indices = _coefficients(func, deriv, d, K, kappa)
     lam_all, lam_one, moment = partition_moments(activation, tau, K, s)
     taylor = taylor_constant(d, kappa) * R * K ** (-s) * d * lam_all ** (d - 1) * moment
@@ -416,7 +483,7 @@ def smooth_constant_depth_approximator(
             layer1, S[0], powers[0], power_gadgets, coeffs, lam_all, lam_one, consts
         )
     else:
-        layers, readout, gadget_error, weight_parts = _plan_2d(
+        layers, readout, gadget_error, weight_parts = _plan_nd(
             layer1, S, powers, power_gadgets, coeffs, indices, lam_all, lam_one, consts
         )
     all_layers = [layer1, *layers]
@@ -503,7 +570,7 @@ def _plan_1d(
         square = make_gadget(name, 2, B + a_bound)
         used.append(square)
         Phi = _phi_combination(S, coeffs[:, j])
-        readout = _combine(readout, layer2.product(Phi, powers[j - 1], square), 1.0)
+        readout = _combine(readout, layer2.product([Phi, powers[j - 1]], square), 1.0)
         # |prod(Φ, ũ^j) − Φ u^j| ≤ min(|Φ|, |ũ^j|)·sup|e′|/2 + |Φ|·ε_pow
         error += min(B, a_bound) * square.slope_error / 2 + B * eps_pow[j - 1]
         consts[f"square{j}_n"], consts[f"square{j}_lambda"], consts[f"Phi{j}_bound"] = (
@@ -519,7 +586,7 @@ def _plan_1d(
     return [layer2], readout, error, _weight_parts(used + power_gadgets, c_max)
 
 
-def _plan_2d(
+def _plan_nd(
     layer1: _Layer,
     S: list[list[Form]],
     powers: list[list[Form]],
@@ -530,7 +597,12 @@ def _plan_2d(
     lam_one: float,
     consts: dict[str, float],
 ) -> tuple[list[_Layer], Form, float, list[float]]:
-    """Hidden 2: φ_{k₁}(x₁)·g_{γ,k₁}(x₂) and u^γ; hidden 3: u^γ·Φ_γ and identity(Φ₀)."""
+    """d ≥ 2. Hidden 2: the d-fold products φ_{k₁}(x₁)⋯φ_{k_{d−1}}(x_{d−1})·g_{γ,k′}(x_d) with
+    g_{γ,k′} = Σ_{k_d} c_{(k′,k_d),γ} φ_{k_d}(x_d) (linear in hidden 1), so Φ_γ = Σ_{k′}(those), and
+    the monomials u^γ (a product of the powers u_i^{γ_i} with γ_i > 0, or an identity gadget);
+    hidden 3: the products u^γ·Φ_γ and the identity carrying Φ₀. Every product is one layer of σ
+    (polarisation, :meth:`_Layer.product`), so the depth is 4 weight layers for every d ≥ 2."""
+    d = len(S)
     eps_pow = [g.truncation for g in power_gadgets]
     K = coeffs.shape[0] - 1
     name = layer1.name
@@ -540,41 +612,49 @@ def _plan_2d(
     error = 0.0
     used: list[Gadget] = []
     c_max = float(np.max(np.abs(coeffs)))
-    phis = [_phi(S[0], k, K) for k in range(K + 1)]
+    phis = [[_phi(S[i], k, K) for k in range(K + 1)] for i in range(d - 1)]
+    lam_rest = math.prod([lam_all] * (d - 1))  # Σ_{k′} Π_{i<d} |φ_{k′_i}(x_i)| ≤ Λ^{d−1}
     for g_index, gamma in enumerate(indices):
         a_gamma = float(np.max(np.abs(coeffs[..., g_index])))
-        G = lam_all * a_gamma  # sup |g_{γ,k₁}(x₂)|
-        square2 = make_gadget(name, 2, G + lam_one, _ROUNDING_WEIGHT * (K + 1) ** 2)
-        used.append(square2)
+        G = lam_all * a_gamma  # sup |g_{γ,k′}(x_d)|
+        power_d = make_gadget(name, d, G + (d - 1) * lam_one, _ROUNDING_WEIGHT * (K + 1) ** d)
+        used.append(power_d)
         Phi: Form = ({}, 0.0, 0.0)
-        for k1 in range(K + 1):
-            g_form = _phi_combination(S[1], coeffs[k1, :, g_index])
-            Phi = _combine(Phi, layer2.product(g_form, phis[k1], square2), 1.0)
-        delta_phi = lam_all * square2.slope_error / 2  # Σ_{k₁}|φ_{k₁}|·sup|e′|/2 with y = φ_{k₁}
-        B = lam_all * lam_all * a_gamma + delta_phi  # sup |Φ̃_γ|
-        consts[f"gamma{gamma}_square_n"], consts[f"gamma{gamma}_square_lambda"] = square2.half_width, square2.scale
+        for cell in itertools.product(range(K + 1), repeat=d - 1):
+            g_form = _phi_combination(S[d - 1], coeffs[cell][:, g_index])
+            factors = [g_form, *(phis[i][k] for i, k in enumerate(cell))]
+            Phi = _combine(Phi, layer2.product(factors, power_d), 1.0)
+        # Σ_{k′} Π_{i<d}|φ_{k′_i}|·sup|e^{(d−1)}|/d! (the product error, localised by the φ factors)
+        delta_phi = lam_rest * power_d.derivative_error(d - 1) / math.factorial(d)
+        B = math.prod([lam_all] * d) * a_gamma + delta_phi  # sup |Φ̃_γ|
+        consts[f"gamma{gamma}_square_n"], consts[f"gamma{gamma}_square_lambda"] = power_d.half_width, power_d.scale
         if sum(gamma) == 0:
             identity = make_gadget(name, 1, max(B, 1e-300))
             used.append(identity)
             readout = _combine(readout, layer3.gadget(Phi, identity), 1.0)
             error += delta_phi + identity.truncation
             continue
-        j1, j2 = gamma
-        if j1 and j2:
-            a1, a2 = 1.0 + eps_pow[j1 - 1], 1.0 + eps_pow[j2 - 1]
-            square_m = make_gadget(name, 2, a1 + a2)
-            monomial = layer2.product(powers[0][j1 - 1], powers[1][j2 - 1], square_m)
-            delta_m = min(a1, a2) * square_m.slope_error / 2 + eps_pow[j1 - 1] * a2 + eps_pow[j2 - 1]
+        factor_ids = [(i, j) for i, j in enumerate(gamma) if j]
+        if len(factor_ids) >= 2:
+            bounds = [1.0 + eps_pow[j - 1] for _, j in factor_ids]
+            gadget_m = make_gadget(name, len(factor_ids), sum(bounds))
+            monomial = layer2.product([powers[i][j - 1] for i, j in factor_ids], gadget_m)
+            others = min(math.prod(bounds[:r] + bounds[r + 1 :]) for r in range(len(bounds)))
+            # |prod(ũ) − Π ũ| ≤ (min over one left out of Π|ũ|)·sup|e^{(m−1)}|/m!, and
+            # |Π ũ − Π u| ≤ Σ_r ε_r Π_{l>r}(1 + ε_l) (telescoped, |u| ≤ 1)
+            delta_m = others * gadget_m.derivative_error(len(factor_ids) - 1) / math.factorial(len(factor_ids))
+            for r, (_, j) in enumerate(factor_ids):
+                delta_m += eps_pow[j - 1] * math.prod(bounds[r + 1 :])
         else:
-            i, j = (0, j1) if j1 else (1, j2)
-            square_m = make_gadget(name, 1, 1.0 + eps_pow[j - 1])
-            monomial = layer2.gadget(powers[i][j - 1], square_m)
-            delta_m = square_m.truncation + eps_pow[j - 1]
-        used.append(square_m)
+            ((i, j),) = factor_ids
+            gadget_m = make_gadget(name, 1, 1.0 + eps_pow[j - 1])
+            monomial = layer2.gadget(powers[i][j - 1], gadget_m)
+            delta_m = gadget_m.truncation + eps_pow[j - 1]
+        used.append(gadget_m)
         m_bound = 1.0 + delta_m
-        square3 = make_gadget(name, 2, B + m_bound, _ROUNDING_WEIGHT * (K + 1) ** 2)
+        square3 = make_gadget(name, 2, B + m_bound, _ROUNDING_WEIGHT * (K + 1) ** d)
         used.append(square3)
-        readout = _combine(readout, layer3.product(Phi, monomial, square3), 1.0)
+        readout = _combine(readout, layer3.product([Phi, monomial], square3), 1.0)
         # prod(Φ̃, m̃) − Φ m = [prod − Φ̃ m̃] + Φ̃(m̃ − m) + m(Φ̃ − Φ), |m| ≤ 1
         error += min(B, m_bound) * square3.slope_error / 2 + B * delta_m + delta_phi
     consts["coefficient_max"] = c_max

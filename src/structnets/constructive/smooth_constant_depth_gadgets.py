@@ -186,6 +186,27 @@ class Gadget:
     def units(self) -> int:
         return len(self.nodes)
 
+    def derivative_error(self, m: int) -> float:
+        """sup_{|z|≤A} |g^{(m)}(z) − (d/dz)^m z^p| for 1 ≤ m < Q (0 for an exact identity).
+
+        g^{(m)}(z) = Σ_i w_i (i/λ)^m σ^{(m)}(b + iz/λ); Taylor's theorem for σ^{(m)} at b to order
+        Q − m, with the moment conditions Σ_i w_i i^r = δ_{rp} p! λ^p/σ^{(p)}(b) (r < Q), leaves
+        p!/(p − m)! z^{p−m} and a remainder ≤ (M_Q/(Q − m)!) A^{Q−m} λ^{p−Q} Σ_i |ω_i||i|^Q/|σ^{(p)}(b)|,
+        i.e. ``truncation``·Q!/((Q − m)! A^m); m = 1 is ``slope_error``. An m-fold product by
+        polarisation (:meth:`~structnets.constructive.smooth_constant_depth._Layer.product`)
+        errs by at most this at m − 1 times a product of its factors, divided by m!.
+        """
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ValueError(f"`m` must be an int >= 1, got {m!r}")
+        if self.exact:
+            return 0.0
+        if m == 1:
+            return self.slope_error
+        order = _stencil(self.power, self.half_width)[1]
+        if m >= order:
+            raise ValueError(f"`m` must be < the remainder order Q={order} of this gadget, got {m}")
+        return self.truncation * (math.factorial(order) / math.factorial(order - m)) / self.range**m
+
     def node_range(self, bound: float) -> float:
         """The largest |pre-activation − b| over |z| ≤ bound: n·bound/λ."""
         return max((abs(i) for i in self.nodes), default=0) * bound / self.scale
