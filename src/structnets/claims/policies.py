@@ -1,0 +1,95 @@
+"""The written policies of the claims page: one rule per kind of claim (issue 31).
+
+Each row names a kind of claim, the rule of :mod:`structnets.claims.rules` that decides every claim of that
+kind, and what ``tests/claims/test_rules_simulation.py`` asserts about the rule on simulated results whose
+right verdict is known (the rates quoted are the ones those tests measured; the tests assert the stated
+thresholds). :func:`policies_markdown` renders them as the table at the top of ``docs/claims.md``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Policy(NamedTuple):
+    """One kind of claim: how it is decided, and what the simulations show of that rule."""
+
+    kind: str
+    rule: str
+    simulated: str
+
+
+POLICIES: tuple[Policy, ...] = (
+    Policy(
+        "**upper-bound rate** O(x^r) (`upper_bound_rate`)",
+        'per cell, least-squares log–log slope ± se (seeds as replicates); one-sided t-test of "slower than r" (by more than a stated tolerance for near-noiseless constructions: 10 % of β, 15 % of s/d), Holm over cells. No cell slower: **reproduced**. A slower cell with settled training (or any slower construction): **refuted**. Slower cells all optimisation-limited (< 80 % of members settled): **not reproduced, optimisation-limited**. Steeper is never a miss.',
+        'a true rate in 18 cells (7 sizes × 5 seeds): reproduced 95.3 % (the replaced rule, "every cell\'s 95 % interval contains the rate": 39.4 %); one cell truly slower by 0.5: refuted ≥ 90 %',
+    ),
+    Policy(
+        "**lower bound** (a cap) (`lower_bound`)",
+        "the bounded class not beating the bound is only *consistent* with it. Reproduced only by a contrast that could have failed, in every cell: same-protocol networks of another class beating the cap (one-sided t, Holm), or beating a certified floor of the bounded class. Otherwise **consistent, not tested**. The bounded class significantly beating an asymptotic cap: not reproduced (never refuted by a finite grid).",
+        "ReLU and smooth nets both at the cap: reproduced ≤ 1 %",
+    ),
+    Policy(
+        "**predicted exponent** (`predicted_exponent`)",
+        "two-sided: two one-sided tests (TOST) against the band predicted ± tolerance (± 0.25, a quarter of the gap between W¹ and W², unless the claim states one). Inside in every cell: reproduced; the interval entirely outside the band in some cell (Holm): refuted; else not reproduced.",
+        "on the rate: reproduced ≥ 90 %; 0.8 off (either side): refuted ≥ 90 %; on the band's edge: reproduced ≤ 7 %",
+    ),
+    Policy(
+        '**"not worse" / "keeps accuracy"** (`non_inferiority`)',
+        "the lower one-sided test of TOST at a stated margin (accuracy: 0.75 points, above the paper's own gaps of 0.1–0.6 and below a 1-point loss; RMSE: 2.5 % of the dense RMSE), with the Nadeau–Bengio corrected variance (1/J + n_test/n_train)·s² for CV folds. Lower bound above −margin: reproduced; a refutation needs a loss beyond the margin (upper bound below −margin).",
+        'equicorrelated folds (ρ = 1/10): a true 1-point loss at margin 0.5 refuted 91.3 %; a true equality refuted 0 %, reproduced 91 %; a loss at the margin called "not worse" 4.8 % (uncorrected t: 12.2 %)',
+    ),
+    Policy(
+        '**"A significantly better than B"** (`superiority`)',
+        "two-sided NB-corrected interval above 0: reproduced; entirely below −margin: refuted.",
+        "",
+    ),
+    Policy(
+        '**"A beats B across cells"** (`across_cells`)',
+        "one pooled stratified test — van Elteren rank-sum for MSE and epochs, exact stratified Mantel–Haenszel (conditional) for success counts — plus the direction in every cell. Pooled significant in A's favour and no cell significantly reversed (Holm): reproduced; pooled significant the other way: refuted; else not reproduced.",
+        '6 cells × 5 seeds, no effect: reproduced 2.9 %, refuted 2.7 %; a 1.2 sd shift: reproduced 99 % (the replaced "significant in every cell": < 25 % already for 3 cells); successes 0.8 vs 0.3: reproduced ≥ 85 %, null ≤ 5 %',
+    ),
+    Policy(
+        "**performance claim** (`performance_ratio`)",
+        "the (1 − α) interval of the geometric-mean ratio over data sets (a deterministic count: the value itself). Entirely within the claim: reproduced; entirely beyond it: refuted; else not reproduced; hardware (device, threads) stated.",
+        'a true 0.93 against "≤ 2/3" over 8 data sets: refuted ≥ 99 %; a true 0.62: never refuted',
+    ),
+    Policy(
+        "**trained-network claim** (`enough_seeds`)",
+        "the configuration is fixed before the run (the paper's; never the best on the test set) and measured over ≥ 5 seeds; otherwise not reproduced.",
+        "",
+    ),
+    Policy(
+        "**density claim** (error → 0, no rate) (`still_falling`)",
+        'the error still falls over the upper half of the grid (replicates: a significantly negative slope; one value per size: every step down), not only "last < first".',
+        "a curve flat after depth 4: not falling",
+    ),
+    Policy(
+        "**exact construction**",
+        'exact inequalities; "exact" means within the network\'s own float64 rounding bound (`constructive.maxmin_rounding_bound`: scale, depth, max \\|f\\|), not a fixed 10⁻⁹. Whose bound each row tests is stated (ours where the paper gives only a form).',
+        "",
+    ),
+)
+"""Every kind of claim the table decides, with its rule; every claim's test text names one of these."""
+
+
+def policies_markdown() -> str:
+    """The policies as a Markdown section: a heading, one paragraph, one table row per :data:`POLICIES` entry."""
+    lines = [
+        "## Policies: one rule per kind of claim",
+        "",
+        "Every verdict below comes from one rule of `structnets.claims.rules`, applied the same way to every claim "
+        "of its kind; each row's *test* column names the rule, its tolerance or margin, and whose bound it tests. "
+        "Every rule can reach each of its verdicts, and `tests/claims/test_rules_simulation.py` measures its error "
+        "rates on simulated results whose right verdict is known (fixed seeds, < 10 s). All levels are α = 0.05. "
+        "Rows whose comparison baseline is vacuous say so first.",
+        "",
+        "| kind of claim | rule | measured on simulations |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {p.kind} | {p.rule} | {p.simulated} |" for p in POLICIES]
+    return "\n".join(lines)
+
+
+__all__ = ["POLICIES", "Policy", "policies_markdown"]

@@ -1,0 +1,24 @@
+"""The written policies name rules that exist, and render as one table row each."""
+
+from __future__ import annotations
+
+import re
+
+from structnets.claims import rules
+from structnets.claims.policies import POLICIES, policies_markdown
+
+
+def test_every_policy_names_an_existing_rule_of_claims_rules() -> None:
+    named = [m.group(1) for p in POLICIES for m in [re.search(r"\(`(\w+)`\)", p.kind)] if m]
+    assert len(named) == len(POLICIES) - 1  # the exact-construction kind has exact inequalities, no test
+    for name in named:
+        assert callable(getattr(rules, name)), name
+
+
+def test_policies_markdown_has_one_row_per_policy_and_no_stray_pipes() -> None:
+    lines = policies_markdown().splitlines()
+    rows = [line for line in lines if line.startswith("| **")]
+    assert len(rows) == len(POLICIES)
+    for row in rows:
+        # three cells: a '|' inside a cell must be escaped or it would split the row
+        assert len(re.split(r"(?<!\\)\|", row.strip().strip("|"))) == 3, row[:80]
