@@ -4,19 +4,32 @@
 Murari, Furuya, Schönlieb, *Approximation theory for 1-Lipschitz ResNets* (NeurIPS 2025, arXiv
 2505.12003): gradient-step blocks x − τWᵀσ(Wx + b) with τ‖W‖₂² ≤ 2 are 1-Lipschitz; the networks
 classify two moons perfectly and do well on MNIST; every scalar piecewise-affine 1-Lipschitz
-function has an exact max-min representation; width-(d + 3) networks are dense as depth grows
-(Theorem 4.1).
+function has an exact max-min representation; the gradient-step networks are dense in the scalar
+1-Lipschitz functions as width and depth grow (Theorem 3.1), and width-(d + 3) networks with
+norm-constrained affine maps between the blocks as depth grows alone (Theorem 4.1); the affine
+maps cost more to constrain, the more so the deeper the network.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import rules
-from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED, Claim, Evaluate, Evidence, mean_spread, not_tested
+from .evidence import (
+    NOT_REPRODUCED,
+    REFUTED,
+    REPRODUCED,
+    Claim,
+    Evaluate,
+    Evidence,
+    keys_of,
+    mean_spread,
+    not_tested,
+)
 
 PAPER = "1-Lipschitz ResNets (004)"
 EXACT = 1e-9  # an "exact" representation: sup error at float64 rounding level
@@ -51,6 +64,7 @@ def _certified(column: str, models: tuple[str, ...]) -> Evaluate:
             f"(1 + {LOWER_RTOL:g}) (float32 measurement): all reproduced, any failure refuted (a certified bound that "
             "fails, or a measurement above the certificate, contradicts the claim)",
             len(chosen),
+            keys_of(chosen),
         )
 
     return evaluate
@@ -97,6 +111,7 @@ def _moons_accuracy(results: pd.DataFrame, config: Any) -> Evidence:
         "(perfect up to the moons' label noise) reproduced, else not reproduced (fewer seeds, or lower accuracy: no "
         "accuracy refutes a qualitative 'perfect')",
         len(chosen),
+        keys_of(chosen),
     )
 
 
@@ -142,6 +157,7 @@ def _mnist_accuracy(results: pd.DataFrame, config: Any) -> Evidence:
         "('good'), so the bar is the project's own clean-accuracy target (lipschitz-mnist's TARGET_CLEAN), stated "
         "as ours",
         len(ours),
+        keys_of(ours),
     )
 
 
@@ -174,6 +190,7 @@ def _stable_training(results: pd.DataFrame, config: Any) -> Evidence:
         "configuration of the depth and of the width sweep within 1 point of the sweep's best, over ≥ 5 seeds, "
         "reproduced; else not reproduced (with fewer seeds no difference is tested)",
         len(ours),
+        keys_of(ours),
     )
 
 
@@ -218,27 +235,37 @@ def _exact(results: pd.DataFrame, config: Any) -> Evidence:
         "certificate (max ‖a‖₂ over the pieces, rounded up) ≤ 1: reproduced; else refuted. The layer-wise product "
         "is the head's scale s ≥ 1 and certifies nothing here",
         len(exact),
+        keys_of(exact),
     )
 
 
+def _falling(group: pd.DataFrame, x: np.ndarray, label: str) -> tuple[bool, str]:
+    """The density rule on one target's trained units (sorted along ``x``): the median sup error
+    still falling over the upper half of the grid in ``x`` and its least-squares slope in log ``x``
+    negative; and the text of it (``label`` names ``x``)."""
+    medians = group["sup_error_median"].to_numpy(float)
+    first, last = float(medians[0]), float(medians[-1])
+    slope = float(np.polyfit(np.log(x), np.log(medians), 1)[0])
+    ok, top = rules.still_falling(x, medians)
+    text = (
+        f"{first:.3g} → {last:.3g} (slope in log {label} {slope:.2f}, upper half {top:.2f}"
+        + ("" if ok else ", not still falling")
+        + ")"
+    )
+    return ok and slope < 0, text
+
+
 def _density(results: pd.DataFrame, config: Any) -> Evidence:
-    trained = results[results["model"] != "exact"] if "model" in results.columns else results.iloc[0:0]
+    trained = results[results["model"] == "trained"] if "model" in results.columns else results.iloc[0:0]
     if trained.empty or trained["depth"].nunique() < 2:
         return not_tested("needs trained fixed-width models at two or more depths")
     falling, parts = 0, []
     targets = sorted(trained["target"].unique())
     for target in targets:
         group = trained[trained["target"] == target].sort_values("depth")
-        medians = group["sup_error_median"].to_numpy(float)
-        first, last = float(medians[0]), float(medians[-1])
-        slope = float(np.polyfit(np.log(group["depth"].to_numpy(float)), np.log(medians), 1)[0])
-        ok, top = rules.still_falling(group["depth"].to_numpy(float), medians)
-        falling += int(ok and slope < 0)
-        parts.append(
-            f"{target}: {first:.3g} → {last:.3g} (slope in log depth {slope:.2f}, upper half {top:.2f}"
-            + ("" if ok else ", not still falling")
-            + ")"
-        )
+        ok, text = _falling(group, group["depth"].to_numpy(float), "depth")
+        falling += int(ok)
+        parts.append(f"{target}: {text}")
     certified = bool((trained["lipschitz_upper"].to_numpy(float) <= 1.0 + UPPER_SLACK).all())
     widths = sorted({int(w) for w in trained["width"]})
     verdict = REFUTED if not certified else REPRODUCED if falling == len(targets) else NOT_REPRODUCED
@@ -253,6 +280,151 @@ def _density(results: pd.DataFrame, config: Any) -> Evidence:
         "certified ≤ 1 (outside the class the theorem is about) refuted; else not reproduced (the theorem states no "
         "rate, and training may not reach what depth allows)",
         len(trained),
+        keys_of(trained),
+    )
+
+
+THEOREM_31_MODEL = "gradient-step"
+"""The ``model`` of a ``lipschitz-density`` trained unit of Theorem 3.1's family G_{d,σ}: a lift Q,
+gradient-step blocks x − τWᵀσ(Wx + b) and a head v, no affine maps between the blocks
+(``lipschitz_resnet(d, 1, width, depth, variant="gradient-step")``), trained on the unit's target. The
+experiment's ``trained`` units are Theorem 4.1's fixed-width family instead."""
+
+THEOREM_31_MISSING = (
+    "no unit of Theorem 3.1's family approximating a 1-Lipschitz function as width and depth grow: "
+    f"lipschitz-density's trained units (model 'trained') are Theorem 4.1's fixed width d + 3 with affine maps "
+    "between the blocks, and its exact units a max-min construction (004-maxmin-exact); lipschitz-moons' width "
+    "and depth sweeps are of this family but classify two moons, whose accuracy stops at the data's label noise "
+    "(no error that density drives to 0), as lipschitz-mnist's one depth does. Would test it: lipschitz-density "
+    f"units of model {THEOREM_31_MODEL!r} (lipschitz_resnet(d, 1, width, depth, variant='gradient-step') trained "
+    "on each target, sup error median over seeds) at ≥ 3 (width, depth) pairs growing together"
+)
+
+
+def _chain(pairs: list[tuple[int, int]]) -> bool:
+    """Whether distinct (width, depth) pairs, sorted, grow together: each pair ≥ the one before in both."""
+    return all(b[0] >= a[0] and b[1] >= a[1] for a, b in zip(pairs, pairs[1:], strict=False))
+
+
+def _unbounded_density(results: pd.DataFrame, config: Any) -> Evidence:
+    family = results[results["model"] == THEOREM_31_MODEL] if "model" in results.columns else results.iloc[0:0]
+    if family.empty:
+        return not_tested(THEOREM_31_MISSING)
+    falling, parts = 0, []
+    targets = sorted(family["target"].unique())
+    for target in targets:
+        group = family[family["target"] == target].sort_values(["width", "depth"])
+        pairs = [(int(w), int(d)) for w, d in zip(group["width"], group["depth"], strict=True)]
+        if len(set(pairs)) < 3 or len(set(pairs)) < len(pairs) or not _chain(pairs):
+            return not_tested(
+                f"{target}: Theorem 3.1's units must be ≥ 3 distinct (width, depth) pairs that grow together, got "
+                f"{pairs}"
+            )
+        ok, text = _falling(group, (group["width"] * group["depth"]).to_numpy(float), "width·depth")
+        falling += int(ok)
+        parts.append(f"{target}: {text}")
+    certified = bool((family["lipschitz_upper"].to_numpy(float) <= 1.0 + UPPER_SLACK).all())
+    verdict = REFUTED if not certified else REPRODUCED if falling == len(targets) else NOT_REPRODUCED
+    grid = sorted({(int(w), int(d)) for w, d in zip(family["width"], family["depth"], strict=True)})
+    return Evidence(
+        f"(width, depth) {grid}; median sup error, smallest → largest: "
+        + "; ".join(parts)
+        + f"; every model certified ≤ 1: {'yes' if certified else 'no'}",
+        verdict,
+        "density (no rate) as width and depth grow together: for every target, the median sup error over seeds "
+        "still falling over the upper half of the grid in width·depth (rules.still_falling) and its least-squares "
+        "slope in log(width·depth) negative, reproduced; a trained model not certified ≤ 1 (outside the class the "
+        "theorem is about) refuted; else not reproduced (the theorem states no rate, and training may not reach "
+        "what the width and depth allow)",
+        len(family),
+        keys_of(family),
+    )
+
+
+AFFINE_MODEL, PLAIN_MODEL = "fixed-width", "gradient-step"
+"""The architecture with norm-constrained affine maps between the blocks (Theorem 4.1) and the one without
+(Theorem 3.1), as lipschitz-mnist's ``model`` (lipschitz-moons' ``variant``) names them."""
+MATCHED = ("loss", "lift", "width", "seed", "train_fraction", "n_train", "epochs", "batch_size", "bound")
+"""Columns two training units must share to be compared: all but the model and the depth."""
+
+
+def _within_slope(x: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[float, float, float]:
+    """The least-squares slope of y on x within groups (each group its own intercept), its standard error
+    and residual degrees of freedom n − G − 1: the fixed-effects regression, Σ(x − x̄_g)(y − ȳ_g) / Σ(x − x̄_g)²."""
+    frame = pd.DataFrame({"x": x, "y": y, "g": groups})
+    xc = frame["x"] - frame.groupby("g")["x"].transform("mean")
+    yc = frame["y"] - frame.groupby("g")["y"].transform("mean")
+    sxx = float((xc**2).sum())
+    df = len(frame) - frame["g"].nunique() - 1
+    if sxx == 0 or df < 1:
+        return math.nan, math.nan, float(df)
+    slope = float((xc * yc).sum()) / sxx
+    residual = yc - slope * xc
+    return slope, math.sqrt(float((residual**2).sum()) / df / sxx), float(df)
+
+
+def _affine_cost(results: pd.DataFrame, config: Any) -> Evidence:
+    from scipy import stats
+
+    name = "model" if "model" in results.columns else "variant" if "variant" in results.columns else None
+    if results.empty or name is None or not {"depth", "seconds_per_epoch"} <= set(results.columns):
+        return not_tested("no training units with seconds per epoch")
+    train = results[results[name].isin((AFFINE_MODEL, PLAIN_MODEL))]
+    if "stage" in train.columns:
+        train = train[train["stage"].fillna("train") == "train"]
+    if (train[name] == AFFINE_MODEL).sum() == 0 or (train[name] == PLAIN_MODEL).sum() == 0:
+        return not_tested(
+            f"needs training units of both {AFFINE_MODEL!r} (affine maps between the blocks) and {PLAIN_MODEL!r} at "
+            "two or more depths in one run: the full lipschitz-mnist trains no fixed-width model, at one depth, and a "
+            "lipschitz-moons run trains one variant. Would test it: `structnets run lipschitz-mnist --set "
+            "models=fixed-width,gradient-step depths=5,10,20 ...`"
+        )
+    matched = [c for c in MATCHED if c in train.columns]
+    seconds = train.pivot_table(index=[*matched, "depth"], columns=name, values="seconds_per_epoch", aggfunc="mean")
+    seconds = seconds.dropna(subset=[AFFINE_MODEL, PLAIN_MODEL])
+    seconds = seconds.reset_index()
+    if matched:
+        groups = seconds[matched].astype(str).agg("/".join, axis=1).to_numpy()
+    else:
+        groups = np.zeros(len(seconds), dtype=int).astype(str)
+    frame = seconds.assign(group=groups, difference=seconds[AFFINE_MODEL] - seconds[PLAIN_MODEL])
+    frame = frame[frame.groupby("group")["depth"].transform("nunique") >= 2]
+    used = train.merge(frame[[*matched, "depth"]], on=[*matched, "depth"]) if not frame.empty else train.iloc[0:0]
+    if frame.empty:
+        return not_tested(f"no {AFFINE_MODEL} and {PLAIN_MODEL} units alike but for the depth, at two or more depths")
+    slope, se, df = _within_slope(
+        frame["depth"].to_numpy(float), frame["difference"].to_numpy(float), frame["group"].to_numpy()
+    )
+    by_depth = frame.groupby("depth")[[AFFINE_MODEL, PLAIN_MODEL]].mean()
+    levels = "; ".join(
+        f"depth {int(d)}: {row[AFFINE_MODEL]:.3g} s vs {row[PLAIN_MODEL]:.3g} s" for d, row in by_depth.iterrows()
+    )
+    threads = ""
+    if "threads" in results.columns and results["threads"].notna().any():
+        threads = f"; {int(results['threads'].dropna().iloc[0])} torch threads"
+    if not math.isfinite(se):
+        return Evidence(
+            f"seconds per epoch, {AFFINE_MODEL} vs {PLAIN_MODEL}: {levels}",
+            NOT_REPRODUCED,
+            "too few matched units for the slope's standard error (needs more than one group or depth beyond two)",
+            len(used),
+            keys_of(used),
+        )
+    half = float(stats.t.ppf(1 - rules.ALPHA / 2, df)) * se
+    low, high = slope - half, slope + half
+    verdict = REPRODUCED if low > 0 else REFUTED if high < 0 else NOT_REPRODUCED
+    return Evidence(
+        f"seconds per epoch, {AFFINE_MODEL} vs {PLAIN_MODEL} (mean over {frame['group'].nunique()} matched "
+        f"groups): {levels}; extra seconds per epoch per added block {slope:.3g} [{low:.3g}, {high:.3g}]{threads}",
+        verdict,
+        f"the constraint cost is the time per epoch (the paper's measure); for units alike but for the model and "
+        f"the depth ({', '.join(matched) or 'no other column'}), the difference {AFFINE_MODEL} − {PLAIN_MODEL} in "
+        f"seconds per epoch, regressed on depth within each group (its own intercept; seeds as replicates); "
+        f"its {100 * (1 - rules.ALPHA):.0f} % t-interval (df {df:.0f}) of the slope entirely above 0 (the affine "
+        "cost grows faster with depth) reproduced, entirely below 0 refuted, else not reproduced; measured on the "
+        "run's own host, every unit timed as it trained (wall clock, the host's other load included)",
+        len(used),
+        keys_of(used),
     )
 
 
@@ -306,11 +478,29 @@ CLAIMS: tuple[Claim, ...] = (
         _exact,
     ),
     Claim(
+        "004-unbounded-density",
+        PAPER,
+        "1-Lipschitz gradient-step ResNets are dense in the scalar 1-Lipschitz functions on compact sets as width "
+        "and depth grow (Theorem 3.1)",
+        "error → 0 as width and depth grow",
+        "lipschitz-density",
+        _unbounded_density,
+    ),
+    Claim(
         "004-fixed-width-density",
         PAPER,
         "Width-(d + 3) 1-Lipschitz ResNets are dense in the scalar 1-Lipschitz functions as depth grows (Theorem 4.1)",
         "error → 0 as depth grows",
         "lipschitz-density",
         _density,
+    ),
+    Claim(
+        "004-affine-constraint-cost",
+        PAPER,
+        "The architecture with affine layers between the blocks has a higher constraint cost, growing faster with "
+        "depth",
+        "higher cost per epoch, growing faster with depth (experiments)",
+        "lipschitz-mnist",
+        _affine_cost,
     ),
 )
