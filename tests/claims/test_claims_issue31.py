@@ -3,8 +3,10 @@ on results tables whose right verdict is known: one reproduced, one not, and not
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from structnets.analysis import cost
@@ -65,3 +67,51 @@ def test_flops_counts_the_factorised_hidden_blocks() -> None:
     # only rows whose H exceeds 𝓗/3, or no hidden block at all: nothing the claim covers
     assert evidence("000-flops", table.iloc[3:]).verdict == NOT_TESTED
     assert evidence("000-flops", pd.DataFrame([_efficiency_row(4, 3, 1, 48, 1 / 3)])).verdict == NOT_TESTED
+
+
+# --- 001: Theorems 3–4 (dlor-blindspot's decompose stage), spectra (dlor-sawtooth) -----------------
+
+
+def _decompositions() -> pd.DataFrame:
+    from structnets.experiments.dlor_blindspot.decompose import run_decompose
+
+    records = [
+        {"key": f"decompose/N=4/{kind}/r={rank}", **run_decompose({"size": 4, "kind": kind, "rank": rank, "seed": 0})}
+        for kind in ("gaussian", "tiny", "column-graded")
+        for rank in (1, 3)
+    ]
+    return pd.DataFrame(records)
+
+
+def test_decompositions_within_their_rounding_threshold() -> None:
+    table = _decompositions()
+    for claim in ("001-additive-decomposition", "001-multiplicative-decomposition"):
+        found = evidence(claim, table)
+        assert found.verdict == REPRODUCED, found.ours
+        assert "≤ 1 in 6 of 6 decompositions" in found.ours and found.unit_keys == tuple(table["key"])
+    # one decomposition 5× beyond its threshold (a wrong factor gives ~1/ε): refuted, the other route unaffected
+    broken = table.assign(product_ratio=np.where(table.index == 2, 5.0, table["product_ratio"]))
+    assert evidence("001-multiplicative-decomposition", broken).verdict == REFUTED
+    assert evidence("001-additive-decomposition", broken).verdict == REPRODUCED
+    # a factor of rank above r is no DLoR factor of rank r
+    assert evidence("001-additive-decomposition", table.assign(max_factor_rank=4)).verdict == REFUTED
+    assert evidence("001-additive-decomposition", table.assign(stage="train")).verdict == NOT_TESTED
+
+
+def _sawtooth_train(alpha: float, top: float, width: int = 8) -> pd.DataFrame:
+    spectrum = [{"alpha": alpha, "singular_values": [top] + [abs(alpha)] * (width - 2) + [0.5 * abs(alpha)]}]
+    return pd.DataFrame(
+        [
+            {"key": f"train/{mode}", "stage": "train", "mode": mode, "budget": 100, "rank": 1, "width": width,
+             "n_seeds": 5, "spectra": json.dumps(spectrum * 3)}
+            for mode in ("deep", "parallel")
+        ]
+    )  # fmt: skip
+
+
+def test_spectral_decomposition_is_not_tested_and_says_what_would_test_it() -> None:
+    found = evidence("001-spectral-decomposition", _sawtooth_train(1.2, 3.0))
+    assert found.verdict == NOT_TESTED and found.units == 2
+    assert "at |α| 3 of 3" in found.ours and "median 2.50" in found.ours
+    assert "≥ 5 seeds" in found.test and "initialisation" in found.test
+    assert evidence("001-spectral-decomposition", _sawtooth_train(1.2, 3.0).assign(mode="parallel")).units == 0

@@ -23,10 +23,14 @@ def test_registered_and_old_names_still_import() -> None:
 def test_blindspot_experiment_end_to_end(tmp_path) -> None:
     config = blindspot.DLoRBlindspotConfig(
         widths=(2, 4), seeds=(0, 1), epochs=10, n_train=64, test_per_axis=10, interpolation_sizes=(3, 20),
-        floor_samples=20_000, floor_directions=8,
+        floor_samples=20_000, floor_directions=8, decompose_sizes=(4,), decompose_kinds=("gaussian", "singular"),
     )  # fmt: skip
     results = blindspot.run(config, tmp_path)
-    assert len(results) == 1 + 2 + 2 * 2
+    assert len(results) == 1 + 2 + 2 * 2 + 2 * 3  # decompositions at r = 1, 2, 3
+    decompose = results[results["stage"] == "decompose"]
+    assert (decompose["sum_ratio"] <= 1).all() and (decompose["product_ratio"] <= 1).all()
+    assert (decompose["sum_terms"] == decompose["sum_terms_cap"]).all()
+    assert (decompose["product_factors"] <= decompose["product_factors_cap"]).all()
     floor = results[results["stage"] == "floor"].iloc[0]
     # 8 directions include θ = π/4 and 3π/4 exactly, where the floor is 4/135 (binned estimate on 20,000 points)
     assert (
@@ -50,12 +54,49 @@ def test_blindspot_experiment_end_to_end(tmp_path) -> None:
     assert (tmp_path / "figures" / "blindspot.png").exists()
     table = (tmp_path / "table.md").read_text()
     assert "blind-spot floor" in table.lower() and "| 20 |" in table
+    assert "| 4 | singular | 1, 2, 3 |" in table and "exact to rounding everywhere" in table
     assert blindspot.report_markdown(pd.read_csv(tmp_path / "results.csv"), config) in table
+
+
+def test_decomposition_threshold_fails_a_wrong_decomposition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rounding threshold of the decompose stage is not loose: one term or factor missing is ~1/ε beyond it,
+    and a factorisation off by 100·N·ε relative (well above rounding) is beyond it too."""
+    import structnets.constructive as constructive
+    from structnets.constructive import DLoRFactor
+    from structnets.experiments.dlor_blindspot.decompose import EPS, run_decompose
+
+    unit = {"size": 16, "kind": "gaussian", "rank": 4, "seed": 0}
+
+    def ratios() -> tuple[float, float]:
+        row = run_decompose(unit)
+        return float(row["sum_ratio"] or 0.0), float(row["product_ratio"] or 0.0)
+
+    exact = dict(zip(("sum_ratio", "product_ratio"), ratios()))
+    assert exact["sum_ratio"] <= 0.1 and exact["product_ratio"] <= 0.1
+    real_sum, real_product = constructive.dlor_sum, constructive.dlor_product
+    monkeypatch.setattr(constructive, "dlor_sum", lambda W, r: real_sum(W, r)[:-1])
+    monkeypatch.setattr(constructive, "dlor_product", lambda W, r: real_product(W, r)[1:])
+    dropped = dict(zip(("sum_ratio", "product_ratio"), ratios()))
+    assert dropped["sum_ratio"] > 1e10 and dropped["product_ratio"] > 1e10
+
+    def nudged(factors: list[DLoRFactor]) -> list[DLoRFactor]:
+        return [DLoRFactor(f.alpha, f.U * (1 + 100 * 16 * EPS), f.V) for f in factors]
+
+    monkeypatch.setattr(constructive, "dlor_sum", lambda W, r: nudged(real_sum(W, r)))
+    monkeypatch.setattr(constructive, "dlor_product", lambda W, r: nudged(real_product(W, r)))
+    off = dict(zip(("sum_ratio", "product_ratio"), ratios()))
+    assert off["sum_ratio"] > 1 and off["product_ratio"] > 1
 
 
 @pytest.mark.parametrize(
     ("kwargs", "argument"),
-    [({"widths": (1,)}, "widths"), ({"epochs": 0}, "epochs"), ({"floor_samples": 10}, "floor_samples")],
+    [
+        ({"widths": (1,)}, "widths"),
+        ({"epochs": 0}, "epochs"),
+        ({"floor_samples": 10}, "floor_samples"),
+        ({"decompose_sizes": (1,)}, "decompose_sizes"),
+        ({"decompose_kinds": ("circulant",)}, "decompose_kinds"),
+    ],
 )
 def test_bad_config_is_named(kwargs: dict, argument: str) -> None:
     with pytest.raises(ValueError, match=f"`{argument}`"):

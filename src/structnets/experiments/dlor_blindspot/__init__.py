@@ -16,8 +16,13 @@ f(x) = x₁x₂ on [−1, 1]² (variance 1/9). Stages, each a set of pure, seede
    (:func:`structnets.models.dlor_mlp`, r = 1) of growing width, all seeds of one (model, width)
    trained at once with ``torch.func.vmap`` over stacked parameters (full-batch Adam,
    :func:`structnets.training.seed_batched.train_vmapped`).
+4. ``decompose``: Theorems 3–4 as matrix identities: seeded dense matrices (Gaussian, at scales
+   1e±300, ill-conditioned, singular, column-graded; N = 4, 16, 64; ranks 1, 2, N/4, N − 1)
+   decomposed exactly into sums (:func:`structnets.constructive.dlor_sum`) and products
+   (:func:`~structnets.constructive.dlor_product`) of DLoR matrices, each reconstruction error
+   against a rounding threshold derived from the matrix (:mod:`.decompose`).
 
-Modules: :mod:`.targets` (the saddle and its ridge floor), :mod:`.config`, :mod:`.units`,
+Modules: :mod:`.targets` (the saddle and its ridge floor), :mod:`.config`, :mod:`.units`, :mod:`.decompose`,
 :mod:`.report` and :mod:`.figures` (read the results table only).
 """
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .decompose import DECOMPOSE_KINDS
+
 
 @dataclass(frozen=True)
 class DLoRBlindspotConfig:
@@ -21,6 +23,11 @@ class DLoRBlindspotConfig:
         data_seed: seed of the training sample.
         floor_samples, floor_directions: Monte Carlo sample and number of directions θ of the
             blind-spot floor estimate (400 bins).
+        decompose_sizes: matrix sizes N of the ``decompose`` stage (Theorems 3–4: the additive and
+            multiplicative DLoR decompositions of dense matrices, to rounding); empty: no such stage.
+        decompose_kinds: the matrices decomposed at each N (:data:`.decompose.DECOMPOSE_KINDS`), at
+            ranks 1, 2, N/4 and N − 1.
+        decompose_seed: seed of those matrices.
         device: where the ``train`` units train and evaluate their networks: ``"cpu"`` (default),
             ``"cuda"`` (``"cuda:N"``) or ``"auto"`` (``structnets run --device``; the runner resolves
             ``auto`` and checks that CUDA is there). Networks and data are built and drawn on the
@@ -41,12 +48,21 @@ class DLoRBlindspotConfig:
     data_seed: int = 7
     floor_samples: int = 400_000
     floor_directions: int = 180
+    decompose_sizes: tuple[int, ...] = (4, 16, 64)
+    decompose_kinds: tuple[str, ...] = DECOMPOSE_KINDS
+    decompose_seed: int = 31
     device: str = "cpu"
 
     @classmethod
     def quick(cls) -> DLoRBlindspotConfig:
-        """The ``--quick`` preset: widths 2, 8, 32; 3 seeds; 1,000 epochs."""
-        return cls(widths=(2, 8, 32), seeds=(0, 1, 2), epochs=1000, interpolation_sizes=(4, 16, 64, 256))
+        """The ``--quick`` preset: widths 2, 8, 32; 3 seeds; 1,000 epochs; decompositions at N = 4, 16."""
+        return cls(
+            widths=(2, 8, 32),
+            seeds=(0, 1, 2),
+            epochs=1000,
+            interpolation_sizes=(4, 16, 64, 256),
+            decompose_sizes=(4, 16),
+        )
 
     def __post_init__(self) -> None:
         from ..._validation import check_choice, check_int, check_real
@@ -67,4 +83,9 @@ class DLoRBlindspotConfig:
             check_int("interpolation_sizes", n, low=1)
         check_int("floor_samples", self.floor_samples, low=1000)
         check_int("floor_directions", self.floor_directions, low=1)
+        for size in self.decompose_sizes:
+            check_int("decompose_sizes", size, low=2, high=512)
+        for kind in self.decompose_kinds:
+            check_choice("decompose_kinds", kind, DECOMPOSE_KINDS)
+        check_int("decompose_seed", self.decompose_seed, low=0)
         check_device(self.device)

@@ -81,4 +81,38 @@ def report_markdown(results: pd.DataFrame, config: DLoRBlindspotConfig) -> str:
                     below = "yes" if r["median_test_mse"] < floor else "no"
             lines.append("| " + " | ".join(cells + [below]) + " |")
         lines.append("")
+    decompose = stage_rows(results, "decompose")
+    if not decompose.empty:
+        lines += _decompose_section(decompose)
     return "\n".join(lines)
+
+
+def _decompose_section(decompose: pd.DataFrame) -> list[str]:
+    """Theorems 3–4 (the ``decompose`` stage): worst error over its threshold per (N, kind)."""
+    from .decompose import TEST_RATIO
+
+    lines = [
+        "## Theorems 3–4: every dense matrix is a sum and a product of DLoR matrices (`dlor_sum`, `dlor_product`)",
+        "",
+        f"Error of the stored factors' float64 sum / product over its rounding threshold (≤ 1: exact to rounding): "
+        f"additive ‖ΣM_k − W‖_F against N·ε·({TEST_RATIO:g}‖W‖_F + √(N − ρ)·σ₁(W − τI)); multiplicative, column by "
+        f"column (or row by row), against {TEST_RATIO:g}·N·ε·‖We_j‖₂. Worst over the ranks tried.",
+        "",
+        "| N | matrix | ranks | sum: terms | sum: error / threshold | product: factors | product: error / threshold |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (size, kind), group in decompose.groupby(["size", "kind"], sort=True):
+        ranks = ", ".join(str(int(r)) for r in sorted(group["rank"]))
+        lines.append(
+            f"| {int(size)} | {kind} | {ranks} | {int(group['sum_terms'].min())}–{int(group['sum_terms'].max())} | "
+            f"{float(group['sum_ratio'].max()):.3g} | {int(group['product_factors'].min())}–"
+            f"{int(group['product_factors'].max())} | {float(group['product_ratio'].max()):.3g} |"
+        )
+    worst = max(float(decompose["sum_ratio"].max()), float(decompose["product_ratio"].max()))
+    lines += [
+        "",
+        f"Largest error / threshold over {len(decompose)} decompositions: **{worst:.3g}** "
+        f"({'exact to rounding everywhere' if worst <= 1 else 'NOT within rounding somewhere'}).",
+        "",
+    ]
+    return lines

@@ -19,6 +19,7 @@ from ...training import torch_threads
 from ...training.device import device_param, unit_device
 from ...training.seed_batched import train_vmapped
 from .config import DLoRBlindspotConfig
+from .decompose import ranks_for, run_decompose
 from .targets import MODELS, ridge_floor, saddle_data, saddle_grid
 
 
@@ -28,6 +29,15 @@ def make_units(config: DLoRBlindspotConfig, finished: pd.DataFrame) -> list[Unit
         units.append(
             Unit(f"interpolate/n={n}", {"stage": "interpolate", "n": n, "test_per_axis": config.test_per_axis})
         )
+    for size in config.decompose_sizes:
+        for kind in config.decompose_kinds:
+            for rank in ranks_for(size):
+                units.append(
+                    Unit(
+                        f"decompose/N={size}/{kind}/r={rank}",
+                        {"stage": "decompose", "size": size, "kind": kind, "rank": rank, "seed": config.decompose_seed},
+                    )
+                )
     for model in MODELS:
         for width in config.widths:
             units.append(
@@ -73,7 +83,9 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
             return _run_interpolate(params)
         if stage == "train":
             return _run_train(params)
-    raise ValueError(f"`stage` must be one of ['floor', 'interpolate', 'train'], got {stage!r}")
+        if stage == "decompose":
+            return run_decompose(params)
+    raise ValueError(f"`stage` must be one of ['decompose', 'floor', 'interpolate', 'train'], got {stage!r}")
 
 
 def _run_interpolate(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
