@@ -17,12 +17,14 @@ from structnets.experiments import smooth_constant_depth as scd
 from structnets.experiments.smooth_constant_depth import SmoothConstantDepthConfig
 
 TINY = SmoothConstantDepthConfig(
-    targets=("sine:1:3", "sine:2:1"),
+    targets=("sine:1:3", "sine:2:1", "sine:3:1"),
     activations=("gelu",),
     Ks_1d=(4, 8, 16),
     Ks_2d=(2, 4),
+    Ks_3d=(2, 3),
     grid_1d=1001,
     grid_2d=21,
+    grid_3d=5,
     floor_points=128,
 )
 
@@ -30,22 +32,22 @@ TINY = SmoothConstantDepthConfig(
 def test_registered_and_quick_preset_is_small() -> None:
     assert get("smooth-constant-depth") is scd.EXPERIMENT
     quick = SmoothConstantDepthConfig.quick()
-    assert len(scd.make_units(quick, pd.DataFrame())) == 16
+    assert len(scd.make_units(quick, pd.DataFrame())) == 20
     full = SmoothConstantDepthConfig()
     assert {float(t.split(":")[2]) for t in full.targets} == {1.0, 2.0, 3.0, 4.0}
-    assert {int(t.split(":")[1]) for t in full.targets} == {1, 2}
+    assert {int(t.split(":")[1]) for t in full.targets} == {1, 2, 3}
 
 
 def test_end_to_end(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     results = scd.run(TINY, run_dir)
-    assert len(results) == 3 + 2
+    assert len(results) == 3 + 2 + 2
     # Theorems 4.1/4.4 as built: measured sup error ≤ stated bound at every N, depth fixed.
     assert (results["error"] <= results["bound"]).all()
     assert np.allclose(results["bound"], results["taylor"] + results["gadgets"] + results["rounding"], rtol=1e-15)
     assert (results["max_weight"] <= results["weight_bound"]).all()
     for d, rows in results.groupby("d"):
-        assert set(rows["depth"]) == {int(d) + 2}
+        assert set(rows["depth"]) == {3 if int(d) == 1 else 4}
         assert rows.sort_values("K")["parameters"].is_monotonic_increasing
     one = results[results["target"] == "sine:1:3"]
     fit = scd.cell_slopes(one)
@@ -55,8 +57,16 @@ def test_end_to_end(tmp_path: Path) -> None:
     table = (run_dir / "table.md").read_text()
     saved = pd.read_csv(run_dir / "results.csv")
     assert scd.report_markdown(saved).strip() == table.strip()
-    assert "Measured error ≤ bound in 5 of 5 units" in table
-    assert {p.name for p in (run_dir / "figures").iterdir()} >= {"error_vs_N_d1.png", "error_vs_N_d2.png"}
+    assert "Measured error ≤ bound in 7 of 7 units" in table
+    # the L² error (RMS over the uniform grid) is at most the sup error over a superset of points
+    assert ((results["l2_error"] > 0) & (results["l2_error"] <= results["error"])).all()
+    three = results[results["d"] == 3].sort_values("K")
+    assert three["error"].is_monotonic_decreasing and three["parameters"].is_monotonic_increasing
+    assert {p.name for p in (run_dir / "figures").iterdir()} >= {
+        "error_vs_N_d1.png",
+        "error_vs_N_d2.png",
+        "error_vs_N_d3.png",
+    }
 
 
 def _params(d: int, widths: tuple[int, ...]) -> int:
@@ -81,7 +91,9 @@ def test_max_pieces_bounds_every_width_profile(d: int, weight_layers: int) -> No
             assert bound == best  # exact for one and two hidden layers
 
 
-@pytest.mark.parametrize("target", [sine_target(1, 3.0), sine_target(2, 2.0)], ids=["d1", "d2"])
+@pytest.mark.parametrize(
+    "target", [sine_target(1, 3.0), sine_target(2, 2.0), sine_target(3, 2.0)], ids=["d1", "d2", "d3"]
+)
 def test_floors_are_below_an_actual_piecewise_linear_fit(target) -> None:
     # the linear interpolant with m pieces is an m-piece function: it can never beat either floor
     t = torch.linspace(0, 1, 20001, dtype=torch.float64)
@@ -109,8 +121,12 @@ def test_curvature_floor_is_zero_without_a_second_derivative() -> None:
 
 def test_bad_config() -> None:
     with pytest.raises(ValueError, match="`targets`"):
-        SmoothConstantDepthConfig(targets=("sine:3:2",))
+        SmoothConstantDepthConfig(targets=("sine:4:2",))
     with pytest.raises(ValueError, match="`activations`"):
         SmoothConstantDepthConfig(activations=("relu",))
     with pytest.raises(ValueError, match="`K`"):
         SmoothConstantDepthConfig(Ks_1d=(0,))
+    with pytest.raises(ValueError, match="`K`"):
+        SmoothConstantDepthConfig(Ks_3d=(0,))
+    with pytest.raises(ValueError, match="`grid_3d`"):
+        SmoothConstantDepthConfig(grid_3d=2)

@@ -15,55 +15,70 @@ class SmoothConstantDepthConfig:
 
     Attributes:
         targets: ``"family:d:s"`` specs (as in ``swish-construction``: power, sine, lacunary),
-            d ∈ {1, 2}; the construction is built with s = the target's smoothness.
+            d ∈ {1, 2, 3}; the construction is built with s = the target's smoothness.
         activations: subset of gelu, silu, tanh.
-        Ks_1d, Ks_2d: cells per axis swept for d = 1 and d = 2.
+        Ks_1d, Ks_2d, Ks_3d: cells per axis swept for d = 1, 2 and 3.
         tau: sharpness of the sigmoidal partition of unity.
-        grid_1d, grid_2d: points per axis of the dense evaluation grid (every knot and every cell
-            boundary is added).
+        grid_1d, grid_2d, grid_3d: points per axis of the uniform evaluation grid (every knot and
+            every cell boundary is added for the sup error; the L² error is the RMS over the
+            uniform grid alone).
         floor_points: sample points on the segment where the certified ReLU floor is computed.
     """
 
     targets: tuple[str, ...] = (
         "sine:1:1", "sine:1:2", "sine:1:3", "sine:1:4",
         "sine:2:1", "sine:2:2", "sine:2:3", "sine:2:4",
+        "sine:3:1", "sine:3:2", "sine:3:3",
     )  # fmt: skip
     activations: tuple[str, ...] = ACTIVATIONS
     Ks_1d: tuple[int, ...] = (4, 8, 16, 32, 64)
     Ks_2d: tuple[int, ...] = (2, 4, 8, 16, 32)
+    Ks_3d: tuple[int, ...] = (2, 3, 4, 6, 8)
     tau: float = 8.0
     grid_1d: int = 20001
     grid_2d: int = 101
+    grid_3d: int = 9
     floor_points: int = 1024
 
     @classmethod
     def quick(cls) -> SmoothConstantDepthConfig:
         """The ``--quick`` preset (well under 30 s on one core)."""
         return cls(
-            targets=("sine:1:1", "sine:1:3", "sine:2:2"),
+            targets=("sine:1:1", "sine:1:3", "sine:2:2", "sine:3:1"),
             activations=("gelu", "tanh"),
             Ks_1d=(4, 8, 16),
             Ks_2d=(2, 3),
+            Ks_3d=(2, 3),
             grid_1d=4001,
             grid_2d=41,
+            grid_3d=7,
             floor_points=256,
         )
+
+    def Ks(self, d: int) -> tuple[int, ...]:
+        """The K swept for dimension d."""
+        return {1: self.Ks_1d, 2: self.Ks_2d, 3: self.Ks_3d}[d]
+
+    def grid(self, d: int) -> int:
+        """Points per axis of the uniform evaluation grid for dimension d."""
+        return {1: self.grid_1d, 2: self.grid_2d, 3: self.grid_3d}[d]
 
     def __post_init__(self) -> None:
         if not self.targets:
             raise ValueError("`targets` must list at least one target, got ()")
         for spec in self.targets:
             d = parse_target(spec).d
-            if d not in (1, 2):
-                raise ValueError(f"`targets` must have d in {{1, 2}}, got d={d} in {spec!r}")
+            if d not in (1, 2, 3):
+                raise ValueError(f"`targets` must have d in {{1, 2, 3}}, got d={d} in {spec!r}")
         if not self.activations:
             raise ValueError("`activations` must list at least one activation, got ()")
         for name in self.activations:
             if name not in ACTIVATIONS:
                 raise ValueError(f"`activations` entries must be one of {list(ACTIVATIONS)}, got {name!r}")
-        for K in (*self.Ks_1d, *self.Ks_2d):
+        for K in (*self.Ks_1d, *self.Ks_2d, *self.Ks_3d):
             check_int("K", K, low=1)
         check_real("tau", self.tau, low=0.0, low_open=True)
         check_int("grid_1d", self.grid_1d, low=11)
         check_int("grid_2d", self.grid_2d, low=11)
+        check_int("grid_3d", self.grid_3d, low=3)
         check_int("floor_points", self.floor_points, low=16)

@@ -32,7 +32,8 @@ def cell_slopes(rows: pd.DataFrame) -> dict[str, float]:
     Returns: ``N_all`` and ``N_upper`` (error vs parameter count N, all K / the larger half of K),
     ``Kd_upper`` (error vs K^d over the larger half: the rate in N once N ∝ K^d), ``N_exponent``
     (d log N/d log K over the larger half), ``bound_upper`` (the bound vs K^d) and ``floor_upper``
-    (the certified ReLU floor vs N over the larger half; NaN where the floor is 0).
+    (the certified ReLU floor vs N over the larger half; NaN where the floor is 0) and, where the
+    table has an ``l2_error`` column, ``L2_all`` and ``L2_upper`` (the L² error vs N).
     """
     rows = rows.sort_values("K")
     d = int(rows["d"].iloc[0])
@@ -47,6 +48,14 @@ def cell_slopes(rows: pd.DataFrame) -> dict[str, float]:
         "N_exponent": _slope(K[upper], N[upper]),
         "bound_upper": _slope(K[upper] ** d, rows["bound"].to_numpy(float)[upper]),
         "floor_upper": _slope(N[upper], rows["relu_floor"].to_numpy(float)[upper]),
+        **(
+            {
+                "L2_all": _slope(N, rows["l2_error"].to_numpy(float)),
+                "L2_upper": _slope(N[upper], rows["l2_error"].to_numpy(float)[upper]),
+            }
+            if "l2_error" in rows.columns
+            else {}
+        ),
     }
 
 
@@ -58,8 +67,9 @@ def report_markdown(results: pd.DataFrame, config: SmoothConstantDepthConfig | N
         "*constant* depth (L = 6 or 7) reach sup error O(N^{−s/d}) for every s, with polynomially bounded "
         "weights and no ℓ₀ sparsity; Theorem 6.1: ReLU networks of depth L cannot beat N^{−min(L−1, s)/d}. "
         "Ours: `structnets.constructive.smooth_constant_depth_approximator`, built in float64 with depth "
-        "d + 2 weight layers (L = d + 3 in the paper's convention) for every s and K; sup error measured on a "
-        "dense grid plus every knot and cell boundary; bound = Taylor + gadgets + rounding, each evaluated; "
+        "3 weight layers at d = 1 and 4 at every d ≥ 2 (L = 4 and 5 in the paper's convention; the d-fold "
+        "products are one layer of σ by polarisation) for every s and K; sup error measured on a uniform "
+        "grid plus every knot and cell boundary, L² error = RMS over the uniform grid; bound = Taylor + gadgets + rounding, each evaluated; "
         "N = every weight and bias of the dense layers. ReLU floor: the smallest sup error any ReLU network "
         "with the same depth and N can have (its pieces along a segment ≤ Π(w_l + 1), maximised over widths; "
         "optimal segmented least squares and a curvature bound on that segment).",
@@ -69,8 +79,8 @@ def report_markdown(results: pd.DataFrame, config: SmoothConstantDepthConfig | N
         f"Slopes by least squares on log error; 'upper' = the larger half of K. Verdict: the slope in N (the "
         f"dense parameter count) over the larger half of K at most −s/d + {TOLERANCE:.0%} of s/d (the theorem's "
         "O(N^{−s/d}) is an upper bound, so a steeper slope is no miss), and error ≤ our computed bound at every N. "
-        "Our dense N = aK^d + bK + c has a large O(K) part at d = 2 (hidden layer 3 reads every product "
-        "of hidden layer 2), so over the K reachable here N grows more slowly than K^d (column e) and the "
+        "Our dense N = aK^d + bK^{d−1} + … has a large K^{d−1} part at d ≥ 2 (hidden layer 3 reads every "
+        "product of hidden layer 2), so over the K reachable here N grows more slowly than K^d (column e) and the "
         "slope in N is steeper than −s/d, approaching it from below as N grows. 'Rate beyond the ReLU "
         "floor's': the smooth rate in K^d is steeper (by > 0.1) than the slope of the certified floor of "
         "every ReLU network of the same depth and N, i.e. for large enough N the construction beats every "
@@ -78,8 +88,8 @@ def report_markdown(results: pd.DataFrame, config: SmoothConstantDepthConfig | N
         "N^{−2⌈H/2⌉} along a segment for H hidden layers (pieces ≤ (4N)^{⌈H/2⌉}), so this can only "
         "happen where s exceeds that.",
         "",
-        "| target | σ | d | s | depth (L_w / paper L) | K | N | paper −s/d | slope vs N, all / upper | slope vs K^d, upper | e = dlogN/dlogK | bound slope vs K^d | error ≤ bound, every N | max error/bound | ReLU cap −min(L_w,s)/d | ReLU floor slope vs N, upper | rate beyond the ReLU floor's | ReLU floor at largest N | error at largest N | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| target | σ | d | s | depth (L_w / paper L) | K | N | paper −s/d | slope vs N, all / upper | slope vs K^d, upper | L² slope vs N, upper | e = dlogN/dlogK | bound slope vs K^d | error ≤ bound, every N | max error/bound | ReLU cap −min(L_w,s)/d | ReLU floor slope vs N, upper | rate beyond the ReLU floor's | ReLU floor at largest N | error at largest N | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     verdicts = []
     for (spec, name), rows in results.groupby(["target", "activation"], sort=True):
@@ -98,7 +108,8 @@ def report_markdown(results: pd.DataFrame, config: SmoothConstantDepthConfig | N
             f"| {spec} | {name} | {d} | {s:g} | {'/'.join(str(v) for v in depths)} / "
             f"{'/'.join(str(v + 1) for v in depths)} | {int(rows['K'].min())}–{int(rows['K'].max())} | "
             f"{int(rows['parameters'].min())}–{int(rows['parameters'].max())} | {-s / d:.2f} | "
-            f"{fit['N_all']:.2f} / {fit['N_upper']:.2f} | {fit['Kd_upper']:.2f} | {fit['N_exponent']:.2f} | "
+            f"{fit['N_all']:.2f} / {fit['N_upper']:.2f} | {fit['Kd_upper']:.2f} | "
+            f"{fit.get('L2_upper', math.nan):.2f} | {fit['N_exponent']:.2f} | "
             f"{fit['bound_upper']:.2f} | {'yes' if ok_bound else '**NO**'} | "
             f"{float((rows['error'] / rows['bound']).max()):.3f} | {float(last['relu_cap_exponent']):.2f} | "
             f"{fit['floor_upper']:.2f} | {beyond} | "
@@ -115,13 +126,13 @@ def report_markdown(results: pd.DataFrame, config: SmoothConstantDepthConfig | N
         "",
         "## Every unit",
         "",
-        "| target | σ | K | N | widths | error | Taylor | gadgets | rounding | bound | max weight ≤ bound | ReLU pieces ≤ | ReLU floor (DP / curvature) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| target | σ | K | N | widths | sup error | L² error | Taylor | gadgets | rounding | bound | max weight ≤ bound | ReLU pieces ≤ | ReLU floor (DP / curvature) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in results.sort_values(["target", "activation", "K"]).iterrows():
         lines.append(
             f"| {r['target']} | {r['activation']} | {int(r['K'])} | {int(r['parameters'])} | {r['widths']} | "
-            f"{r['error']:.3e} | {r['taylor']:.3e} | {r['gadgets']:.2e} | {r['rounding']:.2e} | {r['bound']:.3e} | "
+            f"{r['error']:.3e} | {r.get('l2_error', math.nan):.3e} | {r['taylor']:.3e} | {r['gadgets']:.2e} | {r['rounding']:.2e} | {r['bound']:.3e} | "
             f"{r['max_weight']:.3g} ≤ {r['weight_bound']:.3g} | {r['relu_pieces']:.3g} | "
             f"{r['relu_floor_dp']:.2e} / {r['relu_floor_curvature']:.2e} |"
         )

@@ -24,7 +24,7 @@ def make_units(config: SmoothConstantDepthConfig, finished: pd.DataFrame) -> lis
     for spec in config.targets:
         d = parse_target(spec).d
         for name in config.activations:
-            for K in config.Ks_1d if d == 1 else config.Ks_2d:
+            for K in config.Ks(d):
                 units.append(
                     Unit(
                         key=f"{spec}/{name}/K={K}",
@@ -33,7 +33,7 @@ def make_units(config: SmoothConstantDepthConfig, finished: pd.DataFrame) -> lis
                             "activation": name,
                             "K": K,
                             "tau": config.tau,
-                            "grid": config.grid_1d if d == 1 else config.grid_2d,
+                            "grid": config.grid(d),
                             "floor_points": config.floor_points,
                         },
                     )  # fmt: skip
@@ -73,7 +73,7 @@ def relu_max_pieces(parameters: int, weight_layers: int, d: int) -> int:
 
 
 def _segment(target: SmoothTarget, t: torch.Tensor) -> torch.Tensor:
-    """Points of the segment used for the floor: x = t (d = 1), the diagonal (t, t) (d = 2)."""
+    """Points of the segment used for the floor: x = t (d = 1), the diagonal (t, …, t) (d ≥ 2)."""
     return t.reshape(-1, 1).repeat(1, target.d)
 
 
@@ -86,10 +86,15 @@ def curvature_floor(target: SmoothTarget, pieces: int) -> float:
     t = torch.arange(0, 1 + delta / 2, delta, dtype=torch.float64)
     x = _segment(target, t)
     try:
-        if target.d == 1:
-            g2 = target.derivative((2,), x)
-        else:
-            g2 = target.derivative((2, 0), x) + 2 * target.derivative((1, 1), x) + target.derivative((0, 2), x)
+        # along the diagonal g'' = Σ_{i,j} ∂_i∂_j f = Σ_i ∂_i² f + 2 Σ_{i<j} ∂_i∂_j f
+        g2 = torch.zeros_like(t)
+        for i in range(target.d):
+            for j in range(i, target.d):
+                alpha = [0] * target.d
+                alpha[i] += 1
+                alpha[j] += 1
+                term = target.derivative(tuple(alpha), x) * (1 if i == j else 2)
+                g2 = g2 + term
     except ValueError:
         return 0.0
     values = g2.numpy()
@@ -133,18 +138,24 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     approx = smooth_constant_depth_approximator(target, target.beta, K, params["activation"], tau=float(params["tau"]))
     build = time.perf_counter() - start
     cert = approx.certificate
+    n = int(params["grid"])
     axis = torch.cat(
         [
-            torch.linspace(0, 1, int(params["grid"]), dtype=torch.float64),
+            torch.linspace(0, 1, n, dtype=torch.float64),
             torch.arange(K + 1, dtype=torch.float64) / K,
             (torch.arange(K, dtype=torch.float64) + 0.5) / K,
         ]
     )
     points = torch.cartesian_prod(*[axis] * d).reshape(-1, d)
-    error = 0.0
+    # the uniform grid: every coordinate from the linspace part of the axis
+    uniform = (torch.cartesian_prod(*[torch.arange(axis.numel())] * d).reshape(-1, d) < n).all(1)
+    error, square_sum = 0.0, 0.0
     with torch.no_grad():
-        for chunk in points.split(4096):
-            error = max(error, float((approx(chunk) - target(chunk)).abs().max()))
+        for chunk, mask in zip(points.split(4096), uniform.split(4096)):
+            residual = (approx(chunk) - target(chunk)).abs()
+            error = max(error, float(residual.max()))
+            square_sum += float((residual[mask] ** 2).sum())
+    l2_error = math.sqrt(square_sum / int(uniform.sum()))
     measured = time.perf_counter() - start
     floor = relu_floor(target, cert.parameters, cert.depth, int(params["floor_points"]))
     return {
@@ -155,6 +166,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "K": K,
         "R": target.R,
         "error": error,
+        "l2_error": l2_error,
         "taylor": cert.taylor,
         "gadgets": cert.gadgets,
         "rounding": cert.rounding,
