@@ -115,3 +115,63 @@ def test_spectral_decomposition_is_not_tested_and_says_what_would_test_it() -> N
     assert "at |α| 3 of 3" in found.ours and "median 2.50" in found.ours
     assert "≥ 5 seeds" in found.test and "initialisation" in found.test
     assert evidence("001-spectral-decomposition", _sawtooth_train(1.2, 3.0).assign(mode="parallel")).units == 0
+
+
+# --- 003: depth dependence and the p-interpolation (rank-bounds) -----------------------------------
+
+
+def _bounds_units(
+    *, p0: float = 0.0, p2: float = 0.0, depth_exponent: float = 2.0, ps: tuple[float, ...] = (0.0, 0.5, 2.0)
+) -> pd.DataFrame:
+    """Rank-8 and dense units on widths 64–512, depths 2/4/8: the stored (rank-r) parameter count ∝ W, the dense one
+    ∝ W^1.6 (a 784-input first layer), the p = 0 bound ∝ the first × W^p0, the largest-p bound ∝ the second × W^p2,
+    every bound ∝ L^depth_exponent."""
+    rows = []
+    for variant in ("dense", "rank=8"):
+        for depth in (2, 4, 8):
+            for W in (64, 128, 256, 512):
+                stored, dense = 1e4 * W, 1e3 * W**1.6
+                row: dict[str, Any] = {
+                    "key": f"{variant}/L={depth}/W={W}",
+                    "dataset": "mnist",
+                    "variant": variant,
+                    "depth": depth,
+                    "width": W,
+                    "weight_decay": 0.0,
+                    "seed": 0,
+                    "param_factorised_sc": stored,
+                    "param_sc": dense,
+                    "spectral_sc": 1e9 * W**2 * depth**3,
+                    "covering_radius": 1e-3 / depth,
+                    "best_rs_p": 0.0 if variant == "rank=8" else 0.5,
+                }
+                for p in ps:
+                    t = p / max(ps)
+                    mixed = stored ** (1 - t) * dense**t * W ** (p0 * (1 - t) + p2 * t)
+                    row[f"rs{p:g}".replace(".", "_") + "_sc"] = mixed * depth**depth_exponent
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_depth_dependence_is_not_tested_and_shows_the_slopes() -> None:
+    found = evidence("003-depth-dependence", _bounds_units(depth_exponent=2.0))
+    assert found.verdict == NOT_TESTED and found.units == 12 and len(found.unit_keys) == 12
+    assert "rank-sparse p = 0: 2.00 ± 0.00" in found.ours and "spectral: 3.00" in found.ours
+    assert "fixed per-layer norm" in found.test and "would test it" in found.test
+    assert evidence("003-depth-dependence", _bounds_units().query("depth == 2")).units == 0
+
+
+def test_p_interpolation() -> None:
+    assert evidence("003-p-interpolation", _bounds_units()).verdict == REPRODUCED
+    found = evidence("003-p-interpolation", _bounds_units(p2=-0.6))  # p = 2 stays near the rank count
+    assert found.verdict == REFUTED and "(outside)" in found.ours
+    assert "best p above 0: 0 % of rank-r units, 100 % of dense units" in found.ours
+    # groups that disagree (the p = 2 end +0.6 at depth 8 only): +0.20 ± 0.20, neither inside nor outside
+    noisy = _bounds_units()
+    deep = noisy["depth"] == 8
+    noisy.loc[deep, "rs2_sc"] *= noisy.loc[deep, "width"].astype(float) ** 0.6
+    from structnets.claims import NOT_REPRODUCED
+
+    assert evidence("003-p-interpolation", noisy).verdict == NOT_REPRODUCED
+    assert evidence("003-p-interpolation", _bounds_units(ps=(0.0, 0.5, 1.0))).verdict == NOT_TESTED
+    assert evidence("003-p-interpolation", _bounds_units().query("variant == 'dense'")).verdict == NOT_TESTED
