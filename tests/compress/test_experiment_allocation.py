@@ -11,7 +11,7 @@ from structnets.experiments.lowrank_compress import LowRankCompressConfig, all_u
 
 TINY = LowRankCompressConfig(
     datasets=("iris",), ratios=(1 / 2, 1 / 4), seeds=(0,), width=16, depth=3, epochs=30, finetune_epochs=2,
-    batch_size=128, lr=1e-2, finetune_lr=1e-3,
+    batch_size=128, lr=1e-2, finetune_lr=1e-3, architectures=(),
 )  # fmt: skip
 
 

@@ -53,7 +53,7 @@ TINY: dict[str, tuple[dict[str, Any], list[str], tuple[str, ...]]] = {
     ),
     "lowrank-compress": (
         dict(datasets=("iris",), ratios=(0.5,), seeds=(0,), width=8, depth=2, epochs=3, finetune_epochs=2,
-             batch_size=32),
+             batch_size=32, architectures=()),
         ["dense/iris/seed=0", "finetuned/iris/ratio=0.5/seed=0", "scratch/iris/ratio=0.5/seed=0"],
         ("train_seconds",),
     ),

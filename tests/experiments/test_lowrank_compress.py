@@ -32,6 +32,7 @@ TINY = LowRankCompressConfig(
     batch_size=128,  # few optimiser steps: iris is one batch per epoch
     lr=1e-2,
     finetune_lr=1e-3,
+    architectures=(),  # the MLP-per-data-set part only; the curves: test_lowrank_compress_curves.py
 )
 
 

@@ -4,11 +4,17 @@ Trains a dense Swish MLP (MNIST and a UCI set), compresses it at several ratios 
 :func:`structnets.compress` (truncated SVD per layer, Eckart–Young; or DLoR), fine-tunes the
 compression briefly, and sets both beside the same low-rank architecture trained from scratch with
 the dense budget (the low-rank Swish nets of Li, Li, Wang, Tang, ICML 2025, Sec. 5), against FLOPs
-counted by :func:`structnets.analysis.cost`.
+counted by :func:`structnets.analysis.cost`. In the same run folder, accuracy-versus-FLOPs curves
+(:mod:`.curves`): an MLP, a CNN and a small vision transformer trained on MNIST, compressed by plain
+SVD, calibrated (whitened) SVD and tensorly-torch Tucker at model-wide budgets of 1/2, 1/3, 1/4 of
+the compressible layers' FLOPs, with and without a recovery fine-tune, each timed on the CPU against
+its uncompressed net; two targets (:mod:`.targets`) are judged in the report and as claims rows
+(:mod:`structnets.claims.compression`).
 
 Modules: :mod:`.config` (the frozen config, presets), :mod:`.units` (units and their pure, seeded
-bodies; training by :func:`structnets.training.fit`), :mod:`.report` (the table, a function of the
-results alone) and :mod:`.figures` (score against FLOPs).
+bodies; training by :func:`structnets.training.fit`), :mod:`.curves` (the curve units),
+:mod:`.targets` (the curves' targets), :mod:`.report` and :mod:`.curves_report` (the table, a
+function of the results alone), :mod:`.figures` and :mod:`.curves_figure` (score against FLOPs).
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ EXPERIMENT = FunctionExperiment(
     name="lowrank-compress",
     description=(
         "Compress a trained dense Swish MLP (MNIST, a UCI set) at several ratios, fine-tune, and compare "
-        "with the low-rank net trained from scratch: score against FLOPs"
+        "with the low-rank net trained from scratch: score against FLOPs; and accuracy-vs-FLOPs curves of an MLP, "
+        "a CNN and a small ViT on MNIST (plain / calibrated SVD, Tucker; budgets 1/2, 1/3, 1/4; ± fine-tune)"
     ),
     config_class=LowRankCompressConfig,
     units_fn=all_units,

@@ -56,6 +56,21 @@ class LowRankCompressConfig:
             None keeps all.
         test_fraction: held-out share of a UCI set's rows.
         activation: nonlinearity of every layer.
+        architectures: the nets of the accuracy-versus-FLOPs curves on MNIST (see
+            :data:`~.curves.ARCHITECTURES`: ``"mlp"``, ``"cnn"``, ``"vit"``); empty: no curves.
+        curve_methods: how the curves compress (:data:`~.curves.CURVE_METHODS`: ``"svd"``,
+            ``"calibrated"``, ``"tucker"``; Tucker on the CNN only, and only where tensorly-torch
+            imports).
+        budgets: the curves' model-wide budgets, ``compress(model, flops=b)``: fractions in (0, 1]
+            of the compressible layers' FLOPs.
+        curve_seeds: seeds of the curves (initialisation, minibatch order, fine-tune batches; the
+            MNIST split is the official one), the pairs of the targets' paired tests.
+        curve_epochs: epochs of every curve net's training (Adam, ``batch_size``, ``lr``).
+        curve_max_train, curve_max_test: subsample the curves' MNIST rows (seeded); None keeps all.
+        finetune_steps: Adam steps (``batch_size`` rows each, lr ``finetune_lr``) of the curves'
+            recovery fine-tune; every compressed net is scored with 0 and with this many steps.
+        timing_batch, timing_pairs: test images per timed forward pass, and interleaved pairs,
+            of the compressed-over-dense CPU forward-time ratio.
         device: where the nets train (dense, fine-tuning, from scratch): ``"cpu"`` (default),
             ``"cuda"`` (``"cuda:N"``) or ``"auto"`` (``structnets run --device``; the runner
             resolves ``auto`` and checks that CUDA is there). Every net is built and initialised on
@@ -85,10 +100,21 @@ class LowRankCompressConfig:
     test_fraction: float = 0.2
     activation: str = "swish"
     device: str = "cpu"
+    architectures: tuple[str, ...] = ("mlp", "cnn", "vit")
+    curve_methods: tuple[str, ...] = ("svd", "calibrated", "tucker")
+    budgets: tuple[float, ...] = (1 / 2, 1 / 3, 1 / 4)
+    curve_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    curve_epochs: int = 2
+    curve_max_train: int | None = None
+    curve_max_test: int | None = None
+    finetune_steps: int = 100
+    timing_batch: int = 256
+    timing_pairs: int = 15
 
     @classmethod
     def quick(cls) -> LowRankCompressConfig:
-        """The ``--quick`` preset: at most 4,000 training and 2,000 test rows per set, width 128, 3 ratios, 2 seeds."""
+        """The ``--quick`` preset: at most 4,000 training and 2,000 test rows per set, width 128, 3 ratios, 2 seeds;
+        curves on 2,000 / 1,000 MNIST rows, 1 epoch, budgets 1/2 and 1/4, 2 seeds, 10 fine-tune steps."""
         return cls(
             ratios=(1 / 2, 1 / 3, 1 / 8),
             seeds=(0, 1),
@@ -97,14 +123,24 @@ class LowRankCompressConfig:
             finetune_epochs=2,
             max_train=4000,
             max_test=2000,
+            budgets=(1 / 2, 1 / 4),
+            curve_seeds=(0, 1),
+            curve_epochs=1,
+            curve_max_train=2000,
+            curve_max_test=1000,
+            finetune_steps=10,
+            timing_batch=128,
+            timing_pairs=3,
         )
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.datasets if name not in DATASETS]
-        if unknown or not self.datasets or len(set(self.datasets)) != len(self.datasets):
+        if unknown or not (self.datasets or self.architectures) or len(set(self.datasets)) != len(self.datasets):
             raise ValueError(
-                f"`datasets` must be a non-empty subset of {list(DATASETS)} without repeats, got {self.datasets!r}"
+                f"`datasets` must be a subset of {list(DATASETS)} without repeats, non-empty unless `architectures` "
+                f"is, got {self.datasets!r}"
             )
+        self._check_curves()
         if not self.ratios:
             raise ValueError("`ratios` must list at least one ratio in (0, 1], got ()")
         for ratio in self.ratios:
@@ -142,6 +178,35 @@ class LowRankCompressConfig:
         check_real("test_fraction", self.test_fraction, low=0.05, high=0.5)
         check_choice("activation", self.activation, _activations())
         check_device(self.device)
+
+    def _check_curves(self) -> None:
+        from .curves import ARCHITECTURES, CURVE_METHODS
+
+        for name, value, allowed in (("architectures", self.architectures, ARCHITECTURES),
+                                     ("curve_methods", self.curve_methods, CURVE_METHODS)):  # fmt: skip
+            if not isinstance(value, tuple) or len(set(value)) != len(value) or not set(value) <= set(allowed):
+                raise ValueError(f"`{name}` must be a tuple of distinct names from {list(allowed)}, got {value!r}")
+        if self.architectures and not self.curve_methods:
+            raise ValueError("`curve_methods` must name at least one method when `architectures` is not empty, got ()")
+        if self.architectures and not self.budgets:
+            raise ValueError("`budgets` must list at least one budget in (0, 1] when `architectures` is not empty")
+        for budget in self.budgets:
+            check_real("budgets", budget, low=0.0, high=1.0, low_open=True)
+        keys = [ratio_key(b) for b in self.budgets]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"`budgets` must be distinct (to 4 significant digits), got {self.budgets!r}")
+        if self.architectures and (not self.curve_seeds or len(set(self.curve_seeds)) != len(self.curve_seeds)):
+            raise ValueError(f"`curve_seeds` must list at least one seed, without repeats, got {self.curve_seeds!r}")
+        for seed in self.curve_seeds:
+            check_int("curve_seeds", seed, low=0, high=2**31 - 1)
+        check_int("curve_epochs", self.curve_epochs, low=1)
+        for name in ("curve_max_train", "curve_max_test"):
+            value = getattr(self, name)
+            if value is not None:
+                check_int(name, value, low=10)
+        check_int("finetune_steps", self.finetune_steps, low=1)
+        check_int("timing_batch", self.timing_batch, low=1)
+        check_int("timing_pairs", self.timing_pairs, low=1)
 
 
 def ratio_key(ratio: float) -> str:

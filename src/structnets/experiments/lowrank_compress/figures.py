@@ -18,7 +18,8 @@ _STYLE = {
 
 
 def draw_figures(results: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Write ``out_dir/accuracy_vs_flops.png``: mean ± std over seeds of each model against FLOPs per row.
+    """Write ``out_dir/accuracy_vs_flops.png``: mean ± std over seeds of each model against FLOPs per row
+    (and ``curves_accuracy_vs_flops.png`` of the curve rows, :func:`.curves_figure.draw_curves`).
 
     Args:
         results: the experiment's result rows.
@@ -32,9 +33,14 @@ def draw_figures(results: pd.DataFrame, out_dir: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    datasets = [d for d in DATASETS if "dataset" in results and d in set(results["dataset"])]
+    from .curves_figure import draw_curves
+
+    curves = draw_curves(results, out_dir)
+    if "stage" in results.columns:
+        results = results[results["stage"] != "curve"]
+    datasets = [d for d in DATASETS if "dataset" in results and d in set(results["dataset"].dropna())]
     if not datasets:
-        return []
+        return curves
     out_dir.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.6 * len(datasets), 3.6), squeeze=False)
     for ax, dataset in zip(axes[0], datasets, strict=True):
@@ -61,4 +67,4 @@ def draw_figures(results: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("Compressing a trained dense MLP vs training the low-rank net from scratch", fontsize=10)
-    return [save_figure(fig, out_dir / "accuracy_vs_flops.png")]
+    return [save_figure(fig, out_dir / "accuracy_vs_flops.png"), *curves]

@@ -76,9 +76,24 @@ def table(results: pd.DataFrame) -> str:
         ratio, and the paired answer to "can the trained model be made about 3 times cheaper?" at the
         ratio nearest 1/3.
 
+        Then the accuracy-versus-FLOPs curves of the MLP, CNN and ViT and their targets
+        (:func:`.curves_report.curves_section`), when the results hold curve rows.
+
     Raises:
         ValueError: ``results`` has no dense row yet (the reference every comparison needs).
     """
+    from .curves_report import curves_section
+
+    curves = curves_section(results)
+    if "stage" in results.columns:
+        results = results[results["stage"] != "curve"]
+    if curves and results.empty:
+        return "\n".join(curves)
+    return "\n".join([*_ratio_part(results), *curves])
+
+
+def _ratio_part(results: pd.DataFrame) -> list[str]:
+    """The original part: dense, compressed, fine-tuned and from-scratch MLPs per data set and ratio."""
     if results.empty or "model" not in results or not (results["model"] == "dense").any():
         raise ValueError("`results` has no trained dense net yet; the comparison needs one per data set")
     first = results.iloc[0]
@@ -130,7 +145,7 @@ def table(results: pd.DataFrame) -> str:
             )
         lines.append("")
         lines += _third_question(rows, dense, column, scale, digits, higher)
-    return "\n".join(lines)
+    return lines
 
 
 def _ranks(part: pd.DataFrame) -> str:

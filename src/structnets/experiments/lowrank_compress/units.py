@@ -35,10 +35,13 @@ _DENSE_FIELDS: tuple[str, ...] = (
 def all_units(config: LowRankCompressConfig, finished: pd.DataFrame) -> list[Unit]:
     """Every unit of ``config`` (one stage: the dense net is retrained where needed, see the module docstring).
 
-    Ordered (data set, seed) first, dense before its compressions, so one worker reuses each dense net.
+    First the curve units (:func:`.curves.curve_units`, keyed ``curve/...``); then the MLP-per-data-set
+    units, ordered (data set, seed) first, dense before its compressions, so one worker reuses each dense net.
     """
+    from .curves import curve_units
+
     del finished  # a single stage: every unit is known from the start
-    out: list[Unit] = []
+    out: list[Unit] = curve_units(config)
     for dataset in config.datasets:
         for seed in config.seeds:
             dense = {
@@ -222,8 +225,14 @@ def scores(model: nn.Module, X: torch.Tensor, y: torch.Tensor, task: str) -> dic
 
 
 def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-    """One row: the test score, parameters and FLOPs of one of the four models (see ``MODELS``)."""
+    """One row: the test score, parameters and FLOPs of one of the four models (see ``MODELS``), or a
+    curve row (params ``stage="curve"``: :func:`.curves.run_curve_unit`)."""
     from ...analysis.cost import cost
+
+    if params.get("stage") == "curve":
+        from .curves import run_curve_unit
+
+        return run_curve_unit(params)
 
     model_name = str(params["model"])
     if model_name not in ("dense", "compressed", "finetuned", "scratch"):
