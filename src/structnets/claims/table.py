@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import bounds, dlor, lipschitz, lipschitz_conv, lowrank, smoothness
+from . import bounds, compression, dlor, lipschitz, lipschitz_conv, lowrank, smoothness
 from .evidence import NOT_TESTED, VERDICTS, Claim, Evidence
 
 CLAIMS: tuple[Claim, ...] = (
@@ -22,8 +22,9 @@ CLAIMS: tuple[Claim, ...] = (
     *bounds.CLAIMS,
     *lipschitz.CLAIMS,
     *lipschitz_conv.CLAIMS,
+    *compression.CLAIMS,
 )
-"""Every headline claim, in paper order (000–004)."""
+"""Every headline claim, in paper order (000–004), then our own compression targets (000-compress-*, issue 27)."""
 
 COLUMNS: tuple[str, ...] = (
     "id",
