@@ -12,7 +12,7 @@ L_w the weight layers, so the paper's depth 6 or 7 is L_w = 5 or 6).
 What each run records: ``smoothness-rates`` (trained networks) the test MSE on fresh points — a
 Monte Carlo estimate of the squared L² error, never a sup error; ``smooth-constant-depth`` (the
 explicit construction) the sup error on a grid with every knot and cell boundary and the RMS
-over the uniform grid (the L² error). So the L∞ form is decided on the construction only.
+over scrambled Sobol points (the L² error). So the L∞ form is decided on the construction only.
 """
 
 from __future__ import annotations
@@ -481,7 +481,7 @@ def _construction_norm(results: pd.DataFrame, config: Any, column: str, norm: st
     measured = (
         "sup error on a uniform grid plus every knot and cell boundary (a lower estimate of the true sup)"
         if norm == "L∞"
-        else "L² error = RMS over the uniform grid (an equal-weight quadrature of ‖net − f‖_{L²([0,1]^d)})"
+        else "L² error = RMS over scrambled Sobol points (a quasi-Monte Carlo estimate of ‖net − f‖_{L²([0,1]^d)})"
     )
     elsewhere = (
         "smoothness-rates records only test MSE (an L² estimate) for trained networks, so the L∞ form is decided "

@@ -20,8 +20,8 @@ class SmoothConstantDepthConfig:
         Ks_1d, Ks_2d, Ks_3d: cells per axis swept for d = 1, 2 and 3.
         tau: sharpness of the sigmoidal partition of unity.
         grid_1d, grid_2d, grid_3d: points per axis of the uniform evaluation grid (every knot and
-            every cell boundary is added for the sup error; the L² error is the RMS over the
-            uniform grid alone).
+            every cell boundary is added) for the sup error.
+        l2_points: scrambled Sobol points (seed 0) whose RMS error is the L² error.
         floor_points: sample points on the segment where the certified ReLU floor is computed.
     """
 
@@ -39,6 +39,7 @@ class SmoothConstantDepthConfig:
     grid_2d: int = 101
     grid_3d: int = 9
     floor_points: int = 1024
+    l2_points: int = 4096
 
     @classmethod
     def quick(cls) -> SmoothConstantDepthConfig:
@@ -82,3 +83,4 @@ class SmoothConstantDepthConfig:
         check_int("grid_2d", self.grid_2d, low=11)
         check_int("grid_3d", self.grid_3d, low=3)
         check_int("floor_points", self.floor_points, low=16)
+        check_int("l2_points", self.l2_points, low=16)
