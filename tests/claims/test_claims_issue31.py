@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from structnets.analysis import cost
-from structnets.claims import CLAIMS, NOT_TESTED, REFUTED, REPRODUCED, VERDICTS, Evidence
+from structnets.claims import CLAIMS, CONSISTENT, NOT_TESTED, REFUTED, REPRODUCED, VERDICTS, Evidence
 from structnets.models import bottleneck_width, mlp
 
 BY_ID = {claim.id: claim for claim in CLAIMS}
@@ -173,5 +173,8 @@ def test_p_interpolation() -> None:
     from structnets.claims import NOT_REPRODUCED
 
     assert evidence("003-p-interpolation", noisy).verdict == NOT_REPRODUCED
+    # the ends equal their counts in every unit (as on the quick run): no rule can fail, consistent, not tested
+    identity = evidence("003-p-interpolation", _bounds_units(depth_exponent=0.0))
+    assert identity.verdict == CONSISTENT and "switches between the two counts" in identity.ours
     assert evidence("003-p-interpolation", _bounds_units(ps=(0.0, 0.5, 1.0))).verdict == NOT_TESTED
     assert evidence("003-p-interpolation", _bounds_units().query("variant == 'dense'")).verdict == NOT_TESTED

@@ -16,7 +16,17 @@ import numpy as np
 import pandas as pd
 
 from . import rules
-from .evidence import NOT_REPRODUCED, NOT_TESTED, REFUTED, REPRODUCED, Claim, Evidence, keys_of, not_tested
+from .evidence import (
+    CONSISTENT,
+    NOT_REPRODUCED,
+    NOT_TESTED,
+    REFUTED,
+    REPRODUCED,
+    Claim,
+    Evidence,
+    keys_of,
+    not_tested,
+)
 
 PAPER = "rank-sparse bounds (003)"
 
@@ -294,6 +304,11 @@ def _depth_dependence(results: pd.DataFrame, config: Any) -> Evidence:
     )
 
 
+IDENTITY = 0.01
+"""An end of the p grid whose bound is within this relative distance of its count in every unit is that
+count (by the covering's construction), not a measurement that could fail."""
+
+
 def _p_interpolation(results: pd.DataFrame, config: Any) -> Evidence:
     rows = _factorised(results)
     ps = _p_columns(rows) if not rows.empty else {}
@@ -318,6 +333,13 @@ def _p_interpolation(results: pd.DataFrame, config: Any) -> Evidence:
         0.0,
         tolerance=rules.EXPONENT_TOLERANCE,
     )
+    # Where both ends are their counts (the covering never beats the parameter count, and p → 0 on exactly
+    # rank-r layers is the rank count), the data cannot fail the row: it shows our bound's construction.
+    identity = all(
+        float(np.max(np.abs(rows[ps[end]].astype(float) / rows[count].astype(float) - 1))) <= IDENTITY
+        for end, count in ((small, "param_factorised_sc"), (large, "param_sc"))
+    )
+    verdict = CONSISTENT if identity else str(decided)
     by_p = ", ".join(f"p = {p:g}: {_mean_slope(_slopes_in(rows, c, 'width', by))[0]:.2f}" for p, c in ps.items())
     counts = ", ".join(
         f"{name} {_mean_slope(_slopes_in(rows, c, 'width', by))[0]:.2f}"
@@ -345,8 +367,14 @@ def _p_interpolation(results: pd.DataFrame, config: Any) -> Evidence:
         )
     )
     return Evidence(
-        f"rank-r nets, mean slope in W over groups: {by_p} (counts: {counts}); end minus its count: {ends}{best}",
-        str(decided),
+        f"rank-r nets, mean slope in W over groups: {by_p} (counts: {counts}); end minus its count: {ends}{best}"
+        + (
+            f"; both ends within {100 * IDENTITY:g} % of their counts in every unit: the family switches between "
+            "the two counts"
+            if identity
+            else ""
+        ),
+        verdict,
         f"predicted exponents, two-sided, at the two ends of the recorded p grid on the rank-r nets: the p = {small:g} "
         f"bound should scale in W like the rank-r parameter count (the W r L² form) and the p = {large:g} bound like "
         "the dense parameter count (the W² L form), each the count of this architecture (its first and last layers "
@@ -355,7 +383,10 @@ def _p_interpolation(results: pd.DataFrame, config: Any) -> Evidence:
         f"{rules.EXPONENT_TOLERANCE}: both ends inside reproduced; either significantly outside (Holm) refuted; else "
         "not reproduced. Whose bounds: structnets' implementation of the Schatten-p family; on exactly rank-r "
         "layers the p → 0 end is the rank count by construction, so what the data can fail is mainly the norm end "
-        "on trained spectra. The depth half (L² → L) is 003-depth-dependence, not tested",
+        "on trained spectra; where both ends are within "
+        f"{100 * IDENTITY:g} % of their counts in every unit the bound is the count there by construction and no "
+        "rule can fail on those data: consistent, not tested. The depth half (L² → L) is 003-depth-dependence, "
+        "not tested",
         len(rows),
         keys_of(rows),
     )
