@@ -22,3 +22,13 @@ def test_policies_markdown_has_one_row_per_policy_and_no_stray_pipes() -> None:
     for row in rows:
         # three cells: a '|' inside a cell must be escaped or it would split the row
         assert len(re.split(r"(?<!\\)\|", row.strip().strip("|"))) == 3, row[:80]
+
+
+def test_the_generated_claims_page_carries_the_policy_table() -> None:
+    import pandas as pd
+
+    from structnets.claims.table import COLUMNS, claims_markdown
+
+    page = claims_markdown(pd.DataFrame(columns=list(COLUMNS)))
+    assert policies_markdown() in page
+    assert page.index("## Policies") < page.index("Verdicts: ")

@@ -14,6 +14,7 @@ import pandas as pd
 
 from . import bounds, compression, dlor, lipschitz, lipschitz_conv, lowrank, smoothness
 from .evidence import NOT_TESTED, VERDICTS, Claim, Evidence
+from .policies import policies_markdown
 
 CLAIMS: tuple[Claim, ...] = (
     *lowrank.CLAIMS,
@@ -285,6 +286,8 @@ def claims_markdown(table: pd.DataFrame) -> str:
         "weaker than a `full` run's).",
         "",
         verdict_rules(),
+        "",
+        policies_markdown(),
         "",
         "Verdicts: " + "; ".join(f"{verdict}: {int(counts.get(verdict, 0))}" for verdict in VERDICTS) + ".",
         "",
