@@ -93,6 +93,7 @@ def test_curve_units_rows(uci_data):
     units = {u.key: u for u in all_units(TINY, pd.DataFrame())}
     dense = run_unit(units["curve/cnn/dense/seed=0"].params)
     rows = {k: run_unit(u.params) for k, u in units.items() if k.startswith("curve/cnn/") and "dense" not in k}
+    assert len({tuple(sorted(row)) for row in rows.values()}) == 1  # the store wants one set of columns per kind
     for key, row in rows.items():
         assert row["stage"] == "curve" and 0 <= row["accuracy"] <= 1
         assert row["flops"] < dense["flops"] and row["parameters_dense"] == dense["parameters"]

@@ -406,6 +406,9 @@ def forward_ratio(model: nn.Module, dense: nn.Module, X: torch.Tensor, pairs: in
 # The unit body
 
 
+_LATENCY_COLUMNS = ("latency_ratio", "latency_ratio_q1", "latency_ratio_q3", "latency_seconds", "latency_dense_seconds")
+
+
 def run_curve_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     """One curve row: test accuracy, FLOPs, parameters and (without fine-tuning) the forward-time ratio."""
     method = str(params["method"])
@@ -425,6 +428,7 @@ def run_curve_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     if method == "dense":
         final = dense
         row |= {"budget_reached": 1.0, "layers_replaced": 0, "train_seconds": dense_seconds, "latency_ratio": 1.0}
+        row |= dict.fromkeys(_LATENCY_COLUMNS[1:])
     else:
         calibration = X_train[: int(params["calibration_rows"])]
         start = time.perf_counter()
@@ -437,7 +441,8 @@ def run_curve_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
                 final, X_train, y_train, steps=steps, batch_size=int(params["batch_size"]),
                 lr=float(params["finetune_lr"]), seed=10_000 + int(params["seed"]), device=unit_device(params),
             )  # fmt: skip
-            row["latency_ratio"] = None  # the same layers as the steps=0 unit, timed there
+            # The same layers as the steps=0 unit, timed there; every row of a kind has the same columns.
+            row |= dict.fromkeys(_LATENCY_COLUMNS)
         else:
             timing = X_test[: int(params["timing_batch"])]
             ratio = forward_ratio(final, dense, timing, int(params["timing_pairs"]))
