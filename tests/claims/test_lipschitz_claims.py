@@ -128,6 +128,9 @@ def test_affine_cost_is_not_tested_without_both_models_at_two_depths() -> None:
     one_depth = _timed(0.2, 0.1).query("depth == 5 or stage == 'timing'")
     assert evidence(claim, one_depth).verdict == NOT_TESTED
     assert evidence(claim, pd.DataFrame()).verdict == NOT_TESTED
+    untimed = _timed(0.2, 0.1)
+    untimed.loc[untimed["model"] == "fixed-width", "seconds_per_epoch"] = np.nan
+    assert evidence(claim, untimed).verdict == NOT_TESTED
 
 
 @pytest.mark.parametrize(("affine", "reproduced_at_least", "reproduced_at_most"), [(0.16, 0.9, 1.0), (0.1, 0.0, 0.1)])

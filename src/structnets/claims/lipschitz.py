@@ -381,8 +381,9 @@ def _affine_cost(results: pd.DataFrame, config: Any) -> Evidence:
         )
     matched = [c for c in MATCHED if c in train.columns]
     seconds = train.pivot_table(index=[*matched, "depth"], columns=name, values="seconds_per_epoch", aggfunc="mean")
-    seconds = seconds.dropna(subset=[AFFINE_MODEL, PLAIN_MODEL])
-    seconds = seconds.reset_index()
+    if AFFINE_MODEL not in seconds.columns or PLAIN_MODEL not in seconds.columns:  # every time of one model NaN
+        return not_tested(f"no recorded seconds per epoch of both {AFFINE_MODEL} and {PLAIN_MODEL}")
+    seconds = seconds.dropna(subset=[AFFINE_MODEL, PLAIN_MODEL]).reset_index()
     if matched:
         groups = seconds[matched].astype(str).agg("/".join, axis=1).to_numpy()
     else:
