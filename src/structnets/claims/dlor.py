@@ -314,7 +314,7 @@ def _decomposition(route: str):
             verdict,
             f"exact construction: W = {what} in float64 means within rounding, with a threshold derived from the "
             f"matrix, not a fixed 1e-9: {threshold}; ε = 2⁻⁵², c = {TEST_RATIO:g} the threshold of LAPACK's test "
-            "suite for a scaled residual ‖A − QR‖/(N·ε·‖A‖) (LAPACK Working Note 41: a backward-stable factorisation "
+            "suite for a scaled residual ‖A − QR‖/(N·ε·‖A‖) (THRESH = 30.0 in its dtest.in; a backward-stable factorisation "
             "gives O(1), a wrong one O(1/ε)); the sum or product formed in float64, its rounding inside the error. "
             "Every decomposition within it, each factor αI + UVᵀ of rank ≤ r, reproduced; any beyond refuted. Whose "
             "construction: structnets' (constructive.dlor_sum / dlor_product); the theorem states existence",

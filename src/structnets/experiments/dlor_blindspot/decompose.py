@@ -15,8 +15,8 @@ derived from the matrix (its size N, its norms, the construction's own truncatio
   are more graded than its columns): ‖(Π_k M_k − W)e_j‖₂ ≤ c·N·ε·‖We_j‖₂ for every column j.
 
 ε = 2⁻⁵² is the float64 machine epsilon and c = :data:`TEST_RATIO` = 30 is the threshold of LAPACK's
-own test suite for its scaled residuals ‖A − QR‖/(N·ε·‖A‖) (LAPACK Working Note 41, the
-``THRESH`` of its test inputs): a backward-stable factorisation gives ratios of order 1, a wrong one
+own test suite for its scaled residuals ‖A − QR‖/(N·ε·‖A‖) (the default
+``THRESH`` = 30.0 of its ``dtest.in``; LAPACK Working Note 41): a backward-stable factorisation gives ratios of order 1, a wrong one
 ratios of order 1/ε. The products and sums are formed in float64 as
 :func:`~structnets.constructive.dlor_factor.dense_product` and ``dense_sum`` form them, so the
 evaluation's rounding is inside the measured error, as it is in LAPACK's tests.
