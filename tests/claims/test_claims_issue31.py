@@ -109,12 +109,41 @@ def _sawtooth_train(alpha: float, top: float, width: int = 8) -> pd.DataFrame:
     )  # fmt: skip
 
 
-def test_spectral_decomposition_is_not_tested_and_says_what_would_test_it() -> None:
-    found = evidence("001-spectral-decomposition", _sawtooth_train(1.2, 3.0))
+def test_spectral_wide_is_not_tested_and_says_what_would_test_it() -> None:
+    found = evidence("001-spectral-wide", _sawtooth_train(1.2, 3.0))
     assert found.verdict == NOT_TESTED and found.units == 2
     assert "at |α| 3 of 3" in found.ours and "median 2.50" in found.ours
-    assert "≥ 5 seeds" in found.test and "initialisation" in found.test
-    assert evidence("001-spectral-decomposition", _sawtooth_train(1.2, 3.0).assign(mode="parallel")).units == 0
+    assert "≥ 5 seeds" in found.test and "001-spectral-deep" in found.test
+    assert evidence("001-spectral-wide", _sawtooth_train(1.2, 3.0).assign(mode="parallel")).units == 0
+
+
+def _blindspot_train(shift: float, seeds: int = 5, widths: tuple[int, ...] = (4, 8, 16)) -> pd.DataFrame:
+    """DLoR train rows: per seed and map, σ₁/|α| at initialisation ≈ 1.3, trained ≈ 1.3·e^shift (seeded jitter)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for width in widths:
+        init = np.exp(np.log(1.3) + 0.1 * rng.normal(size=(seeds, 3)))
+        trained = init * np.exp(shift + 0.1 * rng.normal(size=(seeds, 3)))
+        rows.append(
+            {"key": f"train/dlor/width={width}", "stage": "train", "model": "dlor", "width": width,
+             "separation_init": json.dumps(init.tolist()), "separation_trained": json.dumps(trained.tolist()),
+             "background_maps": 3 * seeds}
+        )  # fmt: skip
+    rows.append({"key": "train/rank1/width=4", "stage": "train", "model": "rank1", "width": 4,
+                 "separation_init": None, "separation_trained": None, "background_maps": None})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_spectral_deep() -> None:
+    found = evidence("001-spectral-deep", _blindspot_train(0.5))
+    assert found.verdict == REPRODUCED and found.units == 3 and "up in 3 of 3 widths" in found.ours
+    assert "45 of 45 trained maps" in found.ours
+    assert evidence("001-spectral-deep", _blindspot_train(-0.5)).verdict == REFUTED  # αI took over
+    from structnets.claims import NOT_REPRODUCED
+
+    assert evidence("001-spectral-deep", _blindspot_train(0.0)).verdict == NOT_REPRODUCED  # training moved nothing
+    assert evidence("001-spectral-deep", _blindspot_train(0.5, seeds=3)).verdict == NOT_REPRODUCED  # < 5 seeds
+    assert evidence("001-spectral-deep", _blindspot_train(0.5).query("model == 'rank1'")).verdict == NOT_TESTED
 
 
 # --- 003: depth dependence and the p-interpolation (rank-bounds) -----------------------------------

@@ -48,6 +48,15 @@ def test_blindspot_experiment_end_to_end(tmp_path) -> None:
         assert row["parameters"] == sum(p.numel() for p in build.parameters())
         test = json.loads(row["test_mse"])
         assert len(test) == 2 and row["median_test_mse"] == float(np.median(test))
+    # spectra of every DLoR map of every seed, before and after training (none for rank-1 networks)
+    for _, row in train.iterrows():
+        if row["model"] == "rank1":
+            assert pd.isna(row["separation_trained"]) and pd.isna(row["background_maps"])
+            continue
+        before, after = json.loads(row["separation_init"]), json.loads(row["separation_trained"])
+        assert len(before) == len(after) == 2 and all(len(m) == 3 for m in before + after)  # depth 2: 3 maps
+        assert min(min(m) for m in before + after) >= 1 - 1e-12  # σ₁ ≥ |α| in any αI + UVᵀ
+        assert int(row["background_maps"]) == 2 * 3  # N − 2r singular values at |α| in every map
     # rank-1 networks are exactly blind along v⊥ (float32 rounding only); DLoR ones are not
     assert (train[train["model"] == "rank1"]["max_orthogonal_change"] < 1e-5).all()
     assert (train[train["model"] == "dlor"]["max_orthogonal_change"] > 1e-4).all()
@@ -55,6 +64,7 @@ def test_blindspot_experiment_end_to_end(tmp_path) -> None:
     table = (tmp_path / "table.md").read_text()
     assert "blind-spot floor" in table.lower() and "| 20 |" in table
     assert "| 4 | singular | 1, 2, 3 |" in table and "exact to rounding everywhere" in table
+    assert "σ₁/|α| of the DLoR maps" in table
     assert blindspot.report_markdown(pd.read_csv(tmp_path / "results.csv"), config) in table
 
 

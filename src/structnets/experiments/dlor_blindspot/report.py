@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -80,6 +81,26 @@ def report_markdown(results: pd.DataFrame, config: DLoRBlindspotConfig) -> str:
                 elif np.isfinite(floor):
                     below = "yes" if r["median_test_mse"] < floor else "no"
             lines.append("| " + " | ".join(cells + [below]) + " |")
+        lines.append("")
+    spectra = train[train["model"] == "dlor"] if not train.empty and "separation_trained" in train else train.iloc[0:0]
+    spectra = spectra[spectra["separation_trained"].notna()] if not spectra.empty else spectra
+    if not spectra.empty:
+        lines += [
+            "## σ₁/|α| of the DLoR maps, at initialisation and after training (median over seeds and maps)",
+            "",
+            "αI + UVᵀ acts as αI outside span(U, V): N − 2r singular values equal |α| (the background) and σ₁ ≥ |α|; "
+            "how far σ₁ stands above |α| is what the low-rank part carries.",
+            "",
+            "| width | initialisation | trained | trained maps with the N − 2r background |",
+            "|---|---|---|---|",
+        ]
+        for _, r in spectra.sort_values("width").iterrows():
+            before = np.concatenate([np.asarray(m, float) for m in json.loads(r["separation_init"])])
+            after = np.concatenate([np.asarray(m, float) for m in json.loads(r["separation_trained"])])
+            lines.append(
+                f"| {int(r['width'])} | {float(np.median(before)):.2f} | {float(np.median(after)):.2f} | "
+                f"{int(r['background_maps'])} of {after.size} |"
+            )
         lines.append("")
     decompose = stage_rows(results, "decompose")
     if not decompose.empty:
