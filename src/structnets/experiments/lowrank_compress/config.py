@@ -114,7 +114,7 @@ class LowRankCompressConfig:
     @classmethod
     def quick(cls) -> LowRankCompressConfig:
         """The ``--quick`` preset: at most 4,000 training and 2,000 test rows per set, width 128, 3 ratios, 2 seeds;
-        curves on 2,000 / 1,000 MNIST rows, 1 epoch, budgets 1/2 and 1/4, 2 seeds, 10 fine-tune steps."""
+        curves on 2,000 / 1,000 MNIST rows, 4 epochs, budgets 1/2 and 1/4, 2 seeds, 10 fine-tune steps."""
         return cls(
             ratios=(1 / 2, 1 / 3, 1 / 8),
             seeds=(0, 1),
@@ -125,7 +125,7 @@ class LowRankCompressConfig:
             max_test=2000,
             budgets=(1 / 2, 1 / 4),
             curve_seeds=(0, 1),
-            curve_epochs=1,
+            curve_epochs=4,
             curve_max_train=2000,
             curve_max_test=1000,
             finetune_steps=10,
