@@ -60,7 +60,7 @@ def test_end_to_end(tmp_path: Path) -> None:
     assert "Measured error ≤ bound in 7 of 7 units" in table
     # the L² error (RMS over Sobol points) is at most the true sup error, so below the certified bound
     assert ((results["l2_error"] > 0) & (results["l2_error"] <= results["bound"])).all()
-    assert (results["l2_error"] <= 1.5 * results["error"]).all()  # and of the grid's sup error's size
+    assert (results["l2_error"] <= results["error"]).all()  # the sup is also taken over the Sobol points
     three = results[results["d"] == 3].sort_values("K")
     assert three["error"].is_monotonic_decreasing and three["parameters"].is_monotonic_increasing
     assert {p.name for p in (run_dir / "figures").iterdir()} >= {

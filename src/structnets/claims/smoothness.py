@@ -11,7 +11,7 @@ L_w the weight layers, so the paper's depth 6 or 7 is L_w = 5 or 6).
 
 What each run records: ``smoothness-rates`` (trained networks) the test MSE on fresh points — a
 Monte Carlo estimate of the squared L² error, never a sup error; ``smooth-constant-depth`` (the
-explicit construction) the sup error on a grid with every knot and cell boundary and the RMS
+explicit construction) the sup error on a grid with every knot and cell boundary (and the Sobol points below) and the RMS
 over scrambled Sobol points (the L² error). So the L∞ form is decided on the construction only.
 """
 
@@ -484,7 +484,7 @@ def _construction_norm(results: pd.DataFrame, config: Any, column: str, norm: st
     rows_used = pd.concat(used)
     dims = sorted({int(v) for v in rows_used["d"]})
     measured = (
-        "sup error on a uniform grid plus every knot and cell boundary (a lower estimate of the true sup)"
+        "sup error over a uniform grid, every knot and cell boundary and 4,096 Sobol points (a lower estimate of the true sup)"
         if norm == "L∞"
         else "L² error = RMS over scrambled Sobol points (a quasi-Monte Carlo estimate of ‖net − f‖_{L²([0,1]^d)})"
     )

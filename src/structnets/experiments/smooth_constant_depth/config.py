@@ -21,7 +21,8 @@ class SmoothConstantDepthConfig:
         tau: sharpness of the sigmoidal partition of unity.
         grid_1d, grid_2d, grid_3d: points per axis of the uniform evaluation grid (every knot and
             every cell boundary is added) for the sup error.
-        l2_points: scrambled Sobol points (seed 0) whose RMS error is the L² error.
+        l2_points: scrambled Sobol points (seed 0) whose RMS error is the L² error; the sup error
+            is the maximum over the grid and these points.
         floor_points: sample points on the segment where the certified ReLU floor is computed.
     """
 
@@ -37,7 +38,7 @@ class SmoothConstantDepthConfig:
     tau: float = 8.0
     grid_1d: int = 20001
     grid_2d: int = 101
-    grid_3d: int = 9
+    grid_3d: int = 11
     floor_points: int = 1024
     l2_points: int = 4096
 

@@ -69,7 +69,7 @@ def report_markdown(results: pd.DataFrame, config: SmoothConstantDepthConfig | N
         "Ours: `structnets.constructive.smooth_constant_depth_approximator`, built in float64 with depth "
         "3 weight layers at d = 1 and 4 at every d ≥ 2 (L = 4 and 5 in the paper's convention; the d-fold "
         "products are one layer of σ by polarisation) for every s and K; sup error measured on a uniform "
-        "grid plus every knot and cell boundary, L² error = RMS over 4,096 scrambled Sobol points; bound = Taylor + gadgets + rounding, each evaluated; "
+        "grid plus every knot and cell boundary and the Sobol points, L² error = RMS over 4,096 scrambled Sobol points; bound = Taylor + gadgets + rounding, each evaluated; "
         "N = every weight and bias of the dense layers. ReLU floor: the smallest sup error any ReLU network "
         "with the same depth and N can have (its pieces along a segment ≤ Π(w_l + 1), maximised over widths; "
         "optimal segmented least squares and a curvature bound on that segment).",

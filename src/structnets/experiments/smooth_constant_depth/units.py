@@ -157,9 +157,14 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         sobol = torch.quasirandom.SobolEngine(d, scramble=True, seed=0).draw(
             int(params["l2_points"]), dtype=torch.float64
         )
-        l2_error = math.sqrt(
-            sum(float(((approx(c) - target(c)) ** 2).sum()) for c in sobol.split(4096)) / sobol.shape[0]
-        )
+        square_sum = 0.0
+        for chunk in sobol.split(4096):
+            residual = (approx(chunk) - target(chunk)).abs()
+            square_sum += float((residual**2).sum())
+            # the sup is taken over the grid and the Sobol points: at d = 3 a coarse grid that
+            # sits on the knots misses it (measured: RMS above the grid's max at K = 8)
+            error = max(error, float(residual.max()))
+        l2_error = math.sqrt(square_sum / sobol.shape[0])
     measured = time.perf_counter() - start
     floor = relu_floor(target, cert.parameters, cert.depth, int(params["floor_points"]))
     return {
