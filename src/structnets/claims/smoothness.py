@@ -11,8 +11,9 @@ L_w the weight layers, so the paper's depth 6 or 7 is L_w = 5 or 6).
 
 What each run records: ``smoothness-rates`` (trained networks) the test MSE on fresh points — a
 Monte Carlo estimate of the squared L² error, never a sup error; ``smooth-constant-depth`` (the
-explicit construction) the sup error on a grid with every knot and cell boundary (and the Sobol points below) and the RMS
-over scrambled Sobol points (the L² error). So the L∞ form is decided on the construction only.
+explicit construction) the sup error over a grid with every knot and cell boundary and 4,096
+scrambled Sobol points, and the RMS over those Sobol points (the L² error). So the L∞ form is
+decided on the construction only.
 """
 
 from __future__ import annotations
