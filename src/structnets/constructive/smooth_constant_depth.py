@@ -453,7 +453,7 @@ def smooth_constant_depth_approximator(
     # refuse up front what cannot be built: the dense layers and the construction's forms
     # (Python dicts, about _FORM_BYTES per dense parameter) must fit in memory
     check_fits_in_memory(
-        f"`K`={K} (d={d}, s={s:g})",
+        f"`K`={K} (d={d})",
         parameter_estimate(d, K, kappa, activation),
         itemsize=_FORM_BYTES,
         what="network parameters",
