@@ -32,3 +32,15 @@ def test_the_generated_claims_page_carries_the_policy_table() -> None:
     page = claims_markdown(pd.DataFrame(columns=list(COLUMNS)))
     assert policies_markdown() in page
     assert page.index("## Policies") < page.index("Verdicts: ")
+
+
+def test_the_claims_html_page_carries_the_policy_table() -> None:
+    import pandas as pd
+
+    from structnets.claims.table import COLUMNS
+    from structnets.html.claims_page import render_claims_page
+
+    page = render_claims_page(pd.DataFrame(columns=list(COLUMNS)))
+    section = page[page.index('id="policies"') :]
+    assert section.count("<tr>") == len(POLICIES) + 1  # header row + one per policy
+    assert "<code>upper_bound_rate</code>" in section

@@ -79,7 +79,7 @@ def policies_markdown() -> str:
     lines = [
         "## Policies: one rule per kind of claim",
         "",
-        "Every verdict below comes from one rule of `structnets.claims.rules`, applied the same way to every claim "
+        "Every verdict on this page comes from one rule of `structnets.claims.rules`, applied the same way to every claim "
         "of its kind; each row's *test* column names the rule, its tolerance or margin, and whose bound it tests. "
         "Every rule can reach each of its verdicts, and `tests/claims/test_rules_simulation.py` measures its error "
         "rates on simulated results whose right verdict is known (fixed seeds, < 10 s). All levels are α = 0.05. "

@@ -112,6 +112,7 @@ def render_claims_page(
         HtmlUnavailableError: Jinja2 is not installed.
     """
     from ..claims import COLUMNS, VERDICTS
+    from ..claims.policies import policies_markdown
     from ..claims.table import unit_keys_of, verdict_rules
 
     if not isinstance(table, pd.DataFrame):
@@ -158,6 +159,8 @@ def render_claims_page(
         "total": len(table),
         "papers": papers,
         "rules": _markdown.spans(verdict_rules()),
+        # the policy table without its heading (the template gives the section its own)
+        "policies": _markdown.parse(policies_markdown().split("\n", 1)[1]),
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
         "notes": [_markdown.parse(note) for note in notes],
         "missing_pages": sorted({r.run for rows in papers.values() for r in rows if r.href and not r.page_exists}),
