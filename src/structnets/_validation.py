@@ -160,8 +160,9 @@ def check_fits_in_memory(names: str, elements: int, *, itemsize: int = 8, what: 
 
 
 def _magnitude(value: int) -> str:
-    # float() overflows above 1e308; an int argument may be 10**400.
-    digits = len(str(value))
+    # float() overflows above 1e308, and str() of an int past 4,300 digits raises: an int argument may be
+    # 10**400 and a count 3**10**6, so the digits come from the bit length (exact to within one).
+    digits = int(abs(value).bit_length() * math.log10(2)) + 1 if isinstance(value, int) else len(str(value))
     return f"{value:.3g}" if digits < 300 else f"~1e{digits - 1}"
 
 

@@ -153,3 +153,10 @@ def test_targets_decide_each_way():
     assert targets.verdict(targets.half_flops(few)) == NOT_REPRODUCED
     noisy = _synthetic(diff_cal=-0.0075, diff_half=-0.01, noise=0.02)
     assert targets.verdict(targets.half_flops(noisy)) == NOT_REPRODUCED
+
+
+def test_the_targets_verdict_words_are_the_claims_tables() -> None:
+    from structnets.claims import evidence
+
+    for name in ("REPRODUCED", "REFUTED", "NOT_REPRODUCED", "NOT_TESTED"):
+        assert getattr(targets, name) == getattr(evidence, name)

@@ -146,11 +146,14 @@ def half_flops(results: pd.DataFrame, method: str = JUDGED_METHOD) -> list[Cell]
     return cells
 
 
+# The claims table's verdict words (structnets.claims.evidence; a test checks they agree), spelled out
+# here because experiments must not import claims (claims reads experiments: no import cycle).
+REPRODUCED, REFUTED, NOT_REPRODUCED, NOT_TESTED = "reproduced", "refuted", "not reproduced", "not tested"
+
+
 def verdict(cells: list[Cell]) -> str:
     """``reproduced`` (every cell holds, ≥ :data:`MIN_SEEDS` pairs each), ``refuted`` (a cell fails),
     ``not reproduced`` (otherwise) or ``not tested`` (no cell)."""
-    from ...claims.evidence import NOT_REPRODUCED, NOT_TESTED, REFUTED, REPRODUCED
-
     if not cells:
         return NOT_TESTED
     if any(c.outcome == FAILS for c in cells):
