@@ -22,9 +22,9 @@ from .evidence import Claim, Evidence, not_tested
 PAPER = "low-rank Swish (000): compression targets (issue 27)"
 
 
-def _describe(cells: list[Any]) -> str:
+def _describe(cells: list[Any], cells_per_budget: bool) -> str:
     return "; ".join(
-        f"{c.architecture}" + (f" b={c.budget:.3g} {c.steps} steps" if c.budget != 0.5 or c.steps else "")
+        f"{c.architecture}" + (f" b={c.budget:.3g} {c.steps} steps" if cells_per_budget else "")
         + f": {100 * c.mean:+.2f} [{100 * c.lower:+.2f}, ∞) {c.outcome}"
         for c in cells
     )  # fmt: skip
@@ -43,7 +43,7 @@ def _evidence(cells: list[Any], target: str, what: str) -> Evidence:
     ours = (
         f"holds in {held} of {len(cells)} cells, fails in {len(failed)} (min {seeds} seeds); mean difference "
         f"{100 * min(c.mean for c in cells):+.2f} to {100 * max(c.mean for c in cells):+.2f} points; "
-        + _describe(cells)
+        + _describe(cells, target == "calibrated")
     )
     return Evidence(ours, verdict, targets.rule_text(target), len(keys) or sum(2 * c.pairs for c in cells), keys)
 
