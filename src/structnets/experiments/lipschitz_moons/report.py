@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .config import PAPER_LIPSCHITZ_AUTHORS_CODE, LipschitzMoonsConfig
+from .config import PAPER_LIPSCHITZ_AUTHORS_CODE, PAPER_TRAIN_FRACTION, LipschitzMoonsConfig
 
 
 def report(results: pd.DataFrame, config: LipschitzMoonsConfig) -> str:
@@ -18,7 +18,7 @@ def report(results: pd.DataFrame, config: LipschitzMoonsConfig) -> str:
         f"batch {config.batch_size}, {config.epochs} epochs, CE on {config.temperature:g}·logits, "
         f"seeds {list(config.seeds)}"
         + (
-            f" (at train share 0.2: {list(config.seeds_at(0.2, 'depth'))}; rows are means over seeds)"
+            f" (at train share {PAPER_TRAIN_FRACTION:g}: {list(config.seeds_at(PAPER_TRAIN_FRACTION, 'depth'))}; rows are means over seeds)"
             if config.claim_seeds
             else ""
         )
