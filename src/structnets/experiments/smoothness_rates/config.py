@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 ACTIVATIONS = ("relu", "tanh", "gelu", "silu")
 SMOOTH = ("tanh", "gelu", "silu")
+PARTS = ("estimation", "approximation", "relu-floor")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,12 @@ class SmoothnessRatesConfig:
             see :func:`structnets.data.lacunary_target`. The same for d = 1.
         input_scale: first-layer initialisation scale (see :func:`fit_rates_ensemble`).
         test_points: fresh test points per unit.
+        parts: which kinds of unit the run makes (a subset of ``estimation``, ``approximation``,
+            ``relu-floor``; default all). A run of some parts only extends an earlier run's grid
+            with extra units at unchanged keys and params, into its own folder, e.g. the N = 640
+            end of the earlier 40–640 approximation grid:
+            ``--set parts=approximation,relu-floor approx_parameters=640``; ``structnets claims``
+            reads such a folder beside the full run (:data:`SUPPLEMENT_FIELDS`).
         device: where the units train: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``) or ``"auto"``
             (``structnets run --device``; the runner resolves ``auto``). CPU units keep the params
             of runs stored before this field existed; keys, seeds and data never depend on it
@@ -94,6 +101,7 @@ class SmoothnessRatesConfig:
     levels: int = 10
     directions: str = "dense"
     test_points: int = 4096
+    parts: tuple[str, ...] = PARTS
     device: str = "cpu"
 
     @classmethod
@@ -147,12 +155,21 @@ class SmoothnessRatesConfig:
         check_int("approx_lm_iters", self.approx_lm_iters, low=0)
         check_int("floor_max_pieces", self.floor_max_pieces, low=1)
         check_choice("directions", self.directions, ("one", "dense"))
+        if not self.parts:
+            raise ValueError(f"`parts` must name at least one of {list(PARTS)}, got ()")
+        for part in self.parts:
+            check_choice("parts", part, PARTS)
         check_device(self.device)
         for d, s in self.approx_targets:
             check_int("approx_targets", d, low=1)
             check_real("approx_targets", s, low=0.0, low_open=True)
         for N in self.approx_parameters:
             check_int("approx_parameters", N, low=8)
+
+
+SUPPLEMENT_FIELDS = ("parts", "approx_parameters")
+"""Config fields in which a supplementary run folder may differ from the run it extends (the claims table
+merges such folders: same experiment, every other field equal, no unit key in both)."""
 
 
 def parse_separation_cells(cells: tuple[str, ...]) -> list[tuple[int, float, int]]:
@@ -214,7 +231,9 @@ def estimation_width(n: int, d: int, s: float, depth: int, *, budget: float, min
 
 __all__ = [
     "ACTIVATIONS",
+    "PARTS",
     "SMOOTH",
+    "SUPPLEMENT_FIELDS",
     "SmoothnessRatesConfig",
     "estimation_width",
     "parameter_count",

@@ -125,6 +125,7 @@ def make_units(config: SmoothnessRatesConfig, finished: pd.DataFrame) -> list[Un
                         },
                     )
                 )
+    units = [unit for unit in units if unit.params["part"] in config.parts]
     # Stable: units of equal estimated time keep the order of the earlier versions.
     return sorted(units, key=lambda unit: -estimated_seconds(unit.params))
 
