@@ -148,6 +148,44 @@ def _spectra(net: BatchedDLoRNet, seed_index: int = 0) -> list[dict[str, Any]]:
     return out
 
 
+def separations(net: BatchedDLoRNet) -> list[list[float | None]]:
+    """σ₁(α_k I + U_k V_kᵀ)/|α_k| of every DLoR map followed by σ, per seed (float64 SVD, on the CPU).
+
+    The maps are the individual rank-r DLoR maps α_k I + U_k V_kᵀ of the hidden layers: one per layer of a
+    deep network, one per branch k of every layer of a parallel (or summed) one; the last, linear map is
+    left out (in a wide network it is the sum of B branches, not one DLoR map). Every such map starts at
+    α = 1 with the same initialisation of U and V in every mode, so at initialisation the deep and the wide
+    maps' separations have one distribution; after training, how far σ₁ stands above the background |α| (N − 2r
+    singular values equal |α| in any αI + UVᵀ, σ₁ ≥ |α| by interlacing) is what the low-rank part took
+    (Chen et al.'s spectral analysis: deep layers' low-rank parts take the dominant directions, wide
+    networks spread the representation over their branches with less separation).
+
+    Args:
+        net: S seeds' networks, L + 1 maps of B branches of rank r each.
+
+    Returns:
+        per seed, the L·B separations (layer-major, then branch); None where α_k = 0.
+    """
+    with torch.no_grad():
+        alpha = net.alpha[:-1].detach().cpu().double()  # (L, S, B)
+        layers, seeds, branches = alpha.shape
+        U = net.U[:-1].detach().cpu().double().reshape(layers, seeds, net.width, branches, net.rank)
+        V = net.V[:-1].detach().cpu().double().reshape(layers, seeds, net.width, branches, net.rank)
+        low = torch.einsum("lsnbr,lsmbr->lsbnm", U, V)
+        eye = torch.eye(net.width, dtype=torch.float64)
+        sv = torch.linalg.svdvals(low + alpha[..., None, None] * eye)  # (L, S, B, N)
+        top, scale = sv[..., 0], alpha.abs()
+    out: list[list[float | None]] = []
+    for s in range(seeds):
+        values = [
+            float(top[layer, s, k] / scale[layer, s, k]) if float(scale[layer, s, k]) > 0 else None
+            for layer in range(layers)
+            for k in range(branches)
+        ]
+        out.append(values)
+    return out
+
+
 def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     dim, teeth = int(params["dim"]), int(params["teeth"])
     device = unit_device(params)
@@ -164,6 +202,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         params["activation"],
         int(params["branches"]),
     ).to(device)
+    initial = separations(net)
     history = train_batched(
         net,
         X,
@@ -209,6 +248,9 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "epochs_to_threshold": json.dumps(history.epochs_to_threshold),
         "curve": json.dumps(_downsample(history.eval_epochs, history.test_curve)),
         "spectra": json.dumps(_spectra(net)),
+        # per seed, per DLoR map followed by σ (deep: one per layer; wide: one per branch): σ₁/|α|
+        "separation_init": json.dumps(initial),
+        "separation_trained": json.dumps(separations(net)),
         "prediction": json.dumps(prediction),
     }
 
