@@ -41,12 +41,12 @@ class LipschitzMNISTConvConfig:
     hidden_channels: tuple[int, ...] = ()
     kernel_size: int = 3
     padding_mode: str = "zeros"
-    head_width: int = 256
+    head_width: int = 128
     head_depth: int = 2
     size_specific: bool = True
     margin: float = 2.2
     temperature: float = 4.0
-    epochs: int = 20
+    epochs: int = 60
     batch_size: int = 256
     lr: float = 5e-3
     radii: tuple[float, ...] = (0.5, 1.0, 1.58)
