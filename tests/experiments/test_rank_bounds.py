@@ -19,16 +19,20 @@ def test_registered_and_config_validated() -> None:
     assert get("rank-bounds") is EXPERIMENT
     quick = RankBoundsConfig.quick()
     units = EXPERIMENT.units(quick, pd.DataFrame())
-    # data sets × widths × depths × decays × variants, plus deep linear nets (depths × decays)
-    assert len(units) == 2 * 3 * 2 * 2 * 2 + 3 * 2
+    # data sets × widths × depths × decays × variants, plus deep linear nets (depths × decays), plus the
+    # fixed-norm sweep (depths × norms × seeds)
+    assert len(units) == 2 * 3 * 2 * 2 * 2 + 3 * 2 + 3 * 2 * 2
     assert len({u.key for u in units}) == len(units)
     # the full preset, sized for two cores, still spans what the issue asks for
     full = RankBoundsConfig()
     assert set(full.datasets) == {"mnist", "rice"}
     assert (min(full.widths), max(full.widths)) == (64, 1024) and (min(full.depths), max(full.depths)) == (2, 8)
     assert len(set(full.weight_decays)) >= 2 and None in full.ranks and full.rank_checkpoints >= 2
-    assert len(EXPERIMENT.units(full, pd.DataFrame())) == 2 * 5 * 3 * 3 * 2 + 3 * 3
-    assert len(EXPERIMENT.units(replace(full, linear_depths=()), pd.DataFrame())) == 2 * 5 * 3 * 3 * 2
+    assert len(EXPERIMENT.units(full, pd.DataFrame())) == 2 * 5 * 3 * 3 * 2 + 3 * 3 + 5 * 2 * 3
+    assert len(EXPERIMENT.units(replace(full, linear_depths=(), norm_depths=()), pd.DataFrame())) == 2 * 5 * 3 * 3 * 2
+    assert {u.key.split("/")[0] for u in EXPERIMENT.units(replace(full, parts=("fixed-norm",)), pd.DataFrame())} == {
+        "fixed-norm"
+    }
     with pytest.raises(ValueError, match="`depths`"):
         RankBoundsConfig(depths=(1,))
     with pytest.raises(ValueError, match="`datasets`"):
@@ -59,6 +63,7 @@ def test_one_unit_report_and_figures(uci_data: Path, tmp_path: Path) -> None:
         linear_steps=400,
         linear_lr=0.1,
         ps=(0.0, 1.0, 2.0),
+        norm_depths=(),
     )
     units = EXPERIMENT.units(config, pd.DataFrame())
     rows = []
@@ -138,12 +143,13 @@ def test_small_run_end_to_end_writes_table_figures_and_resumes(uci_data: Path, t
         RankBoundsConfig.quick(), datasets=("rice",), widths=(16, 32), depths=(3,), weight_decays=(0.0,),
         ranks=(None, 2), n_train=200, n_test=100, epochs=2, probe_size=50, rank_checkpoints=1,
         linear_depths=(2,), linear_weight_decays=(0.0, 0.05), linear_steps=200, linear_lr=0.1, ps=(0.0, 2.0),
+        norm_depths=(2, 3), norm_seeds=(0,), norm_width=8, norm_rank=2,
     )  # fmt: skip
     results = run(config, tmp_path, jobs=1)
-    assert len(results) == 2 * 2 + 2
+    assert len(results) == 2 * 2 + 2 + 2 * 2
     saved = pd.read_csv(tmp_path / "results.csv")
     assert sorted(saved["key"]) == sorted(u.key for u in EXPERIMENT.units(config, pd.DataFrame()))
-    trained = saved[saved["variant"] != "deep-linear"]
+    trained = saved[~saved["variant"].isin(["deep-linear", "fixed-norm"])]
     # AM–GM on the singular values: Σ‖W_i‖_F² ≥ L‖ΠW_i‖_{S_{2/L}}^{2/L} in every trained net
     assert bool((trained["frobenius_sum"] >= trained["end_to_end_schatten"] * (1 - 1e-9)).all())
     # the margin is a positive quantile of the training margins; R̂_γ pays at least that fraction
@@ -160,6 +166,7 @@ def test_small_run_end_to_end_writes_table_figures_and_resumes(uci_data: Path, t
         and "| rank-sparse vs other bounds, sample complexity (rank=2) |" in table
     )
     assert "where theory predicts equality (deep linear nets, width 16, depths [2]" in table
+    assert "## Depth at a fixed per-layer norm (no training)" in table
     assert {p.name for p in (tmp_path / "figures").iterdir()} == {
         "bound_vs_width.png",
         "rank_vs_layer.png",
@@ -201,10 +208,10 @@ def test_device_field_keeps_cpu_unit_params() -> None:
     assert quick.device == "cpu"
     assert all("device" not in u.params for u in EXPERIMENT.units(quick, pd.DataFrame()))
     units = EXPERIMENT.units(replace(quick, device="cuda"), pd.DataFrame())
-    mlp = [u for u in units if u.params.get("kind") != "deep-linear"]
+    mlp = [u for u in units if u.params.get("kind") not in ("deep-linear", "fixed-norm")]
     assert mlp and all(u.params["device"] == "cuda" for u in mlp)
-    # the deep linear units run on the CPU whatever the device, with unchanged params
-    assert all("device" not in u.params for u in units if u.params.get("kind") == "deep-linear")
+    # the deep linear and fixed-norm units run on the CPU whatever the device, with unchanged params
+    assert all("device" not in u.params for u in units if u.params.get("kind") in ("deep-linear", "fixed-norm"))
     assert [u.key for u in units] == [u.key for u in EXPERIMENT.units(quick, pd.DataFrame())]
 
 
@@ -218,7 +225,7 @@ def test_units_run_longest_first_with_the_same_keys() -> None:
     from structnets.experiments.rank_bounds import RankBoundsConfig
     from structnets.experiments.rank_bounds.units import _units
 
-    config = RankBoundsConfig()
+    config = RankBoundsConfig(norm_depths=())
     units = _units(config, pd.DataFrame())
     grid = itertools.product(config.datasets, config.depths, config.widths, config.weight_decays, config.ranks)
     expected = {

@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DATASETS: tuple[str, ...] = ("mnist", "rice")
+PARTS: tuple[str, ...] = ("mlp", "deep-linear", "fixed-norm")
+"""The kinds of unit: trained ReLU MLPs, deep linear nets, and the fixed-norm depth sweep (no training)."""
+SUPPLEMENT_FIELDS: tuple[str, ...] = ("parts",)
+"""Config fields in which a supplementary run folder may differ from the run it extends (the claims table
+merges such folders: same experiment, every other field equal, no unit key in both)."""
 
 PAPER_CLAIMS: tuple[tuple[str, str], ...] = (
     (
@@ -63,6 +68,18 @@ class RankBoundsConfig:
         linear_width: their width (= input and output dimension).
         linear_steps, linear_lr: gradient steps and step size (0.05 is unstable at depth 8:
             the loss stalls at 2.4 with gradient norm 6; 0.02 converges at every depth).
+        norm_depths: depths L of the fixed-norm sweep (:mod:`.fixed_norm`: L alike rank-r W×W layers,
+            each of spectral norm s̄, no training; the depth form of the bounds at fixed per-layer
+            norm and margin); empty: none.
+        norm_spectral: the per-layer spectral norms s̄ of that sweep (1 is the baseline: K = e·B,
+            constant in L).
+        norm_width, norm_rank: its W and r.
+        norm_seeds: its seeds (the layers' singular vectors and values v_j ~ U(0.5, 1)).
+        norm_margin: its margin γ (inputs of norm B = 1, zero margin loss).
+        norm_n: its n (the bound's value only; the sample complexity does not depend on it).
+        parts: which kinds of unit the run makes (a subset of :data:`PARTS`, default all); a run of
+            some parts only (e.g. ``--set parts=fixed-norm``) supplements a full run of the same
+            config in its own folder, and ``structnets claims`` reads both (:data:`SUPPLEMENT_FIELDS`).
         device: where the MLP units train: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``) or
             ``"auto"`` (``structnets run --device``; the runner resolves ``auto`` and checks that
             CUDA is there). Models are built and data drawn on the CPU from their seeds, then
@@ -94,6 +111,14 @@ class RankBoundsConfig:
     linear_width: int = 16
     linear_steps: int = 20_000
     linear_lr: float = 0.02
+    norm_depths: tuple[int, ...] = (2, 4, 8, 16, 32)
+    norm_spectral: tuple[float, ...] = (1.0, 2.0)
+    norm_width: int = 32
+    norm_rank: int = 4
+    norm_seeds: tuple[int, ...] = (0, 1, 2)
+    norm_margin: float = 1.0
+    norm_n: int = 10_000
+    parts: tuple[str, ...] = PARTS
     device: str = "cpu"
 
     @classmethod
@@ -113,6 +138,8 @@ class RankBoundsConfig:
             probe_size=500,
             linear_weight_decays=(0.0, 1e-2),
             linear_steps=12_000,  # (1 − ηλ)^{2·steps} = 0.008: converged by the prediction
+            norm_depths=(2, 4, 8),
+            norm_seeds=(0, 1),
         )
 
     def __post_init__(self) -> None:
@@ -160,6 +187,26 @@ class RankBoundsConfig:
         check_int("linear_width", self.linear_width, low=4)
         check_int("linear_steps", self.linear_steps, low=1)
         check_real("linear_lr", self.linear_lr, low=0.0, low_open=True)
+        for depth in self.norm_depths:
+            check_int("norm_depths", depth, low=1)
+        if self.norm_depths and not (self.norm_spectral and self.norm_seeds):
+            raise ValueError(
+                f"`norm_spectral` and `norm_seeds` must be non-empty when `norm_depths` is, got "
+                f"{self.norm_spectral!r} and {self.norm_seeds!r}"
+            )
+        for norm in self.norm_spectral:
+            check_real("norm_spectral", norm, low=0.0, low_open=True)
+        check_int("norm_width", self.norm_width, low=2)
+        check_int("norm_rank", self.norm_rank, low=1, high=self.norm_width)
+        for seed in self.norm_seeds:
+            check_int("norm_seeds", seed, low=0)
+        check_real("norm_margin", self.norm_margin, low=0.0, low_open=True)
+        check_int("norm_n", self.norm_n, low=2)
+        if not self.parts:
+            raise ValueError(f"`parts` must name at least one of {list(PARTS)}, got ()")
+        for part in self.parts:
+            if part not in PARTS:
+                raise ValueError(f"`parts` entries must be in {list(PARTS)}, got {part!r}")
         check_device(self.device)
 
 

@@ -29,7 +29,11 @@ def _figures(results: pd.DataFrame, config: RankBoundsConfig, out_dir: Path) -> 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    r = results[results["variant"] != "deep-linear"].copy() if "variant" in results else results.copy()
+    r = (
+        results[~results["variant"].isin(["deep-linear", "fixed-norm"])].copy()
+        if "variant" in results
+        else results.copy()
+    )
     if r.empty:
         return paths
     datasets = [d for d in config.datasets if (r["dataset"] == d).any()]

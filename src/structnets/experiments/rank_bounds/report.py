@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .config import PAPER_CLAIMS, RankBoundsConfig, _p_column
+from .fixed_norm import fixed_norm_section
 
 SC_FAMILIES: tuple[tuple[str, str], ...] = (
     ("param_sc", "parameter count"),
@@ -168,7 +169,8 @@ def _report(results: pd.DataFrame, config: RankBoundsConfig) -> str:
         return "\n".join(lines + ["No finished units."])
     r = results.copy()
     linear = r[r["variant"] == "deep-linear"]
-    r = r[r["variant"] != "deep-linear"]
+    fixed_norm = fixed_norm_section(r)
+    r = r[~r["variant"].isin(["deep-linear", "fixed-norm"])]
     dense = r[r["variant"] == "dense"]
     claims: list[str] = []
     linear_row = _linear_claim(linear)
@@ -264,6 +266,9 @@ def _report(results: pd.DataFrame, config: RankBoundsConfig) -> str:
             f"| rank-sparse vs other bounds, sample complexity ({variant}) | {PAPER_CLAIMS[3][1]} | {ordering} | {agrees_4} |"
         )
 
+    if r.empty:  # a run of the deep linear or fixed-norm parts only (a supplementary folder)
+        table_lines = ["## The paper's claims beside our measurements", "", "| claim | paper | ours | agrees |"]
+        return "\n".join(lines + (table_lines + ["|---|---|---|---|", *claims, ""] if claims else []) + fixed_norm)
     lines += [
         "## The paper's claims beside our measurements",
         "",
@@ -277,6 +282,7 @@ def _report(results: pd.DataFrame, config: RankBoundsConfig) -> str:
         "width dependence with how the trained norms and ranks change with width. `rank=r` rows are "
         "networks whose layers (all but the output) are rank-r factorisations (exactly rank-sparse).",
         "",
+        *fixed_norm,
         "## Per unit (means over seeds)",
         "",
     ]

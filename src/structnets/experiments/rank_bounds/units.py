@@ -17,6 +17,7 @@ from ...protocol import JSONScalar, Unit
 from ...training.device import device_param, unit_device
 from .config import RankBoundsConfig, _p_column
 from .deep_linear import _run_linear_unit
+from .fixed_norm import fixed_norm_units, run_fixed_norm_unit
 
 
 def _units(config: RankBoundsConfig, finished: pd.DataFrame) -> list[Unit]:
@@ -70,9 +71,16 @@ def _units(config: RankBoundsConfig, finished: pd.DataFrame) -> list[Unit]:
                 },
             )
         )
+    units += fixed_norm_units(config)
+    units = [unit for unit in units if _part(unit.params) in config.parts]
     # Longest first (the runner hands units to free workers in this order), so that no large
     # network trains alone at the end of a --jobs N run; the order changes no key, param or number.
     return sorted(units, key=lambda unit: -_training_flops(unit.params))
+
+
+def _part(params: Mapping[str, Any]) -> str:
+    """The :data:`.config.PARTS` entry of a unit: ``mlp`` unless its params name another kind."""
+    return str(params.get("kind", "mlp"))
 
 
 _TRAIN_ROWS = {"mnist": 60_000, "rice": 3_048}  # rows of each data set's training split
@@ -83,6 +91,8 @@ def _training_flops(params: Mapping[str, Any]) -> float:
     """A rough cost of one unit for ordering only: rows × epochs × multiply-adds of one forward pass."""
     if params.get("kind") == "deep-linear":
         return 0.0  # 16 × 16 matrices: about a second each
+    if params.get("kind") == "fixed-norm":
+        return 0.0  # no training: the bounds of 32 × 32 matrices, seconds each
     rows = min(_TRAIN_ROWS[params["dataset"]], params["n_train"] or _TRAIN_ROWS[params["dataset"]])
     width, depth, rank = int(params["width"]), int(params["depth"]), params["rank"]
     inner = width * width if rank is None else 2 * width * min(int(rank), width)
@@ -159,6 +169,8 @@ def _run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     with torch_threads(1):
         if params.get("kind") == "deep-linear":
             return _run_linear_unit(params)
+        if params.get("kind") == "fixed-norm":
+            return run_fixed_norm_unit(params)
         return _run_unit_body(params)
 
 
