@@ -175,5 +175,30 @@ def test_certificate_rows_name_the_models_they_judged() -> None:
          "n_train": [60000] * 2, "n_test": [10000] * 2, "epochs": [20] * 2}
     )  # fmt: skip
     assert evidence("004-conv-one-lipschitz", conv).unit_keys == ("a", "b")
-    best = evidence("004-conv-mnist-certified", conv)
-    assert best.unit_keys == ("b",) and best.units == 2  # the row the verdict reads: the best certified model
+    judged = evidence("004-conv-mnist-certified", conv)
+    assert judged.unit_keys == ("a", "b") and judged.units == 2  # every seed of the one configuration
+
+
+def _conv_runs(certified: list[float], clean: list[float]) -> pd.DataFrame:
+    n = len(certified)
+    return pd.DataFrame(
+        {"key": [f"train/gradient-step-conv/seed={i}" for i in range(n)], "model": ["gradient-step-conv"] * n,
+         "lipschitz_upper": [0.99999] * n, "lipschitz_lower": [0.97] * n, "certified_1.58": certified,
+         "accuracy": clean, "n_train": [60000] * n, "n_test": [10000] * n, "epochs": [60] * n}
+    )  # fmt: skip
+
+
+def test_conv_target_reads_the_mean_over_seeds_not_the_best_seed() -> None:
+    # five seeds whose mean meets 63 % / 97.5 %: reproduced
+    assert (
+        evidence("004-conv-mnist-certified", _conv_runs([0.632, 0.634, 0.631, 0.635, 0.633], [0.976] * 5)).verdict
+        == REPRODUCED
+    )
+    # the best seed alone would pass (64 %), the mean (62.6 %) does not
+    low = evidence("004-conv-mnist-certified", _conv_runs([0.64, 0.62, 0.62, 0.625, 0.625], [0.976] * 5))
+    assert low.verdict == NOT_REPRODUCED and "62.60 %" in low.ours and "missed" in low.ours
+    # clean accuracy below 97.5 % fails the target although certified accuracy meets it
+    assert evidence("004-conv-mnist-certified", _conv_runs([0.64] * 5, [0.974] * 5)).verdict == NOT_REPRODUCED
+    # one seed meeting the target is not enough seeds (policy `enough_seeds`)
+    one = evidence("004-conv-mnist-certified", _conv_runs([0.64], [0.98]))
+    assert one.verdict == NOT_REPRODUCED and "target met" in one.ours and "1 seed(s) < 5" in one.ours
