@@ -123,15 +123,73 @@ def frequency_matrices(kernel: torch.Tensor, grid: tuple[int, int]) -> torch.Ten
 
 def _frequency_square(scaled: torch.Tensor, index: tuple[int, int], grid: tuple[int, int]) -> torch.Tensor:
     """λ_max(K̂(ω)ᴴK̂(ω)) at ω = 2π(j₁/N₁, j₂/N₂), differentiably (the direct sum over the taps)."""
+    matrix = _frequency_matrix(scaled, index, grid)
+    adjoint = matrix.conj().T
+    gram = adjoint @ matrix if matrix.shape[1] <= matrix.shape[0] else matrix @ adjoint
+    return torch.linalg.eigvalsh(gram)[-1].clamp_min(0.0)
+
+
+def _gram_side(c_out: int, c_in: int) -> bool:
+    """True when the Gram matrix is K̂ᴴK̂ (c_in × c_in, the smaller side), False for K̂K̂ᴴ."""
+    return c_in <= c_out
+
+
+def gram_matrices(scaled: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+    """The computed Gram matrices Ĝ(ω) (K̂ᴴK̂ or K̂K̂ᴴ, the smaller side) on the half spectrum: (F, n, n) complex128.
+
+    No gradient; F = N₁(N₂//2 + 1) in :func:`frequency_matrices`' order, n = min(c_out, c_in).
+    """
+    c_out, c_in = scaled.shape[:2]
+    with torch.no_grad():
+        spectrum = frequency_matrices(scaled.detach(), grid).reshape(-1, c_out, c_in)
+        adjoint = spectrum.conj().transpose(-2, -1)
+        return adjoint @ spectrum if _gram_side(c_out, c_in) else spectrum @ adjoint
+
+
+def _fft_error(scaled: torch.Tensor, grid: tuple[int, int]) -> float:
+    """η with ‖K̂_computed(ω) − K̂(ω)‖₂ ≤ η·√(N₁N₂)·‖K‖_F at every frequency (module docstring)."""
+    n1, n2 = grid
+    if n1 == 1 and n2 == 1:
+        taps = scaled.shape[2] * scaled.shape[3]
+        return 4.0 * taps * taps * _U
+    return 64.0 * _U * (math.log2(n1 * n2) + 1.0)
+
+
+def _exact_margins(top: torch.Tensor, scaled: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+    """Q' ≥ max σ₁(K̂(ω))² from the float64 top eigenvalue ``top`` of the computed Gram matrices.
+
+    The Gram matrix and eigensolver err by ≤ 16n²u relative (divided out); the FFT by the absolute
+    :func:`_fft_error` (added to the root).
+    """
+    n1, n2 = grid
+    n = max(int(scaled.shape[0]), int(scaled.shape[1]))
+    delta = 16.0 * n * n * _U + 1e-14
+    frobenius = torch.linalg.vector_norm(scaled.detach()) * (1.0 + 1e-14)
+    absolute = _fft_error(scaled, grid) * math.sqrt(n1 * n2) * frobenius
+    root = torch.sqrt(top / (1.0 - delta)) + absolute
+    # the few float64 operations of the margins themselves: 1e-13 relative covers them
+    return root.square() * (1.0 + 1e-13)
+
+
+def _rayleigh(scaled: torch.Tensor, index: int, grid: tuple[int, int], vector: torch.Tensor) -> torch.Tensor:
+    """vᴴĜ(ω)v = ‖K̂(ω)v‖² (or ‖K̂(ω)ᴴv‖²) at half-spectrum index ``index``, differentiably (the direct tap sum).
+
+    With v the top eigenvector of Ĝ(ω) its gradient is that of λ_max(Ĝ(ω)) (a simple eigenvalue).
+    """
+    j1, j2 = divmod(index, grid[1] // 2 + 1)
+    matrix = _frequency_matrix(scaled, (j1, j2), grid)
+    image = matrix @ vector if _gram_side(matrix.shape[0], matrix.shape[1]) else matrix.conj().T @ vector
+    return image.abs().square().sum()
+
+
+def _frequency_matrix(scaled: torch.Tensor, index: tuple[int, int], grid: tuple[int, int]) -> torch.Tensor:
+    """K̂(ω) at ω = 2π(j₁/N₁, j₂/N₂), differentiably (the direct sum over the taps)."""
     kh, kw = scaled.shape[2], scaled.shape[3]
     p = torch.arange(kh, dtype=torch.float64, device=scaled.device)
     q = torch.arange(kw, dtype=torch.float64, device=scaled.device)
     phase = 2.0 * math.pi * (index[0] * p[:, None] / grid[0] + index[1] * q[None, :] / grid[1])
     twiddle = torch.polar(torch.ones_like(phase), -phase)
-    matrix = (scaled.to(torch.complex128) * twiddle).sum(dim=(2, 3))
-    adjoint = matrix.conj().T
-    gram = adjoint @ matrix if matrix.shape[1] <= matrix.shape[0] else matrix @ adjoint
-    return torch.linalg.eigvalsh(gram)[-1].clamp_min(0.0)
+    return (scaled.to(torch.complex128) * twiddle).sum(dim=(2, 3))
 
 
 def _grid_square(scaled: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
@@ -143,33 +201,30 @@ def _grid_square(scaled: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
         matrix = scaled.sum(dim=(2, 3))
         gram = matrix.T @ matrix if c_in <= c_out else matrix @ matrix.T
         top = torch.linalg.eigvalsh(gram)[-1].clamp_min(0.0)
-        taps = scaled.shape[2] * scaled.shape[3]
-        eta = 4.0 * taps * taps * _U
     else:
         with torch.no_grad():
-            spectrum = frequency_matrices(scaled.detach(), grid)
-            adjoint = spectrum.conj().transpose(-2, -1)
-            gram = adjoint @ spectrum if c_in <= c_out else spectrum @ adjoint
-            tops = torch.linalg.eigvalsh(gram)[..., -1]
+            tops = torch.linalg.eigvalsh(gram_matrices(scaled, grid))[..., -1]
             top = tops.amax().clamp_min(0.0)
         if scaled.requires_grad:
             # The value is the certified maximum over all frequencies; its gradient is that of
             # λ_max at the maximising frequency (the gradient of a max), computed there alone:
             # one small eigensolve instead of a backward pass through every frequency's.
             index = int(tops.argmax())
-            j1, j2 = divmod(index, tops.shape[1])
-            top = _straight_through(_frequency_square(scaled, (j1, j2), grid), top)
-        eta = 64.0 * _U * (math.log2(n1 * n2) + 1.0)
-    n = max(c_out, c_in)
-    delta = 16.0 * n * n * _U + 1e-14
-    frobenius = torch.linalg.vector_norm(scaled.detach()) * (1.0 + 1e-14)
-    absolute = eta * math.sqrt(n1 * n2) * frobenius
-    root = torch.sqrt(top / (1.0 - delta)) + absolute
-    # the few float64 operations of the margins themselves: 1e-13 relative covers them
-    return root.square() * (1.0 + 1e-13)
+            top = _straight_through(_frequency_square(scaled, divmod(index, n2 // 2 + 1), grid), top)
+    return _exact_margins(top, scaled, grid)
 
 
-def _resolve_grid(
+def scale_kernel(kernel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(K·2^e in float64, e, finite): 2^e exact with max |K·2^e| ∈ [1, 2); zeros when K is not finite."""
+    k = kernel.to(torch.float64)
+    peak = k.detach().abs().amax()
+    finite_peak = torch.where(torch.isfinite(peak) & (peak > 0), peak, torch.ones_like(peak))
+    exponent = 1 - torch.frexp(finite_peak).exponent.to(torch.float64)
+    finite = torch.isfinite(k).all()
+    return torch.where(finite, k * torch.exp2(exponent), torch.zeros_like(k)), exponent, finite
+
+
+def resolve_grid(
     kernel_size: tuple[int, int], padding_mode: str, input_size: tuple[int, int] | None, grid: object
 ) -> tuple[tuple[int, int], float]:
     """The sampling grid and the slack α for the requested certificate."""
@@ -210,13 +265,8 @@ def conv_squared_norm_bound(
     check_choice("padding_mode", padding_mode, PADDING_MODES)
     size = None if input_size is None else _pair("input_size", input_size)
     kernel_size = (int(kernel.shape[2]), int(kernel.shape[3]))
-    chosen, alpha = _resolve_grid(kernel_size, padding_mode, size, grid)
-    k = kernel.to(torch.float64)
-    peak = k.detach().abs().amax()
-    finite_peak = torch.where(torch.isfinite(peak) & (peak > 0), peak, torch.ones_like(peak))
-    exponent = 1 - torch.frexp(finite_peak).exponent.to(torch.float64)
-    finite = torch.isfinite(k).all()
-    scaled = torch.where(finite, k * torch.exp2(exponent), torch.zeros_like(k))
+    chosen, alpha = resolve_grid(kernel_size, padding_mode, size, grid)
+    scaled, exponent, finite = scale_kernel(kernel)
     square = _grid_square(scaled, chosen)
     if alpha > 0:
         square = square / (1.0 - alpha) * (1.0 + 1e-15)
@@ -270,3 +320,177 @@ __all__ = [
     "sampling_slack",
     "torus_grid",
 ]
+
+
+def _gamma(k: int) -> float:
+    """γ_k = k·u/(1 − k·u), rounded up (Higham, *Accuracy and Stability*, 2002, §3.1)."""
+    ku = k * _U
+    return math.nextafter(ku / (1.0 - ku), math.inf)
+
+
+def _up(value: float) -> float:
+    return math.nextafter(value, math.inf) if math.isfinite(value) else value
+
+
+def cholesky_certificate(gram: torch.Tensor, candidate: float, inner: int) -> float | None:
+    """Q' ≥ λ_max(Gₓ) for every matrix of the batch, from one batched Cholesky test of μI − Ĝₓ, or None.
+
+    ``gram`` holds the computed Hermitian Ĝₓ = fl(K̂ₓᴴK̂ₓ) (complex128, (F, n, n); K̂ₓ of inner
+    dimension h = ``inner``), Gₓ the exact products of the same (computed) K̂ₓ. The complex
+    analogue of :func:`structnets.functional.verified_square_bound`: when the float64 Cholesky
+    factorisation of Ãₓ = fl(μI − Ĝₓ) runs to completion for every x (LAPACK reads one triangle
+    and the real part of the diagonal, so Ãₓ is Hermitian), R̂ᴴR̂ = Ã + ΔÃ with
+    |ΔÃ| ≤ γ|R̂ᴴ||R̂| (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002, Thm. 10.3;
+    complex arithmetic, Lemma 3.5, costs a few real roundings per operation: we take
+    γ = γ_{4(n+2)}), so λ_min(Ã) ≥ −γ tr(Ã)/(1 − γ). Forming Ã rounds each diagonal entry by
+    ≤ u(μ + |ĝᵢᵢ|), and ‖Ĝₓ − Gₓ‖₂ ≤ γ_{4(h+2)}‖K̂ₓ‖_F² (the complex inner products; Rump,
+    *Verification methods*, Acta Numerica 2010, §10 for the same test of positive definiteness).
+    Hence, with the maxima over the batch,
+
+        λ_max(Gₓ) ≤ Q' = μ + γ n μ(1 + u)/(1 − γ) + u(μ + max|ĝᵢᵢ|) + γ_{4(h+2)}·max tr(Gₓ) + 10⁻²⁹⁰,
+
+    every operation rounded up. Cost: one batched n³/3 Cholesky (against the batched eigensolve
+    of the exact bound) and one host synchronisation.
+
+    Args:
+        gram: (F, n, n) complex128 computed Gram matrices (entries of order 1 or more: the kernel
+            is scaled as :func:`conv_squared_norm_bound` does).
+        candidate: μ > 0, the guess.
+        inner: h, the inner dimension of the products.
+
+    Returns:
+        Q' (a Python float) when every factorisation passes, else None.
+    """
+    if not (math.isfinite(candidate) and candidate > 0.0):
+        return None
+    n = int(gram.shape[-1])
+    with torch.no_grad():
+        shifted = gram.neg()
+        shifted.diagonal(dim1=-2, dim2=-1).add_(candidate)
+        _, info = torch.linalg.cholesky_ex(shifted)
+        diagonal = gram.diagonal(dim1=-2, dim2=-1).real
+        checks = torch.stack(
+            (info.abs().amax().to(torch.float64), diagonal.abs().amax(), diagonal.abs().sum(dim=-1).amax())
+        ).tolist()
+    if checks[0] != 0.0 or not (math.isfinite(checks[1]) and math.isfinite(checks[2])):
+        return None
+    top_diagonal, trace_gram = checks[1], checks[2]
+    g_n, g_h = _gamma(4 * (n + 2)), _gamma(4 * (inner + 2))
+    # ‖K̂ₓ‖_F² = tr(Gₓ) ≤ tr|Ĝₓ|(1 + γ_h + γ_n)/(1 − γ_h) (each ĝᵢᵢ within γ_h relative, then n additions)
+    frobenius = _up(_up(trace_gram * (1.0 + g_h + _gamma(n))) / (1.0 - g_h))
+    trace = _up(_up(n * _up(candidate + top_diagonal)) * (1.0 + _U))
+    terms = (
+        candidate,
+        _up(_up(g_n * trace) / (1.0 - g_n)),
+        _up(_U * _up(candidate + top_diagonal)),
+        _up(g_h * frobenius),
+        1e-290,
+    )
+    total = 0.0
+    for term in terms:
+        total = _up(total + term)
+    return total
+
+
+def _prepare(
+    kernel: torch.Tensor, padding_mode: str, input_size: int | tuple[int, int] | None, grid: object
+) -> tuple[tuple[int, int], float, torch.Tensor, torch.Tensor, torch.Tensor]:
+    _check_kernel(kernel)
+    check_choice("padding_mode", padding_mode, PADDING_MODES)
+    size = None if input_size is None else _pair("input_size", input_size)
+    kernel_size = (int(kernel.shape[2]), int(kernel.shape[3]))
+    chosen, alpha = resolve_grid(kernel_size, padding_mode, size, grid)
+    scaled, exponent, finite = scale_kernel(kernel)
+    return chosen, alpha, scaled, exponent, finite
+
+
+def _unscale(square: torch.Tensor, alpha: float, finite: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
+    if alpha > 0:
+        square = square / (1.0 - alpha) * (1.0 + 1e-15)
+    square = torch.where(finite, square, torch.full_like(square, math.nan))
+    return _ldexp_round_up(square, -2.0 * exponent)
+
+
+def _power_steps(gram: torch.Tensor, vectors: torch.Tensor, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(λ̂ = ‖Ĝv‖ per frequency, the unit v it was taken at) after ``steps`` − 1 normalised power steps."""
+    tiny = torch.finfo(torch.float64).tiny
+    vector = vectors
+    for step in range(steps):
+        image = (gram @ vector.unsqueeze(-1)).squeeze(-1)
+        norms = torch.linalg.vector_norm(image, dim=-1)
+        if step + 1 == steps:
+            return norms, vector
+        vector = torch.where(norms[:, None] > 0, image / norms.clamp_min(tiny)[:, None].to(image.dtype), vector)
+    raise AssertionError("unreachable")
+
+
+def training_conv_square(
+    kernel: torch.Tensor,
+    vectors: torch.Tensor | None,
+    margin: float,
+    padding_mode: str = "zeros",
+    input_size: int | tuple[int, int] | None = None,
+    grid: int | tuple[int, int] | None = None,
+    power_steps: int = 2,
+) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """A training-time certified Q ≥ ‖K‖_op²: warm power estimates verified by one batched Cholesky test.
+
+    The conv analogue of :func:`structnets.functional.verified_power_square`. With ``vectors``
+    (F, n) the persistent per-frequency unit power vectors of the Gram matrices Ĝ(ω)
+    (:func:`gram_matrices`), ``power_steps`` batched power steps give λ̂(ω) = ‖Ĝ(ω)v(ω)‖ ≤
+    λ_max(Ĝ(ω)); μ = (1 + margin)·max_ω λ̂(ω) is tested for **every** frequency at once by
+    :func:`cholesky_certificate`, and the FFT error is added as in :func:`conv_squared_norm_bound`:
+    Q = ((Q')^{1/2} + η√(N₁N₂)‖K‖_F)²/(1 − α). The value is certified whatever ``vectors`` hold
+    (stale, random or converged): they only choose μ. Q's gradient is that of
+    (1 + margin)·v*ᴴĜ(ω*)v* at the maximising frequency (the gradient of λ_max there once v* has
+    converged). When the test fails (a vector lagged behind, or none was given) Q is the exact
+    bound of :func:`conv_squared_norm_bound` from an eigendecomposition of the same Ĝ, whose top
+    eigenvectors become the next vectors.
+
+    Args:
+        kernel: (c_out, c_in, k_h, k_w).
+        vectors: (F, n) complex128 unit vectors, or None (then the exact bound starts them).
+        margin: relative margin > 0 on the estimate.
+        padding_mode, input_size, grid: as :func:`conv_squared_norm_bound`.
+        power_steps: batched power steps per call (≥ 1).
+
+    Returns:
+        (Q, the next vectors, whether the Cholesky test certified Q): Q a 0-d float64 tensor,
+        differentiable in ``kernel``, NaN when ``kernel`` is not finite.
+    """
+    chosen, alpha, scaled, exponent, finite = _prepare(kernel, padding_mode, input_size, grid)
+    c_out, c_in = int(kernel.shape[0]), int(kernel.shape[1])
+    gram = gram_matrices(scaled, chosen)
+    frequencies, n = int(gram.shape[0]), int(gram.shape[-1])
+    fft_root = _fft_error(scaled, chosen) * math.sqrt(chosen[0] * chosen[1])
+    usable = (
+        vectors is not None
+        and vectors.shape == (frequencies, n)
+        and vectors.dtype == torch.complex128
+        and vectors.device == gram.device
+    )
+    if usable and vectors is not None:
+        with torch.no_grad():
+            estimates, at = _power_steps(gram, vectors, power_steps)
+            top, where = estimates.max(dim=0)
+            values = torch.stack((top, torch.linalg.vector_norm(scaled.detach()), finite.to(torch.float64)))
+            estimate, frobenius, is_finite = values.tolist()
+        candidate = (1.0 + margin) * estimate
+        certified = cholesky_certificate(gram, candidate, max(c_out, c_in)) if is_finite == 1.0 else None
+        if certified is not None:
+            index = int(where)
+            following = at.clone()
+            surrogate = (1.0 + margin) * _rayleigh(scaled, index, chosen, at[index])
+            root = _up(_up(math.sqrt(certified)) + _up(_up(fft_root * frobenius) * (1.0 + 1e-14)))
+            value = _up(_up(root * root) * (1.0 + 1e-13))
+            square = _straight_through(surrogate, torch.full_like(surrogate.detach(), value))
+            return _unscale(square, alpha, finite, exponent), following, True
+    with torch.no_grad():
+        eigenvalues, eigenvectors = torch.linalg.eigh(gram)
+        tops = eigenvalues[:, -1]
+        index = int(tops.argmax())
+        top = tops[index].clamp_min(0.0)
+        following = eigenvectors[:, :, -1].contiguous()
+    if scaled.requires_grad:
+        top = _straight_through(_rayleigh(scaled, index, chosen, following[index]), top)
+    return _unscale(_exact_margins(top, scaled, chosen), alpha, finite, exponent), following, False

@@ -18,6 +18,7 @@ from ..nn import (
     NormConstrainedConv2d,
     OrthogonalLinear,
 )
+from ..nn._conv_common import CONV_BOUNDS
 
 HEADS: tuple[str, ...] = ("flatten", "pool")
 
@@ -44,6 +45,7 @@ def lipschitz_convnet(
     learnable_step: bool = True,
     size_specific: bool = True,
     flat_input: bool = False,
+    bound: str = "exact",
     *,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
@@ -83,6 +85,10 @@ def lipschitz_convnet(
         size_specific: certify each convolution for the one input size it sees (tighter, cheaper,
             other sizes refused); False: for every size.
         flat_input: take flat rows ``(N, in_channels·H·W)`` (as :func:`structnets.analysis.certify`).
+        bound: ``"exact"`` or ``"verified"``, the ``bound`` of every layer that has one (the lift, the
+            conv blocks and the dense head blocks): ``"verified"`` certifies each training step by a
+            warm power estimate and one Cholesky test (cheaper; the exact bound when the test fails),
+            eval mode and certification use the exact bound either way.
         device, dtype: where to allocate parameters.
 
     Returns:
@@ -104,6 +110,7 @@ def lipschitz_convnet(
     if len(hidden) != len(stage_channels):
         raise ValueError(f"`hidden_channels` must have one entry per stage ({len(stage_channels)}), got {hidden!r}")
     check_choice("head", head, HEADS)
+    check_choice("bound", bound, CONV_BOUNDS)
     if head_width is not None:
         head_width = check_int("head_width", head_width, low=1)
     head_depth = check_int("head_depth", head_depth, low=0)
@@ -130,7 +137,7 @@ def lipschitz_convnet(
             )
         sizes.append((h // 2, w // 2))
     factory: dict[str, Any] = {"device": device, "dtype": dtype}
-    conv = {"kernel_size": kernel_size, "padding_mode": padding_mode, **factory}
+    conv = {"kernel_size": kernel_size, "padding_mode": padding_mode, "bound": bound, **factory}
     layers: list[nn.Module] = []
     if flat_input:
         layers.append(FlatToImage(in_channels, height, width))
@@ -155,7 +162,9 @@ def lipschitz_convnet(
         layers.append(OrthogonalLinear(features, head_width, **factory))
         for _ in range(head_depth):
             layers.append(
-                GradientStepResidual(head_width, head_width, step=step, learnable_step=learnable_step, **factory)
+                GradientStepResidual(
+                    head_width, head_width, step=step, learnable_step=learnable_step, bound=bound, **factory
+                )
             )
         layers.append(OrthogonalLinear(head_width, num_classes, **factory))
     return nn.Sequential(*layers)

@@ -9,8 +9,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._validation import check_choice, check_int
-from ..conv_norms import PADDING_MODES, conv_squared_norm_bound
-from ._spectral import ContentCache, _is_transformed
+from ..conv_norms import PADDING_MODES, conv_squared_norm_bound, training_conv_square
+from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, ContentCache, _is_transformed
 
 
 def kernel_pair(value: object) -> tuple[int, int]:
@@ -144,6 +144,11 @@ def check_image(
     return input
 
 
+#: The bound modes of the convolutional layers: ``"exact"`` (the eigensolver bound at every call) and
+#: ``"verified"`` (in training, warm per-frequency power estimates certified by one batched Cholesky test).
+CONV_BOUNDS: tuple[str, ...] = ("exact", "verified")
+
+
 class ConvBound:
     """The certified Q ≥ ‖W‖_op² a convolutional layer uses, with a cache checked by content.
 
@@ -153,27 +158,76 @@ class ConvBound:
     ``torch.equal`` says the weight is unchanged (so optimizer steps, ``.data`` edits and
     state-dict loads can never leave it stale), as :class:`structnets.nn._spectral.CertifiedBound`.
 
+    ``mode="verified"``: a training-mode call that needs a gradient takes
+    :func:`structnets.conv_norms.training_conv_square` — the persistent per-frequency power
+    vectors (kept here, not in the state dict: they only choose the guess μ, which the Cholesky
+    test checks against the current weight, so stale vectors can cost an exact step, never a
+    wrong bound) give μ = (1 + margin)·max λ̂, certified for every frequency at once, else the
+    exact bound. The margin doubles after a fallback (up to :data:`VERIFIED_MARGIN_MAX`) and
+    shrinks by 5 % after a pass (down to :data:`VERIFIED_MARGIN`), as the dense layers'.
+    Eval-mode and no-gradient calls (``lipschitz_bound``, export, analysis) use the exact bound.
+
     Args:
         padding_mode, input_size: what the certificate is for (:func:`conv_squared_norm_bound`).
+        mode: one of :data:`CONV_BOUNDS`.
+
+    Attributes:
+        verified_steps, exact_fallbacks, cold_starts: training calls certified by the Cholesky test /
+            that fell back to the exact bound (the test failed) / that started the vectors (none yet).
     """
 
-    def __init__(self, padding_mode: str, input_size: tuple[int, int] | None) -> None:
+    def __init__(self, padding_mode: str, input_size: tuple[int, int] | None, mode: str = "exact") -> None:
         self.padding_mode = padding_mode
         self.input_size = input_size
         self._cache = ContentCache()
+        self.mode = mode
+        self.verified_steps = 0
+        self.exact_fallbacks = 0
+        self.cold_starts = 0
+        self.verified_margin = VERIFIED_MARGIN
+        self._vectors: torch.Tensor | None = None
+
+    @property
+    def mode(self) -> str:
+        """The bound mode, one of :data:`CONV_BOUNDS` (validated at every assignment)."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self._mode = check_choice("bound", value, CONV_BOUNDS)
 
     def reset(self) -> None:
-        """Drop the cache (frees memory; a stale cache is never used)."""
+        """Drop the cache (frees memory; a stale cache is never used). The power vectors stay: only a guess."""
         self._cache.reset()
 
     def compute(self, weight: torch.Tensor) -> torch.Tensor:
         return conv_squared_norm_bound(weight, self.padding_mode, self.input_size)
 
-    def squared(self, weight: torch.Tensor) -> torch.Tensor:
-        """Q (float64), differentiable when a gradient is needed, else cached by content."""
+    def squared(self, weight: torch.Tensor, training: bool = False) -> torch.Tensor:
+        """Q (float64), differentiable when a gradient is needed, else cached by content.
+
+        ``training`` (the layer's mode) selects the ``"verified"`` path when a gradient is needed.
+        """
         if torch.is_grad_enabled() and (weight.requires_grad or _is_transformed(weight)):
+            if self._mode == "verified" and training and not _is_transformed(weight):
+                return self._verified(weight)
             return self.compute(weight)
         return self.certified_squared(weight)
+
+    def _verified(self, weight: torch.Tensor) -> torch.Tensor:
+        cold = self._vectors is None
+        square, self._vectors, passed = training_conv_square(
+            weight, self._vectors, self.verified_margin, self.padding_mode, self.input_size
+        )
+        if passed:
+            self.verified_steps += 1
+            self.verified_margin = max(VERIFIED_MARGIN, 0.95 * self.verified_margin)
+        elif cold:
+            self.cold_starts += 1
+        else:
+            self.exact_fallbacks += 1
+            self.verified_margin = min(VERIFIED_MARGIN_MAX, 2.0 * self.verified_margin)
+        return square
 
     def certified_squared(self, weight: torch.Tensor) -> torch.Tensor:
         """Q (float64, no gradient) for the weight's current content."""
@@ -190,6 +244,7 @@ def require_finite(module: nn.Module, name: str) -> None:
 
 
 __all__ = [
+    "CONV_BOUNDS",
     "ConvBound",
     "check_conv_options",
     "check_image",
