@@ -18,16 +18,15 @@ from torch.nn import functional as F
 
 from structnets.conv_norms import (
     _rayleigh,
-    cholesky_certificate,
     conv_squared_norm_bound,
     frequency_matrices,
     gram_matrices,
     resolve_grid,
     scale_kernel,
-    training_conv_square,
 )
 from structnets.models import lipschitz_convnet
 from structnets.nn import GradientStepConv2d, NormConstrainedConv2d
+from structnets.nn._conv_verified import cholesky_certificate, correlation_gram, training_conv_square
 
 F64 = torch.float64
 
@@ -103,17 +102,35 @@ def test_every_size_bound_verified_too() -> None:
         assert float(square) >= dense_norm_squared(kernel, n, "zeros")
 
 
+@pytest.mark.parametrize(
+    ("shape", "grid"), [((4, 6, 3, 3), (8, 8)), ((6, 4, 2, 3), (7, 6)), ((3, 3, 3, 3), (3, 3)), ((2, 5, 1, 3), (1, 64))]
+)
+def test_correlation_gram_matches_the_fft_gram_within_its_error_bound(
+    shape: tuple[int, int, int, int], grid: tuple[int, int]
+) -> None:
+    """Both sides (c_in ≤ c_out and not), even and 1-tap axes, a grid smaller than the correlation (wrapping)."""
+    kernel = torch.randn(*shape, generator=torch.Generator().manual_seed(2), dtype=F64)
+    gram, relative = correlation_gram(kernel, grid)
+    reference = gram_matrices(kernel, grid)
+    assert gram.shape == reference.shape and gram.is_contiguous()
+    error = float((gram - reference).abs().amax())
+    assert error <= 1e-13 * float(reference.abs().amax())
+    # the bound covers the difference (the FFT Gram's own error, of the same order, included twice over)
+    assert error <= 2.0 * relative * float(kernel.square().sum())
+    assert relative <= 1e-12
+
+
 def test_cholesky_test_passes_above_and_fails_below_the_top_eigenvalue() -> None:
     kernel = KERNELS[2][1]
     scaled, _, _ = scale_kernel(kernel)
     grid, _ = resolve_grid((2, 2), "zeros", (6, 6), None)
     gram = gram_matrices(scaled, grid)
     top = float(torch.linalg.eigvalsh(gram)[..., -1].max())
-    certified = cholesky_certificate(gram, top * (1 + 1e-9), inner=6)
+    certified = cholesky_certificate(gram, top * (1 + 1e-9), 0.0)
     assert certified is not None and top <= certified <= top * (1 + 1e-8)
-    assert cholesky_certificate(gram, top * (1 - 1e-9), inner=6) is None
-    assert cholesky_certificate(gram, math.nan, inner=6) is None
-    assert cholesky_certificate(gram, 0.0, inner=6) is None
+    assert cholesky_certificate(gram, top * (1 - 1e-9), 0.0) is None
+    assert cholesky_certificate(gram, math.nan, 0.0) is None
+    assert cholesky_certificate(gram, 0.0, 0.0) is None
 
 
 def test_lagging_vectors_fall_back_to_the_exact_bound_and_are_counted() -> None:

@@ -9,7 +9,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._validation import check_choice, check_int
-from ..conv_norms import PADDING_MODES, conv_squared_norm_bound, training_conv_square
+from ..conv_norms import PADDING_MODES, conv_squared_norm_bound
+from ._conv_verified import training_conv_square
 from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, ContentCache, _is_transformed
 
 
@@ -159,7 +160,7 @@ class ConvBound:
     state-dict loads can never leave it stale), as :class:`structnets.nn._spectral.CertifiedBound`.
 
     ``mode="verified"``: a training-mode call that needs a gradient takes
-    :func:`structnets.conv_norms.training_conv_square` — the persistent per-frequency power
+    :func:`structnets.nn._conv_verified.training_conv_square` — the persistent per-frequency power
     vectors (kept here, not in the state dict: they only choose the guess μ, which the Cholesky
     test checks against the current weight, so stale vectors can cost an exact step, never a
     wrong bound) give μ = (1 + margin)·max λ̂, certified for every frequency at once, else the

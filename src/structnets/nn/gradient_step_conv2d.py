@@ -62,7 +62,7 @@ class GradientStepConv2d(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
         bound: ``"exact"`` (default: the eigensolver bound at every call) or ``"verified"`` (training-mode
             calls that need a gradient: warm per-frequency power estimates with a 1–8 % margin,
             certified for every frequency by one batched Cholesky test, the exact bound when it
-            fails; :func:`structnets.conv_norms.training_conv_square`). Eval mode, ``lipschitz_bound``,
+            fails; :func:`structnets.nn._conv_verified.training_conv_square`). Eval mode, ``lipschitz_bound``,
             ``export`` and analysis use the exact bound in both modes.
         device, dtype: where to allocate parameters.
 
