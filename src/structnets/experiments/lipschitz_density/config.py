@@ -26,6 +26,11 @@ class LipschitzDensityConfig:
         train_per_axis_1d, train_per_axis_2d: training grid points per axis (1-D and 2-D targets).
         eval_per_axis_1d, eval_per_axis_2d: evaluation grid points per axis (sup error and RMSE).
         tolerance: sup error at which a depth counts as "reached" in the report.
+        unbounded_widths, unbounded_depths: the (width, depth) pairs, growing together, of the
+            ``gradient-step`` units (Theorem 3.1's family G_{d,σ}: lift, gradient-step blocks, head, no
+            maps between the blocks, dense as width and depth grow): one unit per target and pair,
+            trained as the fixed-width units are (same steps, lr, step, grids); ``()`` for none.
+        unbounded_seeds: the seeds of every ``gradient-step`` unit (≥ 5 for the claim).
         device: where the ``trained`` units train: ``"cpu"`` (default), ``"cuda"`` (``"cuda:N"``)
             or ``"auto"`` (``structnets run --device``; the runner resolves ``auto`` and checks
             that CUDA is there). The networks are built on the CPU from their seeds and trained
@@ -50,11 +55,15 @@ class LipschitzDensityConfig:
     eval_per_axis_1d: int = 8193
     eval_per_axis_2d: int = 257
     tolerance: float = 0.02
+    unbounded_widths: tuple[int, ...] = (2, 3, 4, 6, 8)
+    unbounded_depths: tuple[int, ...] = (1, 2, 4, 8, 16)
+    unbounded_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     device: str = "cpu"
 
     @classmethod
     def quick(cls) -> LipschitzDensityConfig:
-        """The ``--quick`` preset: one 1-D and one 2-D target, depths 1 and 2, 100 steps, 2 seeds."""
+        """The ``--quick`` preset: one 1-D and one 2-D target, depths 1 and 2, 100 steps, 2 seeds; gradient-step
+        (width, depth) (2, 1), (3, 2), (4, 3)."""
         return cls(
             pieces_1d=(4,),
             groups_2d=(2,),
@@ -66,6 +75,9 @@ class LipschitzDensityConfig:
             train_per_axis_2d=13,
             eval_per_axis_1d=1025,
             eval_per_axis_2d=65,
+            unbounded_widths=(2, 3, 4),
+            unbounded_depths=(1, 2, 3),
+            unbounded_seeds=(0, 1),
         )
 
     def __post_init__(self) -> None:
@@ -96,6 +108,27 @@ class LipschitzDensityConfig:
         check_int("eval_per_axis_1d", self.eval_per_axis_1d, low=2)
         check_int("eval_per_axis_2d", self.eval_per_axis_2d, low=2)
         check_real("tolerance", self.tolerance, low=0.0, low_open=True)
+        if len(self.unbounded_widths) != len(self.unbounded_depths):
+            raise ValueError(
+                "`unbounded_widths` and `unbounded_depths` must have one entry per (width, depth) pair, got "
+                f"{len(self.unbounded_widths)} and {len(self.unbounded_depths)}"
+            )
+        for width in self.unbounded_widths:
+            check_int("unbounded_widths", width, low=1)
+        for depth in self.unbounded_depths:
+            check_int("unbounded_depths", depth, low=1)
+        pairs = list(zip(self.unbounded_widths, self.unbounded_depths))
+        if len(set(pairs)) != len(pairs) or any(b[0] < a[0] or b[1] < a[1] for a, b in zip(pairs, pairs[1:])):
+            raise ValueError(
+                f"`unbounded_widths` and `unbounded_depths` must give distinct (width, depth) pairs that grow "
+                f"together (each ≥ the one before in both), got {pairs}"
+            )
+        if pairs and not self.unbounded_seeds:
+            raise ValueError(
+                "`unbounded_seeds` must list at least one seed when there are (width, depth) pairs, got ()"
+            )
+        for seed in self.unbounded_seeds:
+            check_int("unbounded_seeds", seed, low=0)
         check_device(self.device)
 
 

@@ -23,6 +23,7 @@ def fit_fixed_width(
     low: float = -1.0,
     high: float = 1.0,
     device: str = "cpu",
+    variant: str = "fixed-width",
 ) -> list[Any]:
     """Train ``lipschitz_resnet(dim, 1, width, depth, variant="fixed-width")`` on ``target``, one per seed.
 
@@ -54,6 +55,9 @@ def fit_fixed_width(
         device: where the training runs (``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``). The
             models are built on the CPU from their seeds and the seed-batched module moves to the
             device; the trained weights are loaded back into the CPU models.
+        variant: ``"fixed-width"`` (Theorem 4.1: norm-constrained affine maps between the blocks) or
+            ``"gradient-step"`` (Theorem 3.1's family G_{d,σ}: lift Q, blocks, head v, no maps between;
+            ``width`` must be given), trained the same way.
 
     Returns:
         one float64 ``nn.Sequential`` per seed, on the CPU, in eval mode.
@@ -73,8 +77,12 @@ def fit_fixed_width(
 
     dim = _check_positive_int("dim", dim)
     depth = _check_positive_int("depth", depth)
+    if variant not in _VARIANTS:
+        raise ValueError(f"`variant` must be one of {list(_VARIANTS)}, got {variant!r}")
     if width is not None:
         width = _check_positive_int("width", width)
+    elif variant == "gradient-step":
+        raise ValueError("`width` must be given (an int ≥ 1) for variant='gradient-step', got None")
     low, high = check_domain(low, high)
     check_target(target, dim, low, high)
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) == 0:
@@ -96,9 +104,10 @@ def fit_fixed_width(
     models = []
     for seed in seeds:
         with seeded(seed):
-            models.append(lipschitz_resnet(dim, 1, width, depth, variant="fixed-width", step=step, dtype=torch.float64))
+            models.append(lipschitz_resnet(dim, 1, width, depth, variant=variant, step=step, dtype=torch.float64))
+    between = variant == "fixed-width"
     # Built on the CPU under the seeds, then moved: the same start on every device.
-    batched = _SeedBatched(_stack(models, depth)).to(device)
+    batched = _SeedBatched(_stack(models, depth, between)).to(device)
     # Sum over seeds of each seed's mean squared error: seed s's gradient is its own MSE gradient
     # and Adam is elementwise, so every seed trains exactly as it would alone.
     fit(
@@ -106,10 +115,13 @@ def fit_fixed_width(
         schedule="cosine",
     )  # fmt: skip
     params = {k: v.detach().cpu() for k, v in batched.params.items()}
-    _unstack(params, models, depth)
+    _unstack(params, models, depth, between)
     for model in models:
         model.eval()
     return models
+
+
+_VARIANTS = ("fixed-width", "gradient-step")
 
 
 def _check_positive_int(name: str, value: Any) -> int:
@@ -122,8 +134,9 @@ def _check_positive_int(name: str, value: Any) -> int:
         raise ValueError(str(error)) from None
 
 
-def _stack(models: list[Any], depth: int) -> dict[str, Any]:
-    """Stack the seeds' parameters: lift (B, w, d), blocks (B, L, ·), between maps (B, L, w, w), head."""
+def _stack(models: list[Any], depth: int, between: bool = True) -> dict[str, Any]:
+    """Stack the seeds' parameters: lift (B, w, d), blocks (B, L, ·), between maps (B, L, w, w) when
+    ``between`` (the fixed-width layout lift, (block, map) × L, head; else lift, block × L, head), head."""
     import torch
 
     states = [m.state_dict() for m in models]
@@ -131,20 +144,27 @@ def _stack(models: list[Any], depth: int) -> dict[str, Any]:
     def stack(keys: list[str]) -> torch.Tensor:
         return torch.stack([torch.stack([s[k] for k in keys]) for s in states]).clone().requires_grad_(True)
 
-    blocks = [2 * i + 1 for i in range(depth)]
-    between = [2 * i + 2 for i in range(depth)]
-    head = 2 * depth + 1
-    return {
+    blocks, maps, head = _layout(depth, between)
+    out = {
         "lift_V": stack(["0.raw_weight"])[:, 0].detach().requires_grad_(True),
         "lift_b": stack(["0.bias"])[:, 0].detach().requires_grad_(True),
         "W": stack([f"{i}.weight" for i in blocks]),
         "b": stack([f"{i}.bias" for i in blocks]),
         "theta": stack([f"{i}.step_logit" for i in blocks]),
-        "A_V": stack([f"{i}.raw_weight" for i in between]),
-        "A_b": stack([f"{i}.bias" for i in between]),
-        "head_V": stack([f"{head}.raw_weight"])[:, 0].detach().requires_grad_(True),
-        "head_b": stack([f"{head}.bias"])[:, 0].detach().requires_grad_(True),
     }
+    if between:
+        out["A_V"] = stack([f"{i}.raw_weight" for i in maps])
+        out["A_b"] = stack([f"{i}.bias" for i in maps])
+    out["head_V"] = stack([f"{head}.raw_weight"])[:, 0].detach().requires_grad_(True)
+    out["head_b"] = stack([f"{head}.bias"])[:, 0].detach().requires_grad_(True)
+    return out
+
+
+def _layout(depth: int, between: bool) -> tuple[list[int], list[int], int]:
+    """Indices of the blocks, of the maps between them and of the head in the ``nn.Sequential``."""
+    if between:
+        return [2 * i + 1 for i in range(depth)], [2 * i + 2 for i in range(depth)], 2 * depth + 1
+    return [i + 1 for i in range(depth)], [], depth + 1
 
 
 class _SeedBatched(torch.nn.Module):
@@ -166,27 +186,30 @@ def _summed_mse(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ((output.transpose(0, 1) - target) ** 2).mean(dim=1).sum()
 
 
-def _unstack(params: dict[str, Any], models: list[Any], depth: int) -> None:
+def _unstack(params: dict[str, Any], models: list[Any], depth: int, between: bool = True) -> None:
     import torch
 
+    blocks, maps, head = _layout(depth, between)
     with torch.no_grad():
         for n, model in enumerate(models):
             state = model.state_dict()
             state["0.raw_weight"] = params["lift_V"][n]
             state["0.bias"] = params["lift_b"][n]
-            for i in range(depth):
-                state[f"{2 * i + 1}.weight"] = params["W"][n, i]
-                state[f"{2 * i + 1}.bias"] = params["b"][n, i]
-                state[f"{2 * i + 1}.step_logit"] = params["theta"][n, i]
-                state[f"{2 * i + 2}.raw_weight"] = params["A_V"][n, i]
-                state[f"{2 * i + 2}.bias"] = params["A_b"][n, i]
-            state[f"{2 * depth + 1}.raw_weight"] = params["head_V"][n]
-            state[f"{2 * depth + 1}.bias"] = params["head_b"][n]
+            for i, index in enumerate(blocks):
+                state[f"{index}.weight"] = params["W"][n, i]
+                state[f"{index}.bias"] = params["b"][n, i]
+                state[f"{index}.step_logit"] = params["theta"][n, i]
+            for i, index in enumerate(maps):
+                state[f"{index}.raw_weight"] = params["A_V"][n, i]
+                state[f"{index}.bias"] = params["A_b"][n, i]
+            state[f"{head}.raw_weight"] = params["head_V"][n]
+            state[f"{head}.bias"] = params["head_b"][n]
             model.load_state_dict({k: v.detach().clone() for k, v in state.items()})
 
 
 def _batched_forward(params: dict[str, Any], x: Any) -> Any:
-    """(B, n, d) → (B, n): the fixed-width network of each of B parameter sets (see :func:`fit_fixed_width`)."""
+    """(B, n, d) → (B, n): the network of each of B parameter sets (see :func:`fit_fixed_width`); the maps
+    between the blocks only where ``params`` has them (``"A_V"``: the fixed-width variant)."""
     import torch
 
     def constrained(V: torch.Tensor) -> torch.Tensor:
@@ -194,7 +217,7 @@ def _batched_forward(params: dict[str, Any], x: Any) -> Any:
         return V / torch.linalg.svdvals(V)[..., :1, None].clamp_min(1.0)
 
     lift = constrained(params["lift_V"])
-    between = constrained(params["A_V"])
+    between = constrained(params["A_V"]) if "A_V" in params else None
     head = constrained(params["head_V"])
     W = params["W"]
     tau = 2.0 * torch.sigmoid(params["theta"]) / torch.linalg.svdvals(W)[..., 0] ** 2  # (B, L)
@@ -204,7 +227,8 @@ def _batched_forward(params: dict[str, Any], x: Any) -> Any:
     for i in range(W.shape[1]):
         z = torch.relu(W[:, i] @ h + params["b"][:, i, :, None])
         h = h + outer[:, i] @ z
-        h = between[:, i] @ h + params["A_b"][:, i, :, None]
+        if between is not None:
+            h = between[:, i] @ h + params["A_b"][:, i, :, None]
     return (head @ h + params["head_b"][..., None])[:, 0, :]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -92,6 +93,7 @@ def report(results: pd.DataFrame, config: LipschitzDensityConfig) -> str:
                 *slopes,
             ]) + " |"
         )  # fmt: skip
+    lines += _unbounded_section(results, config)
     trained = results[results["model"] == "trained"]
     if not trained.empty:
         lines += [
@@ -116,6 +118,46 @@ def report(results: pd.DataFrame, config: LipschitzDensityConfig) -> str:
             ]
     lines.append("")
     return "\n".join(lines)
+
+
+def _unbounded_section(results: pd.DataFrame, config: LipschitzDensityConfig) -> list[str]:
+    """Theorem 3.1 (width and depth grow together): the median sup error over seeds per (width, depth)."""
+    family = results[results["model"] == "gradient-step"]
+    if family.empty:
+        return []
+    pairs = sorted({(int(w), int(d)) for w, d in zip(family["width"], family["depth"])})
+    lines = [
+        "",
+        "Theorem 3.1 (`gradient-step`: lift, gradient-step blocks, head, no maps between the blocks; width and depth "
+        f"grow together; seeds {list(config.unbounded_seeds)}, trained as above): median sup error over seeds "
+        "(min–max), per (width, depth):",
+        "",
+        "| target | " + " | ".join(f"({w}, {d})" for w, d in pairs) + " |",
+        "|---|" + "---|" * len(pairs),
+    ]
+    order = family.sort_values(["dim", "target_pieces", "target"], kind="stable")["target"].unique()
+    for name in order:
+        rows = family[family["target"] == name]
+        cells = []
+        for w, d in pairs:
+            row = rows[(rows["width"] == w) & (rows["depth"] == d)]
+            if row.empty:
+                cells.append("")
+                continue
+            r = row.iloc[0]
+            spread = ""
+            if "sup_errors" in r and isinstance(r["sup_errors"], str):
+                values = json.loads(r["sup_errors"])
+                spread = f" ({min(values):.2g}–{max(values):.2g})"
+            cells.append(f"{r['sup_error_median']:.3g}{spread}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    certified = bool((family["lipschitz_upper"] <= 1 + 1e-12).all())
+    lines += [
+        "",
+        f"Every gradient-step model certified: largest `L upper` {family['lipschitz_upper'].max():.6g} "
+        f"({'≤ 1' if certified else 'NOT ≤ 1'}).",
+    ]
+    return lines
 
 
 __all__ = ["report"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -39,7 +40,7 @@ def _target_name(spec: Mapping[str, Any]) -> str:
 
 
 def units(config: LipschitzDensityConfig, finished: pd.DataFrame) -> list[Unit]:
-    """Per target: the exact construction, then one trained unit per depth."""
+    """Per target: the exact construction, one trained unit per depth, then one gradient-step unit per (width, depth)."""
     common = {
         "steps": config.steps,
         "lr": config.lr,
@@ -64,6 +65,21 @@ def units(config: LipschitzDensityConfig, finished: pd.DataFrame) -> list[Unit]:
                         "model": "trained",
                         "depth": depth,
                         **common,
+                        **device_param(config.device),
+                    },
+                )
+            )
+        for width, depth in zip(config.unbounded_widths, config.unbounded_depths):
+            result.append(
+                Unit(
+                    key=f"{name}/gradient-step/width={width}/depth={depth}",
+                    params={
+                        "target": spec,
+                        "model": "gradient-step",
+                        "depth": depth,
+                        **common,
+                        "width": width,
+                        "seeds": list(config.unbounded_seeds),
                         **device_param(config.device),
                     },
                 )
@@ -144,11 +160,13 @@ def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         return row
     depth = int(params["depth"])
     width = params["width"]
+    # "trained": Theorem 4.1's fixed width (maps between the blocks); "gradient-step": Theorem 3.1's family
+    variant = "gradient-step" if params["model"] == "gradient-step" else "fixed-width"
     models = fit_fixed_width(
         target, target.dim, depth, width=None if width is None else int(width),
         seeds=[int(s) for s in params["seeds"]], steps=int(params["steps"]), lr=float(params["lr"]),
         train_per_axis=int(params["train_per_axis_1d" if target.dim == 1 else "train_per_axis_2d"]), step=float(params["step"]),
-        device=unit_device(params),
+        device=unit_device(params), variant=variant,
     )  # fmt: skip
     synchronize()
     seconds = time.perf_counter() - start
@@ -168,6 +186,9 @@ def _run_unit_single_thread(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         rmse=rmses[best],
         sup_error_median=float(np.median(sups)),
         rmse_median=float(np.median(rmses)),
+        # every seed's errors, in the order of ``seeds`` (the replicates of a trend test)
+        sup_errors=json.dumps(sups),
+        rmses=json.dumps(rmses),
         lipschitz_upper=max(uppers),
         lipschitz_measured=max(measured),
         parameters=sum(p.numel() for p in models[0].parameters()),
