@@ -9,8 +9,9 @@ by one batched complex Cholesky factorisation of μI − Ĝ(ω) (:func:`cholesky
 
 The Gram matrices are formed without an FFT (:func:`correlation_gram`): G(ω) = Σ_δ C_δ e^{−iω·δ}
 with the (2k_h − 1)(2k_w − 1) real tap correlations C_δ = Σ_{s − t = δ} K_tᵀK_s, all of them from
-one real matrix product MᵀM (M the kernel as c_out × k_hk_wc_in), then one real product with the
-table of twiddles: a third of the flops of a complex batched Gram product, every rounding error
+one real matrix product MᵀM (M the kernel as c_out × k_hk_wc_in), then two real products with
+tables of twiddles (C_{−δ} = C_δᵀ halves them): far fewer flops than the FFT and the complex
+batched Gram product of the exact bound, every rounding error
 covered by the standard model (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002,
 §3.1, §3.5) with no FFT error constant to assume.
 """
@@ -55,8 +56,12 @@ def _up(value: float) -> float:
 @lru_cache(maxsize=64)
 def _correlation_plan(
     kernel_size: tuple[int, int], grid: tuple[int, int], inside: bool, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(slot of each tap pair (t, s), twiddles (2F, D)): the δ of every product and [cos; −sin](ω·δ)."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(slot of each tap pair (t, s), cos table (F, 1 + H), −sin table (F, H)).
+
+    Slots order δ lexicographically, so slot D − 1 − j holds −δ of slot j and the centre δ = 0; the
+    tables are for the centre and the H = (D − 1)/2 slots after it.
+    """
     kh, kw = kernel_size
     n1, n2 = grid
     taps = torch.arange(kh * kw)
@@ -66,14 +71,15 @@ def _correlation_plan(
     slots = ((d1 + kh - 1) * (2 * kw - 1) + (d2 + kw - 1)).reshape(-1)
     delta1 = torch.arange(-(kh - 1), kh).repeat_interleave(2 * kw - 1)
     delta2 = torch.arange(-(kw - 1), kw).repeat(2 * kh - 1)
+    centre = (delta1.numel() - 1) // 2
+    delta1, delta2 = delta1[centre:], delta2[centre:]
     half = n2 // 2 + 1
     j1, j2 = torch.arange(n1).repeat_interleave(half), torch.arange(half).repeat(n1)
     # the phase reduced exactly in integers first, so θ ∈ [0, 4π) carries one rounding per operation
     r1 = torch.remainder(j1[:, None] * delta1[None, :], n1).to(torch.float64)
     r2 = torch.remainder(j2[:, None] * delta2[None, :], n2).to(torch.float64)
     angle = 2.0 * math.pi * (r1 / n1 + r2 / n2)
-    twiddles = torch.cat((torch.cos(angle), -torch.sin(angle)))
-    return slots.to(device), twiddles.to(device)
+    return slots.to(device), torch.cos(angle).to(device), (-torch.sin(angle[:, 1:])).to(device)
 
 
 def correlation_gram(scaled: torch.Tensor, grid: tuple[int, int]) -> tuple[torch.Tensor, float]:
@@ -84,9 +90,12 @@ def correlation_gram(scaled: torch.Tensor, grid: tuple[int, int]) -> tuple[torch
     ‖Ĝ_H(ω) − G(ω)‖₂ ≤ ε·‖K‖_F² at every frequency, G(ω) the exact Gram matrix of the stored kernel
     and Ĝ_H any Hermitian matrix read from one triangle of Ĝ(ω) (as LAPACK does).
 
+    C_{−δ} = C_δᵀ, so only δ = 0 and the δ > 0 (lexicographically) enter: Re G(ω) = C₀ +
+    Σ_{δ>0}(C_δ + C_δᵀ) cos ω·δ and Im G(ω) = −Σ_{δ>0}(C_δ − C_δᵀ) sin ω·δ, one real product each.
+
     Rounding (standard model, entrywise, with A = Σ_{t,s}|K_t|ᵀ|K_s|): the product MᵀM errs by
-    γ_h (h the inner dimension), the ≤ T = k_hk_w products summed into each C_δ by γ_T, the
-    real product with the D twiddles by γ_D, the twiddles themselves by 64u; real and imaginary
+    γ_h (h the inner dimension), the ≤ T = k_hk_w products summed into each C_δ by γ_T, the sums
+    C_δ ± C_δᵀ and the real products with ≤ D twiddles by γ_{D+1}, the twiddles by 64u; real and imaginary
     parts each, so the modulus errs by ≤ √2(γ_h + γ_T + γ_D + 64u)(1 + 10⁻⁹)·A, and
     ‖A‖₂ ≤ ‖Σ_t|K_t|‖_F² ≤ T‖K‖_F² (Cauchy–Schwarz). Constants doubled (γ_{2m}) for blocked orderings.
     """
@@ -98,13 +107,19 @@ def correlation_gram(scaled: torch.Tensor, grid: tuple[int, int]) -> tuple[torch
         matrix = k.permute(0, 2, 3, 1).reshape(c_out, -1) if inside else k.permute(1, 2, 3, 0).reshape(c_in, -1)
         n, inner = (c_in, c_out) if inside else (c_out, c_in)
         blocks = (matrix.T @ matrix).reshape(taps, n, taps, n).transpose(1, 2).reshape(taps * taps, n * n)
-        slots, twiddles = _correlation_plan((kh, kw), grid, inside, k.device)
+        slots, cosines, sines = _correlation_plan((kh, kw), grid, inside, k.device)
         width = (2 * kh - 1) * (2 * kw - 1)
-        correlations = torch.zeros(width, n * n, dtype=k.dtype, device=k.device).index_add_(0, slots, blocks)
-        both = twiddles @ correlations
-        frequencies = both.shape[0] // 2
-        gram = torch.complex(both[:frequencies], both[frequencies:]).reshape(frequencies, n, n)
-    relative = _gamma(2 * inner) + _gamma(2 * taps) + _gamma(2 * width) + _TWIDDLE_ERROR
+        correlations = torch.zeros(width, n, n, dtype=k.dtype, device=k.device)
+        correlations.view(width, n * n).index_add_(0, slots, blocks)
+        # C_{−δ} = C_δᵀ: G(ω) = C₀ + Σ_{δ>0} (C_δ + C_δᵀ) cos ω·δ − i Σ_{δ>0} (C_δ − C_δᵀ) sin ω·δ
+        centre = (width - 1) // 2
+        positive = correlations[centre + 1 :]
+        even = torch.cat((correlations[centre : centre + 1], positive + positive.transpose(1, 2)))
+        odd = positive - positive.transpose(1, 2)
+        real = cosines @ even.reshape(-1, n * n)
+        imaginary = sines @ odd.reshape(-1, n * n) if odd.shape[0] else torch.zeros_like(real)
+        gram = torch.complex(real, imaginary).view(-1, n, n)
+    relative = _gamma(2 * inner) + _gamma(2 * taps) + _gamma(2 * width + 2) + _TWIDDLE_ERROR
     return gram, _up(_up(math.sqrt(2.0) * relative * (1.0 + 1e-9)) * taps)
 
 
