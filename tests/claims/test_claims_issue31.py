@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from structnets.analysis import cost
-from structnets.claims import CLAIMS, CONSISTENT, NOT_TESTED, REFUTED, REPRODUCED, VERDICTS, Evidence
+from structnets.claims import CLAIMS, CONSISTENT, NOT_REPRODUCED, NOT_TESTED, REFUTED, REPRODUCED, VERDICTS, Evidence
 from structnets.models import bottleneck_width, mlp
 
 BY_ID = {claim.id: claim for claim in CLAIMS}
@@ -182,12 +182,71 @@ def _bounds_units(
     return pd.DataFrame(rows)
 
 
-def test_depth_dependence_is_not_tested_and_shows_the_slopes() -> None:
+def test_depth_dependence_without_fixed_norm_units_is_not_tested_and_shows_the_slopes() -> None:
     found = evidence("003-depth-dependence", _bounds_units(depth_exponent=2.0))
     assert found.verdict == NOT_TESTED and found.units == 12 and len(found.unit_keys) == 12
-    assert "rank-sparse p = 0: 2.00 ± 0.00" in found.ours and "spectral: 3.00" in found.ours
-    assert "fixed per-layer norm" in found.test and "would test it" in found.test
+    assert "p = 0 2.00 ± 0.00" in found.ours and "spectral 3.00" in found.ours
+    assert "fixed per-layer norm" in found.test and "parts=fixed-norm" in found.test
     assert evidence("003-depth-dependence", _bounds_units().query("depth == 2")).units == 0
+
+
+def _fixed_norm(
+    *, share: float = 2.0, versus_large: float = 1.0, versus_spectral: float = 1.0, seeds: int = 3
+) -> pd.DataFrame:
+    """Fixed-norm units at s̄ = 1, 2 and L = 2…32 whose bounds follow set depth exponents: the p = 0 n* is
+    c·L (s̄ = 1) plus the norm's share L^share·log s̄; large-p and spectral n* are p = 0 over L^versus_*;
+    seeds scatter every value by e^{±0.01}."""
+    rows = []
+    for seed in range(seeds):
+        for norm in (1.0, 2.0):
+            for L in (2, 4, 8, 16, 32):
+                wiggle = float(np.exp(0.01 * ((seed + L) % 3 - 1)))
+                other = float(np.exp(0.01 * ((seed + 2 * L) % 5 - 2)))  # the other bounds' own scatter
+                small = (50.0 * L + 1e3 * L**share * np.log(norm)) * wiggle
+                rows.append(
+                    {
+                        "key": f"fixed-norm/depth={L}/norm={norm:g}/seed={seed}",
+                        "variant": "fixed-norm",
+                        "depth": L,
+                        "width": 32,
+                        "rank": 4,
+                        "spectral_norm": norm,
+                        "seed": seed,
+                        "margin": 1.0,
+                        "rs0_sc": small,
+                        "rs2_sc": small / L**versus_large * other,
+                        "param_sc": small / L**versus_large * other,
+                        "spectral_sc": small / L**versus_spectral * other,
+                        "log_inverse_radius": float(L * np.log(norm) + np.log(2 * np.e * L)),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_depth_dependence_on_the_fixed_norm_sweep() -> None:
+    # the paper's forms: the norm's share of the small-p n* grows as L², small over large p and spectral as L
+    paper = evidence("003-depth-dependence", _fixed_norm())
+    assert paper.verdict == REPRODUCED and paper.units == 30 and len(paper.unit_keys) == 30
+    assert "norm's share of p = 0 at s̄ = 2: 2.00" in paper.ours and "(inside)" in paper.ours
+    assert "one depth exponent" not in paper.ours
+    assert "whose bounds first" in paper.test and "± 0.25" in paper.test
+    # both ends of the p family with one depth exponent (as our covering bounds have): refuted
+    same = evidence("003-depth-dependence", _fixed_norm(versus_large=0.0))
+    assert same.verdict == REFUTED and "p = 0 / p = 2 at s̄ = 1: " in same.ours and "vs 1 (outside)" in same.ours
+    assert "one depth exponent here" in same.ours
+    # an L^1.5 share is outside 2 ± 0.25, an L^1.9 share inside
+    assert evidence("003-depth-dependence", _fixed_norm(share=1.5)).verdict == REFUTED
+    assert evidence("003-depth-dependence", _fixed_norm(share=1.9)).verdict == REPRODUCED
+    # at the band's edge the interval straddles it: neither inside nor outside
+    assert evidence("003-depth-dependence", _fixed_norm(versus_spectral=1.25)).verdict == NOT_REPRODUCED
+    # beside trained units, only the fixed-norm ones decide (and only they are counted)
+    both = pd.concat([_bounds_units(), _fixed_norm()], ignore_index=True)
+    joined = evidence("003-depth-dependence", both)
+    assert joined.verdict == REPRODUCED and joined.units == 30 and "trained rank-r nets" in joined.ours
+    # the trained-net rows ignore the fixed-norm units
+    assert evidence("003-p-interpolation", both).units == evidence("003-p-interpolation", _bounds_units()).units
+    # the norm's share needs the s̄ = 1 baseline
+    assert evidence("003-depth-dependence", _fixed_norm().query("spectral_norm != 1")).verdict == NOT_TESTED
 
 
 def test_p_interpolation() -> None:

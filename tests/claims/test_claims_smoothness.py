@@ -232,3 +232,63 @@ def test_flattening_helper_needs_three_upper_sizes() -> None:
         ("tanh",),
     )
     assert smooth_claims.flattening(cells)[:3] == (0, 0, 0)
+
+
+# --- both N grids: the full preset's 40–400 and, with the supplementary N = 640 units, 40–640 -------------
+
+
+def _floors(sizes: tuple[int, ...], d: int = 1, depth: int = 2) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "key": [f"relu-floor/N={N}" for N in sizes],
+            "part": "relu-floor",
+            "d": d,
+            "s": 3.0,
+            "depth": depth,
+            "width": [4 + i for i in range(len(sizes))],
+            "parameters": list(sizes),
+            "floor_computed": True,
+            "floor_mse": [float((N**-2.0) ** 2) for N in sizes],
+        }
+    )
+
+
+def test_both_grids_show_the_top_half_slopes_and_the_floor_ratio_at_each_largest_N() -> None:
+    # on the line N^{−3} up to N = 400, flat from 400 to 640: the flattening is only in the longer grid
+    approx = _rates("approximation", 1, 3.0, 2, dict.fromkeys(SMOOTH, -3.0), sizes=SIX, flat_from=4)
+    results = pd.concat([approx, _floors(SIX)], ignore_index=True)
+    config = SimpleNamespace(settle_tol=0.1, approx_parameters=SIX)
+    ev = evidence("002-approximation-rate", results, config)
+    short, long = ev.ours.split("over N = 40–400: ")[1].split(" || over N = 40–640: ")
+    assert "flattening at the top of the grid in 0 of 3 cells" in short and "at the largest N=400" in short
+    assert "flattening at the top of the grid in 3 of 3 cells" in long and "at the largest N=640" in long
+    tanh = 400**-3.0 / 400**-2.0, 400**-3.0 / 640**-2.0  # the median seed on the line, then flat
+    assert f"{tanh[0]:.3g} at the largest N=400" in short and f"{tanh[1]:.3g} at the largest N=640" in long
+    assert "Both N grids" in ev.test
+    assert "over N = 40–400 in 0 of 3 cells" in ev.test and "over N = 40–640 in 3 of 3 cells" in ev.test
+    # the verdict is the whole grid's (settled and slower there: refuted), the shorter grid's is named
+    assert ev.verdict == REFUTED and "(N = 40–400 alone: reproduced)" in ev.test
+    # without the N = 640 units there is one grid and no such sentence
+    short_only = results[results["parameters"] <= 400]
+    one = evidence("002-approximation-rate", short_only, config)
+    assert one.verdict == REPRODUCED and "Both N grids" not in one.test and " || " not in one.ours
+
+
+def test_approximation_grids_read_the_nominal_N_from_the_width() -> None:
+    from structnets.claims.smoothness_grids import approximation_grids
+    from structnets.experiments.smoothness_rates.config import parameter_count, width_for_parameters
+
+    grid = (40, 71, 126, 225, 400, 640)
+    rows = []
+    for depth in (2, 6):
+        for N in grid:
+            width = width_for_parameters(N, 2, depth)
+            rows.append({"part": "approximation", "d": 2, "depth": depth, "width": width,
+                         "parameters": parameter_count(2, width, depth)})  # fmt: skip
+    long = pd.DataFrame(rows + [{"part": "estimation", "d": 2, "depth": 2, "width": 6, "parameters": 9999}])
+    assert (long["parameters"] > 400).sum() > 3  # 401 parameters at N = 400 (d = 2, L_w = 2), 661 at 640
+    (label, short), (whole_label, whole) = approximation_grids(long, SimpleNamespace(approx_parameters=grid))
+    assert (label, whole_label) == ("N = 40–400", "N = 40–640") and len(whole) == len(long)
+    # every N ≤ 400 row (its exact count may be 401) and every estimation row, no N = 640 row
+    assert len(short) == len(long) - 2 and 9999 in set(short["parameters"])
+    assert [lab for lab, _ in approximation_grids(short, SimpleNamespace(approx_parameters=grid))] == ["N = 40–400"]

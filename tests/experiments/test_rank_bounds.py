@@ -239,3 +239,53 @@ def test_units_run_longest_first_with_the_same_keys() -> None:
     assert all(
         u.key.startswith("linear/") for u in units[-len(config.linear_depths) * len(config.linear_weight_decays) :]
     )
+
+
+def test_fixed_norm_layers_and_unit() -> None:
+    """Alike rank-r W×W layers of spectral norm s̄ (the same layers scaled for every s̄), and the bounds on them."""
+    import torch
+
+    from structnets.analysis import parameter_count_bound
+    from structnets.experiments.rank_bounds.fixed_norm import depth_slopes, fixed_norm_layers
+
+    layers = fixed_norm_layers(12, 3, 2.5, 4, seed=1)
+    assert len(layers) == 4 and all(a.shape == (12, 12) and a.dtype == torch.float64 for a in layers)
+    for a in layers:
+        sigma = torch.linalg.svdvals(a)
+        assert float(sigma[0]) == pytest.approx(2.5, rel=1e-12)  # spectral norm s̄ exactly
+        assert int((sigma > 1e-10).sum()) == 3  # exactly rank r
+        assert bool((sigma[1:3] >= 0.5 * 2.5 * (1 - 1e-12)).all())  # v_j in [0.5, 1]
+    ones = fixed_norm_layers(12, 3, 1.0, 4, seed=1)
+    assert all(torch.allclose(a, 2.5 * b, rtol=0, atol=1e-13) for a, b in zip(layers, ones))
+    assert not torch.allclose(fixed_norm_layers(12, 3, 1.0, 4, seed=2)[0], ones[0])
+    params = {
+        "kind": "fixed-norm", "depth": 3, "width": 8, "rank": 2, "spectral_norm": 2.0, "seed": 0, "margin": 1.0,
+        "n": 1000, "ps": [0.0, 2.0], "delta": 0.05, "sample_target": 0.1,
+    }  # fmt: skip
+    row = EXPERIMENT.run_unit(params)
+    assert row["variant"] == "fixed-norm" and row["spectral_product"] == pytest.approx(8.0, rel=1e-12)
+    # K = e·B·Π s̄ (ReLU, inputs of norm 1) and log(1/t(1)) = log(2KL/γ)
+    assert row["lipschitz_scale"] == pytest.approx(math.e * 8.0, rel=1e-12)
+    assert row["log_inverse_radius"] == pytest.approx(math.log(2 * math.e * 8.0 * 3), rel=1e-12)
+    matrices = fixed_norm_layers(8, 2, 2.0, 3, 0)
+    count = parameter_count_bound(matrices, n=1000, margin=1.0, input_norm=1.0)
+    assert row["param_sc"] == pytest.approx(count.sample_complexity, rel=1e-12)
+    # the rank class of exactly rank-2 layers is below the count; p = 2 (a norm class) is at most it
+    assert row["rs0_sc"] < row["param_sc"] and row["rs2_sc"] <= row["param_sc"] * (1 + 1e-9)
+    # depth_slopes on exact power laws: the norm's share L² and the contrasts
+    rows = pd.DataFrame(
+        [
+            {
+                "variant": "fixed-norm", "depth": L, "spectral_norm": s, "seed": seed,
+                "rs0_sc": 10.0 * L + 3.0 * L**2 * math.log(s) * (1 + 0.01 * seed), "rs2_sc": 40.0 * L,
+                "spectral_sc": 5.0 * L**3, "log_inverse_radius": math.log(2 * math.e * L) + L * math.log(s),
+            }
+            for L in (2, 4, 8) for s in (1.0, 3.0) for seed in (0, 1)
+        ]
+    )  # fmt: skip
+    found = depth_slopes(rows)
+    assert [s.spectral_norm for s in found["norm_share"]] == [3.0]
+    assert found["norm_share"][0].slope == pytest.approx(2.0, abs=1e-9)
+    assert found["versus_large"][0].slope == pytest.approx(0.0, abs=1e-9)  # s̄ = 1: both ∝ L
+    assert found["versus_spectral"][0].slope == pytest.approx(-2.0, abs=1e-9)
+    assert found["small"][0].seeds == 2 and found["small"][0].df == 1.0

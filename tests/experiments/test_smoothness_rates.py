@@ -116,3 +116,28 @@ def test_units_equal_the_stored_params_of_a_run_before_the_speed_changes() -> No
         "test_points": 2048,
         "input_scale": 10.0,
     }
+
+
+def test_parts_select_units_at_unchanged_keys_and_params() -> None:
+    """``parts`` keeps only some kinds of unit, each with the key and params the full grid gives it, so a
+    supplementary folder (e.g. the N = 640 end of the earlier approximation grid) matches the full run."""
+    import pytest
+
+    full = SmoothnessRatesConfig(approx_parameters=(40, 71, 126, 225, 400, 640))
+    every = {u.key: u.params for u in rates.make_units(full, pd.DataFrame())}
+    extra = SmoothnessRatesConfig(parts=("approximation", "relu-floor"), approx_parameters=(640,))
+    units = rates.make_units(extra, pd.DataFrame())
+    assert sorted(u.key for u in units) == sorted(k for k in every if k.endswith("/N=640"))
+    assert len(units) == 2 * 2 + 2 and all(every[u.key] == u.params for u in units)
+    assert {
+        u.params["part"] for u in rates.make_units(SmoothnessRatesConfig(parts=("estimation",)), pd.DataFrame())
+    } == {"estimation"}
+    assert SmoothnessRatesConfig().parts == ("estimation", "approximation", "relu-floor")
+    with pytest.raises(ValueError, match="`parts`"):
+        SmoothnessRatesConfig(parts=("approx",))
+    with pytest.raises(ValueError, match="`parts`"):
+        SmoothnessRatesConfig(parts=())
+    # the report of an approximation-only folder has no estimation table rows and does not fail
+    report = rates.report_markdown(pd.DataFrame(), extra)
+    assert report.startswith("# smoothness-rates")
+    assert set(SmoothnessRatesConfig.supplement_fields) >= {"parts", "approx_parameters"}

@@ -32,6 +32,7 @@ from .evidence import OPTIMISATION_LIMITED, REPRODUCED, Claim, Evidence, keys_of
 from .smoothness_construction import constant_depth as _constant_depth
 from .smoothness_construction import construction_l2 as _construction_l2
 from .smoothness_construction import construction_linf as _construction_linf
+from .smoothness_grids import both_grids, grids_sentence
 
 PAPER = "smoothness adaptivity (002)"
 SMOOTH = ("tanh", "gelu", "silu")
@@ -238,13 +239,15 @@ def _approximation(results: pd.DataFrame, config: Any) -> Evidence:
     )
     flat, total, limited, flat_text = flattening(cells)
     ratio_text, floors = floor_ratio(long, results)
+    counts, grids_text, verdicts = both_grids(long, results, config)
     used = pd.concat([results[results["part"] == "approximation"], floors])
     return Evidence(
-        text + "; " + flat_text + "; " + ratio_text,
+        text + "; " + (f"both N grids: {grids_text}" if len(counts) > 1 else flat_text + "; " + ratio_text),
         verdict,
         UPPER_BOUND_RULE.format(what="log RMSE in log N against −s/d")
         + ". RMSE on fresh points is the L² form (Theorem 4.1); the L∞ form is 002-approximation-linf."
-        + _flattening_sentence(flat, total, limited, ratio_text if floors.shape[0] else ""),
+        + _flattening_sentence(flat, total, limited, ratio_text if floors.shape[0] else "")
+        + grids_sentence(counts, verdicts),
         len(used),
         keys_of(used),
     )

@@ -121,6 +121,57 @@ def _load_run(run_dir: Any, name: str) -> Run:
     return Run(path, experiment.name, config, results, _preset(experiment.config_class, config))
 
 
+def supplement_fields(config: Any) -> tuple[str, ...]:
+    """The config fields in which a supplementary run folder of this experiment may differ (its config
+    class's ``supplement_fields``; none when it has no such attribute)."""
+    return tuple(getattr(type(config), "supplement_fields", ()))
+
+
+def _supplement_mismatch(a: Run, b: Run) -> str:
+    """Why ``b`` cannot supplement ``a`` (same experiment), or ``""`` when it can.
+
+    A supplementary folder extends a run's grid with more units: its config may differ only in the
+    fields its config class names in ``supplement_fields`` (e.g. ``parts`` and a grid), and no unit key
+    may be in both folders (the same unit twice would count twice).
+    """
+    allowed = supplement_fields(a.config)
+    if not allowed:
+        return f"this experiment has none ({type(a.config).__name__} names no `supplement_fields`)"
+    first, second = dataclasses.asdict(a.config), dataclasses.asdict(b.config)
+    differing = sorted(k for k in first if k not in allowed and first[k] != second.get(k))
+    if differing:
+        return f"differs only in {list(allowed)} (these differ in {differing})"
+    if "key" in a.results.columns and "key" in b.results.columns:
+        shared = sorted(set(a.results["key"]) & set(b.results["key"]))
+        if shared:
+            return f"shares no unit key ({len(shared)} shared, e.g. {shared[0]!r})"
+    return ""
+
+
+def _union(values: Any, more: Any) -> tuple[Any, ...]:
+    """Both sequences' entries once each, in order; sorted when they are all numbers (a grid)."""
+    merged = tuple(dict.fromkeys([*values, *more]))
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in merged):
+        return tuple(sorted(merged))
+    return merged
+
+
+def _merge_runs(a: Run, b: Run) -> Run:
+    """One :class:`Run` of both folders' results: the one with more rows is the run (its path and preset
+    first), the other a supplement named in ``preset``; the config is the larger one's with every
+    supplement field the union of both (so an evaluator sees the grid the rows span)."""
+    base, extra = (a, b) if len(a.results) >= len(b.results) else (b, a)
+    changes = {
+        name: _union(getattr(base.config, name), getattr(extra.config, name))
+        for name in supplement_fields(base.config)
+        if getattr(base.config, name) != getattr(extra.config, name)
+    }
+    config = dataclasses.replace(base.config, **changes) if changes else base.config
+    results = pd.concat([base.results, extra.results], ignore_index=True, sort=False)
+    preset = f"{base.preset}; with {extra.path} ({extra.preset})"
+    return Run(base.path, base.experiment, config, results, preset)
+
+
 def _preset(config_class: Any, config: Any) -> str:
     """``"full"`` or ``"quick"`` when ``config`` equals that preset, else ``"custom"``."""
     as_dict = dataclasses.asdict(config)
@@ -139,7 +190,11 @@ def claims_table(run_dirs: Sequence[str | os.PathLike[str]], claims: Sequence[Cl
     is computed from the runs' results databases.
 
     Args:
-        run_dirs: finished run folders, at most one per experiment.
+        run_dirs: finished run folders, one per experiment, or with supplementary folders of it: a folder
+            whose config differs from the run's only in the fields its config class names in
+            ``supplement_fields`` (e.g. smoothness-rates' ``parts`` and ``approx_parameters``), with no
+            unit key in both, is merged into it (results concatenated, grids united; the row's *preset*
+            names the supplement).
         claims: the claims to decide (default: all of :data:`CLAIMS`).
 
     Returns:
@@ -149,7 +204,8 @@ def claims_table(run_dirs: Sequence[str | os.PathLike[str]], claims: Sequence[Cl
         TypeError: ``run_dirs`` is a single path (a str or ``os.PathLike``) or not a sequence, or
             one of its entries is not a path.
         ClaimsError: no run folder given, a folder is missing or unfinished, two folders hold one
-            experiment, or a folder holds an experiment no claim uses.
+            experiment and the second cannot supplement the first, or a folder holds an experiment no
+            claim uses.
     """
     if isinstance(run_dirs, (str, bytes, os.PathLike)):
         raise TypeError(
@@ -167,16 +223,22 @@ def claims_table(run_dirs: Sequence[str | os.PathLike[str]], claims: Sequence[Cl
     used = {claim.experiment for claim in claims}
     for i, run_dir in enumerate(run_dirs):
         loaded = _load_run(run_dir, f"run_dirs[{i}]")
-        if loaded.experiment in runs:
-            raise ClaimsError(
-                f"two runs of {loaded.experiment!r} given ({runs[loaded.experiment].path} as "
-                f"`run_dirs[{given[loaded.experiment]}]` and {loaded.path} as `run_dirs[{i}]`); pass one per experiment"
-            )
         if loaded.experiment not in used:
             raise ClaimsError(
                 f"{loaded.path} (`run_dirs[{i}]`) holds {loaded.experiment!r}, which no claim uses; claims use: "
                 f"{', '.join(sorted(used))}"
             )
+        if loaded.experiment in runs:
+            earlier = runs[loaded.experiment]
+            why = _supplement_mismatch(earlier, loaded)
+            if why:
+                raise ClaimsError(
+                    f"two runs of {loaded.experiment!r} given ({earlier.path} as "
+                    f"`run_dirs[{given[loaded.experiment]}]` and {loaded.path} as `run_dirs[{i}]`); pass one per "
+                    f"experiment, or a supplementary folder that {why}"
+                )
+            runs[loaded.experiment] = _merge_runs(earlier, loaded)
+            continue
         given[loaded.experiment] = i
         runs[loaded.experiment] = loaded
     records = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 DATASETS: tuple[str, ...] = ("mnist", "rice")
 PARTS: tuple[str, ...] = ("mlp", "deep-linear", "fixed-norm")
@@ -87,6 +88,8 @@ class RankBoundsConfig:
             measured on the CPU, and numbers agree across devices up to floating-point rounding.
             The deep linear units (16 × 16 matrices) always run on the CPU.
     """
+
+    supplement_fields: ClassVar[tuple[str, ...]] = SUPPLEMENT_FIELDS
 
     datasets: tuple[str, ...] = DATASETS
     widths: tuple[int, ...] = (64, 128, 256, 512, 1024)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 ACTIVATIONS = ("relu", "tanh", "gelu", "silu")
 SMOOTH = ("tanh", "gelu", "silu")
 PARTS = ("estimation", "approximation", "relu-floor")
+SUPPLEMENT_FIELDS = ("parts", "approx_parameters", "approx_targets", "depths")
+"""Config fields in which a supplementary run folder may differ from the run it extends (the claims table
+merges such folders: same experiment, every other field equal, no unit key in both)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class SmoothnessRatesConfig:
             up to floating-point rounding (amplified, like any rounding change, along the
             non-converged members' trajectories).
     """
+
+    supplement_fields: ClassVar[tuple[str, ...]] = SUPPLEMENT_FIELDS
 
     targets: tuple[tuple[int, float], ...] = ((1, 1.0), (2, 2.0))
     separation_cells: tuple[str, ...] = ("1:3:2", "2:4:2")
@@ -165,11 +171,6 @@ class SmoothnessRatesConfig:
             check_real("approx_targets", s, low=0.0, low_open=True)
         for N in self.approx_parameters:
             check_int("approx_parameters", N, low=8)
-
-
-SUPPLEMENT_FIELDS = ("parts", "approx_parameters")
-"""Config fields in which a supplementary run folder may differ from the run it extends (the claims table
-merges such folders: same experiment, every other field equal, no unit key in both)."""
 
 
 def parse_separation_cells(cells: tuple[str, ...]) -> list[tuple[int, float, int]]:
