@@ -216,6 +216,8 @@ class ConvBound:
         return self.certified_squared(weight)
 
     def _verified(self, weight: torch.Tensor) -> torch.Tensor:
+        if self._vectors is not None and self._vectors.device != weight.device:
+            self._vectors = None  # moved with .to(): start again, not a fallback
         cold = self._vectors is None
         square, self._vectors, passed = training_conv_square(
             weight, self._vectors, self.verified_margin, self.padding_mode, self.input_size
