@@ -21,6 +21,11 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ),
         ("lipschitz_constraint.py", ["--shapes", "1x4,2x6", "--batch", "8", "--pairs", "1"], "| 2 | 6 |"),
         (
+            "lipschitz_conv_step.py",
+            ["--batch", "2", "--pairs", "1", "--no-every-size"],
+            "| 64 | 7×7 | sized | verified |",
+        ),
+        (
             "rates_refiners.py",
             ["--parameters", "20", "--lbfgs", "20", "--lm", "5", "--adam", "5", "--points", "32"],
             "| 20 | 6 | tanh |",
