@@ -22,7 +22,7 @@ from structnets.experiments.lipschitz_mnist import PUBLISHED, TIMED_BOUNDS, Lips
 SMALL = dataclasses.replace(
     LipschitzMNISTConfig.quick(), depths=(1,), widths=(8,), models=("gradient-step", "unconstrained"),
     losses=("margin-ce",), lifts=("orthogonal",), epochs=1, max_train=256, max_test=128, ascent_steps=2,
-    timing_pairs=2, batch_size=64,
+    timing_pairs=2, batch_size=64, cost_depths=(1, 2), cost_rounds=2,
 )  # fmt: skip
 
 
@@ -42,6 +42,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFra
 def test_every_unit_ran(finished: tuple[Path, pd.DataFrame]) -> None:
     _, results = finished
     assert sorted(results["key"]) == [
+        "constraint-cost/width=8",
         "timing/depth=1/width=8",
         "train/gradient-step/margin-ce/orthogonal/depth=1/width=8/seed=0",
         "train/unconstrained/scaled-ce/linear/depth=1/width=8/seed=0",
@@ -70,6 +71,34 @@ def test_timing_unit_measures_both_bound_modes(finished: tuple[Path, pd.DataFram
     for mode in TIMED_BOUNDS:
         median, q1, q3 = (getattr(timing, f"ratio_{mode}{suffix}") for suffix in ("", "_q1", "_q3"))
         assert 0 < q1 <= median <= q3
+
+
+def test_constraint_cost_unit_times_both_networks_at_every_depth_in_rounds(
+    finished: tuple[Path, pd.DataFrame],
+) -> None:
+    import json
+
+    import numpy as np
+
+    out, results = finished
+    (cost,) = results[results["stage"] == "constraint-cost"].itertuples()
+    assert json.loads(cost.cost_depths) == [1, 2] and cost.rounds == 2 and cost.lift == "orthogonal"
+    fixed, plain = (
+        np.asarray(json.loads(cost.step_seconds_fixed_width)),
+        np.asarray(json.loads(cost.step_seconds_gradient_step)),
+    )
+    assert fixed.shape == plain.shape == (2, 2) and (fixed > 0).all() and (plain > 0).all()
+    assert json.loads(cost.cost_ratio_median) == pytest.approx(np.median(fixed / plain, axis=0).tolist(), rel=1e-12)
+    assert 0.0 <= cost.other_load <= 1.0 and cost.threads >= 1
+    assert "## Constraint cost in depth: fixed-width" in (out / "table.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"), [({"cost_depths": (5,)}, "cost_depths"), ({"cost_rounds": -1}, "cost_rounds")]
+)
+def test_bad_constraint_cost_config_is_named(kwargs: dict, argument: str) -> None:
+    with pytest.raises(ValueError, match=argument):
+        LipschitzMNISTConfig(**kwargs)
 
 
 def test_report_is_a_function_of_the_stored_table_and_shows_the_published_results(

@@ -70,6 +70,12 @@ class LipschitzMNISTConfig:
             preset).
         ascent_steps: gradient-ascent steps of the Lipschitz lower bound.
         timing_pairs: interleaved pairs of training steps in each timing unit (0: no timing).
+        cost_depths: the depths of the ``constraint-cost`` unit, which times one training step of the
+            ``fixed-width`` network (norm-constrained affine maps between the blocks, Theorem 4.1)
+            against the ``gradient-step`` one (none) at every depth, at the first width, with the first
+            lift and the training ``bound``, in interleaved rounds (``004-affine-constraint-cost``).
+        cost_rounds: rounds of the ``constraint-cost`` unit; each times both networks once at every depth
+            (0: no such unit).
         bound: spectral bound used while training the constrained models: ``"exact"`` (default;
             certified at every step) or ``"power"``; evaluation always uses the exact bound.
         device: where units train, certify and time: ``"cpu"`` (default), ``"cuda"``
@@ -98,6 +104,8 @@ class LipschitzMNISTConfig:
     claim_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     ascent_steps: int = 50
     timing_pairs: int = 30
+    cost_depths: tuple[int, ...] = (2, 5, 10, 20)
+    cost_rounds: int = 30
     bound: str = "exact"
     device: str = "cpu"
 
@@ -106,7 +114,7 @@ class LipschitzMNISTConfig:
         """The ``--quick`` preset: gradient-step, depth 5, width 100, all 60,000 training rows, 2 epochs."""
         return cls(
             depths=(5,), widths=(100,), models=("gradient-step", "unconstrained", "deel-torchlip"), epochs=2,
-            max_test=2000, ascent_steps=10, timing_pairs=15, claim_seeds=(),
+            max_test=2000, ascent_steps=10, timing_pairs=15, claim_seeds=(), cost_depths=(1, 2, 4), cost_rounds=8,
         )  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -145,6 +153,13 @@ class LipschitzMNISTConfig:
             check_int("seeds", seed, low=0)
         check_int("ascent_steps", self.ascent_steps, low=0)
         check_int("timing_pairs", self.timing_pairs, low=0)
+        check_int("cost_rounds", self.cost_rounds, low=0)
+        if self.cost_rounds > 0 and len(set(self.cost_depths)) < 2:
+            raise ValueError(
+                f"`cost_depths` must list at least 2 distinct depths when `cost_rounds` > 0, got {self.cost_depths!r}"
+            )
+        for depth in self.cost_depths:
+            check_int("cost_depths", depth, low=1)
         check_choice("bound", self.bound, ("exact", "power"))
         check_device(self.device)
 

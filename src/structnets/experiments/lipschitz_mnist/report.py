@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .config import (
@@ -60,7 +61,7 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConfig) -> str:
         keys = ["model", "loss", "lift", "depth", "width"]
         for (model, loss, lift, depth, width), rows in train.groupby(keys, sort=False):
             cells = [
-                "ours", model, loss, lift, str(depth), str(width), str(int(rows["parameters"].iloc[0])),
+                "ours", model, loss, lift, str(int(depth)), str(int(width)), str(int(rows["parameters"].iloc[0])),
                 str(int(rows["epochs"].iloc[0])) if "epochs" in rows else str(config.epochs),
                 f"{100 * rows['accuracy'].mean():.2f}",
                 *[f"{100 * rows[c].mean():.2f}" if c in rows else "—" for c in radii],
@@ -99,7 +100,47 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConfig) -> str:
                 + "≤ 1.3× |"
             )
         lines.append("")
+    lines += _constraint_cost_lines(results)
     return "\n".join(lines)
+
+
+def _constraint_cost_lines(results: pd.DataFrame) -> list[str]:
+    """The constraint-cost unit: fixed-width over gradient-step step time per depth, and the extra time per block."""
+    import json
+
+    from ...claims import rules
+
+    cost = results[results["stage"] == "constraint-cost"] if "stage" in results else results.iloc[0:0]
+    if cost.empty:
+        return []
+    row = cost.iloc[0]
+    depths = json.loads(row["cost_depths"])
+    fixed, plain = (
+        np.asarray(json.loads(row[c]), float) for c in ("step_seconds_fixed_width", "step_seconds_gradient_step")
+    )
+    decided = rules.cost_growth(fixed, plain, depths)
+    lines = [
+        f"## Constraint cost in depth: fixed-width (affine maps between the blocks) / gradient-step, one training step "
+        f"(width {int(row['width'])}, batch {int(row['batch'])}, lift {row['lift']}, bound {row['bound']}; "
+        f"{int(row['rounds'])} interleaved rounds; {row['device']}, {int(row['threads'])} torch thread(s), "
+        f"{row['processor']}; other processes' CPU share {float(row['other_load']):.2f})",
+        "",
+        "| depth | fixed-width step (s, median) | gradient-step step (s, median) | ratio, median [95 % interval] |",
+        "|---|---|---|---|",
+    ]
+    for k, depth in enumerate(depths):
+        lines.append(
+            f"| {depth} | {np.median(fixed[:, k]):.4g} | {np.median(plain[:, k]):.4g} | {decided.ratio[k]:.3f} "
+            f"[{decided.ratio_low[k]:.3f}, {decided.ratio_high[k]:.3f}] |"
+        )
+    lines += [
+        "",
+        f"Extra seconds per step per added block (per-round least-squares slope of fixed-width − gradient-step in "
+        f"depth, median over rounds [95 % order-statistic interval]): {decided.slope:.4g} "
+        f"[{decided.slope_low:.4g}, {decided.slope_high:.4g}]; `claims.rules.cost_growth`: {decided.verdict}.",
+        "",
+    ]
+    return lines
 
 
 def _target_lines(train: pd.DataFrame, config: LipschitzMNISTConfig, quick: bool) -> list[str]:

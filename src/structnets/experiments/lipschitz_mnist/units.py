@@ -1,5 +1,6 @@
-"""Units of ``lipschitz-mnist``: one training unit per (model, loss, lift, depth, width, seed) and one
-timing unit per (depth, width); pure and seeded."""
+"""Units of ``lipschitz-mnist``: one training unit per (model, loss, lift, depth, width, seed), one
+timing unit per (depth, width) and one constraint-cost unit (fixed-width against gradient-step steps over
+depths); pure and seeded."""
 
 from __future__ import annotations
 
@@ -89,6 +90,22 @@ def units(config: LipschitzMNISTConfig, finished: pd.DataFrame) -> list[Unit]:
                         },
                     )
                 )
+    if config.cost_rounds > 0:
+        result.append(
+            Unit(
+                key=f"constraint-cost/width={config.widths[0]}",
+                params={
+                    "stage": "constraint-cost",
+                    "width": config.widths[0],
+                    "depths": list(config.cost_depths),
+                    "rounds": config.cost_rounds,
+                    "batch_size": config.batch_size,
+                    "lift": config.lifts[0],
+                    "bound": config.bound,
+                    **device_param(config.device),
+                },
+            )
+        )
     return result
 
 
@@ -260,10 +277,111 @@ def _run_timing(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     return {**row, "threads": torch.get_num_threads()}
 
 
+def _run_constraint_cost(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    """One training step of the fixed-width network against the gradient-step one, at every depth, in rounds.
+
+    Both are ``lipschitz_resnet(784, 10, width, depth, variant)`` with the unit's lift and bound (the
+    fixed-width one has a norm-constrained affine map after every block, Theorem 4.1; the gradient-step one
+    none, Theorem 3.1), stepped by Adam on one fixed random batch, as the ``timing`` units step theirs.
+    Round i times, at every depth (in increasing order when i is even, decreasing when odd), one step of
+    each network, the fixed-width first when i + (the depth's index) is even: drift slower than a round
+    lands on both sides and on every depth alike. The per-round seconds are stored for
+    :func:`structnets.claims.rules.cost_growth`; the share of the CPUs other processes used while it ran
+    and the host's processor name state the hardware.
+    """
+    import json
+    import platform
+    import time
+
+    import torch
+
+    from ...analysis.timing import other_process_load, synchronize
+    from ...training.fit import seeded
+
+    width, batch, rounds = int(params["width"]), int(params["batch_size"]), int(params["rounds"])
+    depths = [int(d) for d in params["depths"]]
+    device = unit_device(params)
+    generator = torch.Generator().manual_seed(0)
+    X = torch.rand(batch, 784, generator=generator).to(device)
+    y = torch.randint(10, (batch,), generator=generator).to(device)
+
+    def stepper(model: torch.nn.Module) -> Callable[[], None]:
+        model = model.to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+        model.train()
+
+        def step() -> None:
+            optimizer.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(model(X), y).backward()
+            optimizer.step()
+
+        return step
+
+    def timed(step: Callable[[], None]) -> float:
+        synchronize()
+        start = time.perf_counter()
+        step()
+        synchronize()
+        return time.perf_counter() - start
+
+    steps = {}
+    with seeded(0):
+        for depth in depths:
+            for name in ("fixed-width", "gradient-step"):
+                steps[name, depth] = stepper(build(name, depth, width, params["bound"], params["lift"]))
+    for step in steps.values():  # warm-up: allocator, kernel choice, the first Adam step
+        for _ in range(3):
+            step()
+    fixed = np.empty((rounds, len(depths)))
+    plain = np.empty((rounds, len(depths)))
+    load = other_process_load()
+    for i in range(rounds):
+        order = range(len(depths)) if i % 2 == 0 else reversed(range(len(depths)))
+        for k in order:
+            if (i + k) % 2 == 0:
+                fixed[i, k] = timed(steps["fixed-width", depths[k]])
+                plain[i, k] = timed(steps["gradient-step", depths[k]])
+            else:
+                plain[i, k] = timed(steps["gradient-step", depths[k]])
+                fixed[i, k] = timed(steps["fixed-width", depths[k]])
+    other = load()
+    return {
+        "stage": "constraint-cost",
+        "width": width,
+        "batch": batch,
+        "lift": params["lift"],
+        "bound": params["bound"],
+        "cost_depths": json.dumps(depths),
+        "rounds": rounds,
+        # (rounds, depths) seconds of one training step of each network
+        "step_seconds_fixed_width": json.dumps(fixed.tolist()),
+        "step_seconds_gradient_step": json.dumps(plain.tolist()),
+        "cost_ratio_median": json.dumps(np.median(fixed / plain, axis=0).tolist()),
+        "threads": torch.get_num_threads(),
+        "device": str(device),
+        "processor": _processor_name() or platform.machine(),
+        "other_load": other,
+    }
+
+
+def _processor_name() -> str | None:
+    """The CPU's model name from /proc/cpuinfo (Linux), else None."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
 def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
-    """A training unit (train, then :func:`~structnets.analysis.certify`) or a timing unit."""
+    """A training unit (train, then :func:`~structnets.analysis.certify`), a timing unit or the constraint-cost unit."""
     if params["stage"] == "timing":
         return _run_timing(params)
+    if params["stage"] == "constraint-cost":
+        return _run_constraint_cost(params)
     return _run_train(params)
 
 
