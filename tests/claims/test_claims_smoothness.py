@@ -259,7 +259,10 @@ def test_both_grids_show_the_top_half_slopes_and_the_floor_ratio_at_each_largest
     results = pd.concat([approx, _floors(SIX)], ignore_index=True)
     config = SimpleNamespace(settle_tol=0.1, approx_parameters=SIX)
     ev = evidence("002-approximation-rate", results, config)
-    short, long = ev.ours.split("over N = 40–400: ")[1].split(" || over N = 40–640: ")
+    short, long = ev.ours.split("over N = 40–400 (")[1].split(" || over N = 40–640 (")
+    assert short.startswith("largest N per cell: d=1 L_w=2 400)") and long.startswith(
+        "largest N per cell: d=1 L_w=2 640)"
+    )
     assert "flattening at the top of the grid in 0 of 3 cells" in short and "at the largest N=400" in short
     assert "flattening at the top of the grid in 3 of 3 cells" in long and "at the largest N=640" in long
     tanh = 400**-3.0 / 400**-2.0, 400**-3.0 / 640**-2.0  # the median seed on the line, then flat

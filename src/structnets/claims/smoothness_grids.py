@@ -64,7 +64,10 @@ def both_grids(
         flat, total, limited, flat_text = flattening(cells)
         ratio_text, _ = floor_ratio(sub, results)
         counts.append((label, flat, total, limited))
-        texts.append(f"over {label}: {flat_text}; {ratio_text}")
+        approx = sub[sub["part"] == "approximation"]
+        largest = approx.groupby(["d", "depth"])["parameters"].max()
+        reach = ", ".join(f"d={int(d)} L_w={int(L)} {int(n)}" for (d, L), n in largest.items())
+        texts.append(f"over {label} (largest N per cell: {reach}): {flat_text}; {ratio_text}")
     return counts, " || ".join(texts), verdicts
 
 
