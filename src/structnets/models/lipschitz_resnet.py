@@ -8,8 +8,9 @@ import torch
 from torch import nn
 
 from .._validation import MAX_LAYERS, check_choice, check_fits_in_memory, check_int, check_real, itemsize_of
-from ..functional import top_right_singular_vector
+from ..functional import LAYER_BOUNDS, top_right_singular_vector
 from ..nn import (
+    CertifiedBatch,
     GradientStepResidual,
     MaxMin,
     NormConstrainedLinear,
@@ -18,6 +19,9 @@ from ..nn import (
 )
 
 VARIANTS: tuple[str, ...] = ("gradient-step", "fixed-width", "unconstrained")
+# What `bound` accepts: a layer bound, or "verified-batched" (every map "verified", certified together
+# by one CertifiedBatch per model, see structnets.nn.CertifiedBatch).
+MODEL_BOUNDS: tuple[str, ...] = (*LAYER_BOUNDS, "verified-batched")
 # Kinds of lift (in → width) and head (width → out) of the constrained variants.
 LIFTS: tuple[str, ...] = ("norm-constrained", "orthogonal")
 
@@ -68,7 +72,11 @@ def lipschitz_resnet(
         hidden: rows of each W (default ``width``).
         step: initial s ∈ (0, 2) of τ = s/‖W‖² (s ∈ [0, 2] when not learnable; CPL uses s = 2).
         learnable_step: learn s per block.
-        bound: spectral bound of every constrained map (see :class:`GradientStepResidual`).
+        bound: spectral bound of every constrained map (see :class:`GradientStepResidual`), or
+            ``"verified-batched"``: every map ``"verified"``, their training-time certificates
+            computed together by one :class:`~structnets.nn.CertifiedBatch` (one batched power
+            step, Gram product and Cholesky test per weight shape; the model's
+            ``certified_batch`` attribute). Evaluation and certification use the exact bound.
         lift: kind of the lift and the head (constrained variants): ``"norm-constrained"``
             (:class:`NormConstrainedLinear`, A = V / max(1, B(V)): only the top singular value is
             pinned, so a 784 → width lift shrinks most directions) or ``"orthogonal"``
@@ -85,6 +93,10 @@ def lipschitz_resnet(
     out_features = check_int("out_features", out_features, low=1)
     check_choice("variant", variant, VARIANTS)
     check_choice("lift", lift, LIFTS)
+    check_choice("bound", bound, MODEL_BOUNDS)
+    batched = bound == "verified-batched"
+    if batched:
+        bound = "verified"
     if not isinstance(maxmin, bool):
         raise TypeError(f"`maxmin` must be a bool, got {maxmin!r}")
     if width is None:
@@ -137,7 +149,11 @@ def lipschitz_resnet(
                 between.power_vector.copy_(top_right_singular_vector(between.raw_weight))
             layers.append(between)
     layers.append(outer(width, out_features))
-    return nn.Sequential(*layers)
+    model = nn.Sequential(*layers)
+    if batched:
+        members = [m for m in layers if isinstance(m, (GradientStepResidual, NormConstrainedLinear))]
+        setattr(model, "certified_batch", CertifiedBatch(members))  # noqa: B010 (not a Tensor or Module)
+    return model
 
 
 @torch.no_grad()
@@ -157,4 +173,4 @@ def export_model(model: nn.Sequential) -> nn.Sequential:
     return cast(nn.Sequential, export(model))  # export maps a Sequential to a Sequential
 
 
-__all__ = ["LIFTS", "VARIANTS", "export_model", "lipschitz_resnet"]
+__all__ = ["LIFTS", "MODEL_BOUNDS", "VARIANTS", "export_model", "lipschitz_resnet"]

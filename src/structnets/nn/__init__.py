@@ -1,5 +1,6 @@
 """Layers: one private file per concept, re-exported here."""
 
+from ._certified_batch import CertifiedBatch
 from .activation import ACTIVATIONS, activation
 from .dlor_branches import DLoRBranches
 from .dlor_linear import DLoRLinear, RankOneLinear
@@ -29,3 +30,4 @@ __all__ += ["DLoRBranches", "DLoRParallel", "TakeFirst", "ZeroPad"]
 __all__ += ["PowerClampedResidual", "UnconstrainedResidual"]
 __all__ += ["FlatToImage", "GradientStepConv2d", "InvertibleDownsample", "L2NormPool2d", "NormConstrainedConv2d"]
 __all__ += ["LowRankConv1d", "LowRankConv2d", "LowRankMultiheadAttention"]
+__all__ += ["CertifiedBatch"]

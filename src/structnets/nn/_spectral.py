@@ -7,6 +7,7 @@ The maths (certified spectral-norm bounds, safe rounding, power iteration) is pu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -19,6 +20,9 @@ from ..functional import (
     squared_norm_bound,
     verified_power_square,
 )
+
+if TYPE_CHECKING:
+    from ._certified_batch import CertifiedBatch
 
 #: Smallest and largest relative margin of ``bound="verified"``: the power estimate σ̂² × (1 + margin)
 #: is the guess the Cholesky test certifies. A layer's margin doubles after a failed test (σ̂
@@ -137,6 +141,8 @@ class CertifiedBound:
         self.verified_steps = 0
         self.exact_fallbacks = 0
         self.verified_margin = VERIFIED_MARGIN
+        #: the :class:`~structnets.nn.CertifiedBatch` this layer belongs to (set by the batch), or None
+        self.batch: CertifiedBatch | None = None
 
     @property
     def mode(self) -> str:
@@ -185,10 +191,25 @@ class CertifiedBound:
             return squared_norm_bound(weight, certificate_method(self.mode)), power_vector
         return self.certified_squared(weight), power_vector
 
+    def take_batched(self, weight: torch.Tensor, training: bool, kind: str) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The value this layer's :class:`~structnets.nn.CertifiedBatch` computed for ``weight`` now, or None.
+
+        ``kind`` is ``"tau"`` (a gradient-step layer's τ) or ``"norm"`` (a norm bound B). Only in
+        a training forward with gradients on; None means: compute the bound here (no batch, or the
+        batch's value is missing, used, or was computed for other content).
+        """
+        batch = self.batch
+        if batch is None or not training or not torch.is_grad_enabled():
+            return None
+        return batch.take(self, weight, kind)
+
     def __call__(
         self, weight: torch.Tensor, power_vector: torch.Tensor, training: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return (B in ``weight``'s dtype rounded up, the power vector to store next)."""
+        batched = self.take_batched(weight, training, "norm")
+        if batched is not None:
+            return batched
         square, following = self.squared(weight, power_vector, training)
         return sqrt_round_up(square, weight.dtype), following
 

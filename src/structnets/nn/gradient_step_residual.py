@@ -210,6 +210,11 @@ class GradientStepResidual(BoundModeMixin, ValidatedStep, CertifiedCheckpointMix
         so the stored τ and W satisfy τ·‖W‖₂² ≤ s ≤ 2 in exact arithmetic, in every dtype. A
         non-learnable s is taken as the exact float ``step``, not its dtype rounding.
         """
+        batched = self._bound.take_batched(self.weight, self.training, "tau")
+        if batched is not None:  # a CertifiedBatch's τ, computed for this weight content
+            tau, following = batched
+            self._store_power_vector(following)
+            return tau
         square, following = self._bound.squared(self.weight, self.power_vector, self.training)
         self._store_power_vector(following)
         step = self.step_size() if self.step_logit is not None else self.step

@@ -1,0 +1,391 @@
+"""Certified training-time bounds of many constrained maps at once (``bound="verified-batched"``).
+
+``bound="verified"`` certifies every training step of every map by a warm power estimate with a
+margin, checked by a float64 Cholesky test (:func:`structnets.functional.verified_square_bound`).
+Per map and per call that is a few dozen small tensor operations (casts, ``where``, host reads,
+the float64 rounding of τ), which at MLP sizes cost more than the Cholesky itself. A
+:class:`CertifiedBatch` does the same work for all its maps of one shape together: one batched
+power step, one ``torch.bmm`` for every Gram matrix, one batched ``torch.linalg.cholesky_ex``, one
+host read, one vectorised rounding of every τ (or norm bound). Each map then checks that the value
+it is handed was computed for its weight *as it is now* and falls back to its own bound otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from ..functional import certified_step, sqrt_round_up, squared_norm_bound
+from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, CertifiedBound, _is_transformed, _top_vector_by_gram
+
+_U = 2.0**-53
+#: μ outside [2⁻⁶⁰⁰, 2⁶⁰⁰] is not tested (the exact bound is taken): inside it nothing in the Gram
+#: matrix or the Cholesky factorisation overflows, and underflow errs by < 2⁻¹⁰⁰⁰ absolute.
+_MU_RANGE = (2.0**-600, 2.0**600)
+
+
+def _up(value: float) -> float:
+    return math.nextafter(value, math.inf) if math.isfinite(value) else value
+
+
+def _gamma(k: int) -> float:
+    """γ_k = k·u/(1 − k·u), u = 2⁻⁵³, rounded up (Higham, *Accuracy and Stability*, 2002, §3.1)."""
+    ku = k * _U
+    return _up(ku / (1.0 - ku))
+
+
+def verified_ratio(n: int, inner: int) -> float:
+    """1 + K with K(n, h) data-free: a passed Cholesky test of μ certifies Q = μ(1 + K) ≥ ‖W‖₂².
+
+    Let Ĝ be the computed n × n Gram matrix of W (inner dimension h) in float64 and Ã = fl(μI − Ĝ).
+    If the Cholesky factorisation of Ã runs to completion, R̂ᵀR̂ = Ã + ΔÃ with
+    |ΔÃ| ≤ γ_c|R̂ᵀ||R̂| (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002, Thm 10.3;
+    c = 2(n + 1), twice the textbook constant for blocked orderings), so λ_min(Ã) ≥ −γ_c‖R̂‖_F² and
+    ‖R̂‖_F² ≤ tr(Ã)/(1 − γ_c) ≤ nμ/(1 − γ_c) (each ãᵢᵢ = fl(μ − ĝᵢᵢ) ≤ μ, since ĝᵢᵢ ≥ 0):
+
+        λ_max(Ĝ) ≤ μ + c_A + u(μ + D),   c_A = γ_c·nμ/(1 − γ_c),
+
+    where ĝᵢᵢ ≤ D = μ + c_A/(1 − u) because (R̂ᵀR̂)ᵢᵢ ≥ 0 forces ãᵢᵢ ≥ −c_A. Forming Ĝ errs by
+    ‖Ĝ − WᵀW‖₂ ≤ γ_{2h}‖W‖_F² ≤ γ_{2h}·nD/(1 − γ_{2h}). Every term is μ times a function of (n, h)
+    alone; 10⁻¹⁵ more covers the rounding of K, of μ(1 + K) and every underflow (< 2⁻¹⁰⁰⁰ absolute
+    for μ ≥ 2⁻⁶⁰⁰). The result differs from :func:`~structnets.functional.verified_square_bound`'s
+    only in bounding tr(Ĝ) and max ĝᵢᵢ by D instead of reading them: no host read is needed.
+
+    Args:
+        n: the Gram matrix's size min(rows, cols).
+        inner: the inner dimension max(rows, cols).
+
+    Returns:
+        1 + K, rounded up (≈ 1 + 4·10⁻¹² at n = h = 100).
+    """
+    g_c, g_h = _gamma(2 * (n + 1)), _gamma(2 * inner)
+    k_a = _up(_up(g_c * n) / (1.0 - g_c))
+    d = _up(1.0 + _up(k_a / (1.0 - _U)))
+    total = 1.0
+    for term in (k_a, _up(_U * _up(1.0 + d)), _up(_up(_up(g_h * n) * d) / (1.0 - g_h)), 1e-15):
+        total = _up(total + term)
+    return total
+
+
+def _cholesky_test(gram: torch.Tensor, guess: torch.Tensor) -> torch.Tensor:
+    """(B,) bool: the float64 Cholesky factorisation of μ_bI − Ĝ_b ran to completion with a finite factor, μ_b in range."""
+    shifted = gram.neg()
+    shifted.diagonal(dim1=-2, dim2=-1).add_(guess.unsqueeze(-1))
+    factor, info = torch.linalg.cholesky_ex(shifted)
+    # OpenBLAS's potf2 tests a pivot with `<= 0`, which a NaN passes: read the factor too (a
+    # finite sum means every entry is finite; an overflowing one only fails the test)
+    passed = (info == 0) & torch.isfinite(factor.sum(dim=(-2, -1)))
+    return passed & (guess >= _MU_RANGE[0]) & (guess <= _MU_RANGE[1])
+
+
+def batched_verified_square(
+    weights: torch.Tensor,
+    vectors: torch.Tensor,
+    margins: torch.Tensor,
+    iterations: int = 4,
+    retry: float = 1.15,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Certify Q_b ≥ ‖W_b‖₂² for a batch of equal-shape matrices: a guess from the Gram matrix, one batched Cholesky test.
+
+    The smaller Gram matrix Ĝ_b (WᵀW or WWᵀ, float64, one ``bmm``) gives the guess: ``iterations``
+    power steps on Ĝ_b from the warm vector v_b (or W_bv_b), whose Rayleigh quotient λ̂_b ≤ λ_max(Ĝ_b),
+    and μ_b = λ̂_b·(1 + m_b) (where that fails, ``retry``·μ_b once more). The Cholesky factorisation of μ_bI − Ĝ_b (one batched
+    ``torch.linalg.cholesky_ex``) then certifies Q_b = μ_b(1 + K) (:func:`verified_ratio`). The
+    power steps on the n × n Gram matrix cost n² per step against the n²h of forming it, and track σ₁
+    far better than one step on W: a norm that grew since the last call no longer fails the test.
+
+    Args:
+        weights: (B, rows, cols) W_b, any floating dtype (no gradient is taken).
+        vectors: (B, cols) warm right-singular vectors v_b (the layers' power vectors).
+        margins: (B,) float64 factors 1 + m_b > 1.
+        iterations: power steps on Ĝ_b, ≥ 0.
+        retry: where the test of μ_b fails, test ``retry``·μ_b once more (no retry when ≤ 1).
+
+    Returns:
+        (Q, passed, following, retried): (B,) float64 Q_b, an upper bound on ‖W_b‖₂² wherever
+        ``passed[b]`` (the factorisation ran to completion with a finite factor and
+        μ_b ∈ [2⁻⁶⁰⁰, 2⁶⁰⁰]; elsewhere Q says nothing); (B, cols) the next unit power vectors in W's
+        dtype; (B,) bool, True where the second test passed.
+    """
+    with torch.no_grad():
+        w = weights.detach().to(torch.float64)
+        v = vectors.detach().to(torch.float64).unsqueeze(-1)
+        rows, cols = w.shape[-2:]
+        transposed = rows < cols  # Ĝ = WWᵀ (rows × rows): iterate on left vectors u ∝ Wv
+        gram = w @ w.mT if transposed else w.mT @ w
+        z = w @ v if transposed else v
+        tiny = torch.finfo(torch.float64).tiny
+        for _ in range(iterations):
+            z = gram @ z
+            z = z / torch.linalg.vector_norm(z, dim=(1, 2), keepdim=True).clamp_min(tiny)
+        guess = (z * (gram @ z)).sum(dim=(1, 2)) / (z * z).sum(dim=(1, 2)).clamp_min(tiny) * margins
+        passed = _cholesky_test(gram, guess)
+        retried = torch.zeros_like(passed)
+        if retry > 1.0 and not bool(passed.all()):
+            # a clustered top of the spectrum (σ₂ ≈ σ₁, common in wide random-like layers) leaves
+            # the Rayleigh quotient a few % low: test once more, larger, before the exact bound
+            failed = (~passed).nonzero().squeeze(-1)
+            second = guess[failed] * retry
+            again = _cholesky_test(gram[failed], second)
+            guess = guess.index_put((failed,), torch.where(again, second, guess[failed]))
+            passed = passed.index_put((failed,), again)
+            retried = retried.index_put((failed,), again)
+        square = guess * verified_ratio(min(rows, cols), max(rows, cols))
+        square = torch.nextafter(square, torch.full_like(square, math.inf))
+        following = w.mT @ z if transposed else z
+        following = following / torch.linalg.vector_norm(following, dim=(1, 2), keepdim=True).clamp_min(tiny)
+        # keep the old vector where the new one is not a unit vector (W v = 0, non-finite W)
+        unit = torch.isfinite(following).all(dim=1, keepdim=True) & (following.abs().sum(dim=1, keepdim=True) > 0)
+        following = torch.where(unit, following, vectors.detach().to(torch.float64).unsqueeze(-1))
+    return square, passed, following.squeeze(-1).to(weights.dtype), retried
+
+
+@dataclass
+class _Entry:
+    """One map's value from the last batch computation, usable once, for the content it was computed for."""
+
+    value: torch.Tensor  # 0-d τ or norm bound, in the weight dtype, with autograd history
+    weight: torch.Tensor  # the weight content the value certifies (a row of the stacked copy)
+    step: torch.Tensor | float | None  # the step s or θ the τ was formed with (gradient-step maps)
+    following: torch.Tensor  # the next power vector
+    passed: bool
+    retried: bool  # passed at the second, larger guess
+    spent: list[bool]  # set by a gradient hook once a backward pass went through the group's graph
+
+
+def _same_tensor_content(stored: torch.Tensor, current: torch.Tensor) -> bool:
+    current = current.detach()
+    return (
+        stored.dtype == current.dtype
+        and stored.shape == current.shape
+        and stored.device == current.device
+        and torch.equal(stored, current)
+    )
+
+
+def _mark_spent(spent: list[bool]) -> Any:
+    def hook(grad: torch.Tensor) -> None:
+        spent[0] = True
+
+    return hook
+
+
+class CertifiedBatch:
+    """Certify every step of a model's ``"verified"`` maps together: one batched test per weight shape.
+
+    Members are :class:`~structnets.nn.GradientStepResidual` and
+    :class:`~structnets.nn.NormConstrainedLinear` layers with ``bound="verified"``. When the first
+    member (the *leader*, normally the model's lift) runs a forward pass in training mode with
+    gradients on, the batch computes, for every member whose weight requires grad, the value its
+    forward needs, grouped by (kind, shape, dtype, device): one batched power step
+    σ̂_b = ‖W_b v_b‖, μ_b = (1 + m_b)σ̂_b², one batched Cholesky test of μ_bI − W_bᵀW_b
+    (:func:`batched_verified_square`), Q_b = μ_b(1 + K) where it passed, and then, vectorised,
+    τ_b = s_b/Q_b rounded down (gradient-step maps) or √Q_b rounded up (norm-constrained maps),
+    with the gradient of (1 + m_b)σ̂_b² (the paper's power-mode gradient) through a straight-through value.
+    One host read per group; the per-map margins m_b adapt as in ``"verified"``.
+
+    A member uses its value only once, and only when the weight (and step) it is about to use has
+    the *content* the value was computed for (``torch.equal`` against the stacked copy, same
+    dtype, shape and device) and no backward pass has yet run through the batch's graph. Otherwise
+    (a map used twice, a map called outside the leader's forward, a weight edited in between by a
+    hook, ``.data``, ``load_state_dict`` or an optimizer step) it computes its own ``"verified"``
+    bound, counted in :attr:`unbatched_calls`. Where the Cholesky test failed, the map takes the
+    exact bound and restarts its power vector, as ``"verified"`` does (counted per map in
+    ``exact_fallbacks``). Evaluation, no-grad passes, ``lipschitz_bound()``, certification and
+    export never use the batch: they keep the exact cached bound.
+
+    Args:
+        maps: the member layers, leader first (e.g. in the order a ``Sequential`` calls them); each
+            ``bound="verified"``, none repeated, none in another batch.
+
+    Attributes:
+        batched_calls: member calls served by the batch.
+        unbatched_calls: member calls (training, gradients on) that computed their own bound.
+        computations: batch computations (leader calls).
+        retries: member calls certified by the second, larger guess (``retry`` of
+            :func:`batched_verified_square`), which then widen the member's margin.
+    """
+
+    def __init__(self, maps: Sequence[nn.Module]) -> None:
+        from .gradient_step_residual import GradientStepResidual
+        from .norm_constrained_linear import NormConstrainedLinear
+
+        if isinstance(maps, nn.Module) or not isinstance(maps, Sequence) or len(maps) == 0:
+            raise TypeError(f"`maps` must be a non-empty sequence of layers, got {type(maps).__name__}")
+        kinds: list[str] = []
+        seen: set[int] = set()
+        for position, layer in enumerate(maps):
+            layer = cast(Any, layer)
+            if isinstance(layer, GradientStepResidual):
+                kinds.append("tau")
+            elif isinstance(layer, NormConstrainedLinear):
+                kinds.append("norm")
+            else:
+                raise TypeError(
+                    f"`maps[{position}]` must be a GradientStepResidual or NormConstrainedLinear, "
+                    f"got {type(layer).__name__}"
+                )
+            if layer.bound != "verified":
+                raise ValueError(f"`maps[{position}]` must have bound='verified', got bound={layer.bound!r}")
+            if id(layer) in seen:
+                raise ValueError(f"`maps[{position}]` is listed twice: a map belongs to a batch once")
+            if layer._bound.batch is not None:
+                raise ValueError(f"`maps[{position}]` already belongs to a CertifiedBatch")
+            seen.add(id(layer))
+        # GradientStepResidual / NormConstrainedLinear (Any: their attributes are read by name)
+        self._members: list[Any] = list(maps)
+        self._kinds = kinds
+        self._positions = {id(layer._bound): position for position, layer in enumerate(self._members)}
+        self._entries: dict[int, _Entry] = {}
+        self.batched_calls = 0
+        self.unbatched_calls = 0
+        self.computations = 0
+        self.retries = 0
+        for layer in self._members:
+            layer._bound.batch = self
+
+    @property
+    def members(self) -> tuple[nn.Module, ...]:
+        """The member layers, leader first."""
+        return tuple(self._members)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # pending values carry autograd history (not deep-copyable, and only valid in their forward)
+        state = self.__dict__.copy()
+        state["_entries"] = {}
+        return state
+
+    def __repr__(self) -> str:
+        return f"CertifiedBatch({len(self._members)} maps)"
+
+    # ----------------------------------------------------------------------------------------
+
+    def take(self, bound: CertifiedBound, weight: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """A member's value (τ or norm bound, next power vector) for ``weight`` as it is now, or None.
+
+        Called by the member's ``CertifiedBound`` in a training forward with gradients on. None
+        means: compute your own bound (the value is missing, used, stale or not of this kind).
+        """
+        position = self._positions.get(id(bound))
+        if (
+            position is None
+            or self._members[position]._bound is not bound
+            or self._kinds[position] != kind
+            or _is_transformed(weight)
+        ):
+            return None
+        if position == 0:
+            self._compute()
+        entry = self._entries.pop(id(bound), None)
+        eligible = bound.mode == "verified" and weight.requires_grad
+        if entry is None or entry.spent[0] or not eligible or not _same_tensor_content(entry.weight, weight):
+            self.unbatched_calls += int(eligible)
+            return None
+        layer = self._members[position]
+        if kind == "tau" and not self._same_step(layer, entry.step):
+            self.unbatched_calls += 1
+            return None
+        self.batched_calls += 1
+        if entry.passed:
+            bound.verified_steps += 1
+            if entry.retried:  # the first guess was low: widen the margin as a failed test does
+                self.retries += 1
+                bound.verified_margin = min(VERIFIED_MARGIN_MAX, 2.0 * bound.verified_margin)
+            else:
+                bound.verified_margin = max(VERIFIED_MARGIN, 0.95 * bound.verified_margin)
+            return entry.value, entry.following
+        bound.exact_fallbacks += 1
+        bound.verified_margin = min(VERIFIED_MARGIN_MAX, 2.0 * bound.verified_margin)
+        square = squared_norm_bound(weight, "exact")
+        if kind == "tau":
+            step = layer.step_size() if layer.step_logit is not None else layer.step
+            value = certified_step(step, square, weight.dtype)
+        else:
+            value = sqrt_round_up(square, weight.dtype)
+        # the estimate lagged behind σ₁: restart the vector at the top singular vector
+        return value, _top_vector_by_gram(weight.detach())
+
+    @staticmethod
+    def _same_step(layer: Any, step: torch.Tensor | float | None) -> bool:
+        logit = layer.step_logit
+        if isinstance(step, torch.Tensor):
+            return logit is not None and _same_tensor_content(step, logit)
+        return logit is None and step == layer.step
+
+    @staticmethod
+    def _weight(layer: Any, kind: str) -> torch.Tensor:
+        return layer.weight if kind == "tau" else layer.raw_weight
+
+    def _compute(self) -> None:
+        """Compute every eligible member's value for its current content (the leader's training call)."""
+        self._entries = {}
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for position, (layer, kind) in enumerate(zip(self._members, self._kinds, strict=True)):
+            weight = self._weight(layer, kind)
+            vector = layer.power_vector
+            if (
+                layer._bound.mode != "verified"
+                or not weight.requires_grad
+                or weight.dim() != 2
+                or vector.shape != (weight.shape[1],)
+                or vector.dtype != weight.dtype
+                or vector.device != weight.device
+            ):
+                continue
+            learnable = kind == "tau" and layer.step_logit is not None
+            groups.setdefault((kind, tuple(weight.shape), weight.dtype, weight.device, learnable), []).append(position)
+        for key, positions in groups.items():
+            self._compute_group(key[0], key[4], positions)
+        self.computations += 1
+
+    def _compute_group(self, kind: str, learnable: bool, positions: list[int]) -> None:
+        layers = [self._members[p] for p in positions]
+        stacked = torch.stack([self._weight(layer, kind) for layer in layers])
+        dtype, device = stacked.dtype, stacked.device
+        vectors = torch.stack([layer.power_vector for layer in layers])
+        image = torch.bmm(stacked, vectors.unsqueeze(-1))
+        estimate = torch.linalg.vector_norm(image, dim=(1, 2))  # σ̂_b, with the power-mode gradient
+        margins = torch.tensor([1.0 + layer._bound.verified_margin for layer in layers], dtype=torch.float64)
+        margins = margins.to(device)
+        snapshot = stacked.detach()
+        certified, passed, following, retried = batched_verified_square(snapshot, vectors, margins)
+        factor = margins.to(dtype)
+        steps: list[torch.Tensor] | list[float] | list[None]
+        if kind == "tau":
+            if learnable:
+                logits = torch.stack([layer.step_logit for layer in layers])
+                step = 2.0 * torch.sigmoid(logits)
+                step64 = step.detach().to(torch.float64)
+                steps = list(logits.detach().unbind(0))
+            else:
+                steps = [layer.step for layer in layers]  # the exact floats, as tau() takes them
+                step64 = torch.tensor(steps, dtype=torch.float64, device=device)
+                step = step64.to(dtype)
+            surrogate = step / (estimate.square() * factor)
+            with torch.no_grad():
+                value = certified_step(step64, certified, dtype)  # s/Q rounded down: τ·‖W‖₂² ≤ s
+        else:
+            surrogate = estimate * factor.sqrt()
+            steps = [None] * len(layers)
+            with torch.no_grad():
+                value = sqrt_round_up(certified, dtype)  # √Q rounded up: ≥ ‖W‖₂
+        # The value of `value`, the gradient of `surrogate` (of (1 + m)σ̂², as "verified" has). The
+        # two differ by a relative 10⁻¹¹, so the difference and the sum are exact (Sterbenz);
+        # an entry where they are not (overflow, σ̂ = 0) is treated as a failed test.
+        values = surrogate + (value - surrogate.detach())
+        passed &= values.detach() == value
+        spent = [False]
+        if values.requires_grad:
+            values.register_hook(_mark_spent(spent))
+        flags = torch.stack((passed, retried)).tolist()  # the group's one host read
+        parts = zip(layers, values.unbind(0), snapshot.unbind(0), steps, following.unbind(0), *flags, strict=True)
+        for layer, part, weight, step_value, vector, flag, second in parts:
+            self._entries[id(layer._bound)] = _Entry(part, weight, step_value, vector, flag, second, spent)
+
+
+__all__ = ["CertifiedBatch", "batched_verified_square", "verified_ratio"]

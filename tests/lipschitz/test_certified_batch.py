@@ -1,0 +1,327 @@
+"""``bound="verified-batched"``: every map's training-time certificate computed together, never stale.
+
+The batched Cholesky test must certify (Q ≥ ‖W‖₂² against a float64 SVD) on random and adversarial
+matrices; every τ and norm bound a :class:`CertifiedBatch` hands to a layer must be certified for the
+weight that layer uses in that forward, through optimizer steps, ``.data`` edits, state-dict loads,
+hooks that edit a weight between the batch computation and its use, a block used twice, a block
+called after the backward pass; the gradient is the ``"verified"`` mode's; bad options are refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from structnets.analysis import lipschitz_upper_bound
+from structnets.functional import certified_step, verified_power_square
+from structnets.models import lipschitz_resnet
+from structnets.nn import CertifiedBatch, GradientStepResidual, NormConstrainedLinear
+from structnets.nn._certified_batch import batched_verified_square, verified_ratio
+
+F64 = torch.float64
+
+
+def _sigma_squared(weight: torch.Tensor) -> float:
+    return float(torch.linalg.matrix_norm(weight.detach().to(F64), ord=2)) ** 2
+
+
+def _adversarial(rows: int, cols: int, count: int, seed: int) -> torch.Tensor:
+    """(count, rows, cols): random, rank one, repeated top singular values, ill-conditioned."""
+    generator = torch.Generator().manual_seed(seed)
+    out = []
+    for index in range(count):
+        a = torch.randn(rows, cols, generator=generator, dtype=F64)
+        u, _, vh = torch.linalg.svd(a, full_matrices=False)
+        k = min(rows, cols)
+        if index % 4 == 1:
+            s = torch.zeros(k, dtype=F64)
+            s[0] = 3.0
+        elif index % 4 == 2:
+            s = torch.ones(k, dtype=F64) * 2.0  # every singular value equal: the hardest case
+            s[k // 2 :] = 1.999
+        elif index % 4 == 3:
+            s = torch.logspace(0, -12, k, dtype=F64)
+        else:
+            out.append(a)
+            continue
+        out.append((u * s) @ vh)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("shape", [(7, 7), (5, 12), (12, 5), (1, 9), (30, 40)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_the_batched_test_certifies_above_and_fails_below_the_norm(shape: tuple[int, int], dtype: torch.dtype) -> None:
+    weights = _adversarial(*shape, count=8, seed=sum(shape)).to(dtype)
+    sigma2 = torch.tensor([_sigma_squared(w) for w in weights], dtype=F64)
+    _, _, vh = torch.linalg.svd(weights.to(F64))
+    vectors = vh[:, 0]  # float64: a rounded top vector lowers the Rayleigh quotient by > 1e-8
+    for ratio, expect in ((1 + 1e-8, True), (1 - 1e-8, False)):
+        # from the top vector with no power step the guess is σ₁²·ratio (the Rayleigh quotient × margin)
+        square, passed, following, retried = batched_verified_square(
+            weights, vectors, torch.full((8,), ratio, dtype=F64), iterations=0, retry=1.0
+        )
+        assert not bool(retried.any())
+        for b in range(8):
+            if expect:
+                assert bool(passed[b]), f"matrix {b}: μ = σ₁²(1 + 1e-8) failed"
+                assert sigma2[b] <= square[b] <= sigma2[b] * ratio * (1 + 1e-9)
+            else:
+                assert not bool(passed[b]), f"matrix {b}: μ = σ₁²(1 − 1e-8) passed"
+        assert torch.allclose(following.to(F64).norm(dim=1), torch.ones(8, dtype=F64), atol=1e-2)
+
+
+def test_the_ratio_is_a_small_margin_and_grows_with_the_sizes() -> None:
+    assert 1.0 < verified_ratio(1, 1) < verified_ratio(100, 100) < verified_ratio(100, 784) < 1 + 1e-10
+
+
+def test_a_retry_certifies_a_low_first_guess_and_is_reported() -> None:
+    weights = _adversarial(20, 20, count=4, seed=5)
+    vectors = torch.randn(4, 20, dtype=F64)  # far from the top: the Rayleigh quotient is low
+    square, passed, _, retried = batched_verified_square(weights, vectors, torch.full((4,), 1.0001, dtype=F64), 0, 4.0)
+    sigma2 = torch.tensor([_sigma_squared(w) for w in weights], dtype=F64)
+    assert bool(retried.any())
+    assert bool((square[passed] >= sigma2[passed]).all())
+
+
+def test_non_finite_or_out_of_range_guesses_fail() -> None:
+    weights = torch.randn(3, 4, 4, dtype=F64)
+    weights[1, 0, 0] = math.nan
+    weights[2] *= 1e-200  # ‖W‖² ≈ 1e-400: outside the tested range
+    vectors = torch.randn(3, 4, dtype=F64)
+    _, passed, following, _ = batched_verified_square(weights, vectors, torch.full((3,), 1.01, dtype=F64))
+    assert passed.tolist() == [True, False, False]
+    assert bool(torch.isfinite(following).all())
+
+
+class _Recorder:
+    """Wraps CertifiedBatch.take: every value handed out, with the weight and step the layer then uses."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.records: list[tuple[str, nn.Module, torch.Tensor]] = []
+        original = CertifiedBatch.take
+        recorder = self
+
+        def take(batch, bound, weight, kind):  # type: ignore[no-untyped-def]
+            result = original(batch, bound, weight, kind)
+            if result is not None:
+                layer = next(m for m in batch.members if m._bound is bound)
+                recorder.records.append((kind, layer, result[0].detach().clone()))
+            return result
+
+        monkeypatch.setattr(CertifiedBatch, "take", take)
+
+    def check(self) -> None:
+        """Each recorded value is certified for the layer's weight at the moment it was handed out."""
+        for kind, layer, value in self.records:
+            if kind == "tau":
+                step = float(layer.step_size().detach()) if layer.step_logit is not None else layer.step
+                product = float(value.to(F64)) * _sigma_squared(layer.weight)
+                assert product <= step * (1 + 1e-12), f"τ·‖W‖₂² = {product!r} > s = {step!r}"
+                assert product <= 2.0
+            else:
+                assert math.sqrt(_sigma_squared(layer.raw_weight)) <= float(value.to(F64))
+        self.records.clear()
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_every_batched_training_step_is_certified_and_counted(monkeypatch: pytest.MonkeyPatch, fused: bool) -> None:
+    torch.manual_seed(2)
+    model = lipschitz_resnet(20, 4, width=16, depth=3, step=1.5, bound="verified-batched", variant="fixed-width")
+    recorder = _Recorder(monkeypatch)
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(128, 20, generator=generator)
+    y = torch.randint(4, (128,), generator=generator)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05, fused=fused)  # large steps: σ₁ jumps
+    model.train()
+    for _ in range(25):
+        optimizer.zero_grad()
+        out = model(x)
+        recorder.check()  # before the optimizer changes the weights the values were computed for
+        nn.functional.cross_entropy(out, y).backward()
+        optimizer.step()
+        assert lipschitz_upper_bound(model) <= 1.0  # certification uses the exact path in training too
+    batch = model.certified_batch
+    members = len(batch.members)
+    assert members == 1 + 3 + 3 + 1  # lift, blocks, the norm-constrained maps between, head
+    assert batch.computations == 25 and batch.batched_calls == 25 * members and batch.unbatched_calls == 0
+    fallbacks = sum(layer._bound.exact_fallbacks for layer in batch.members)
+    verified = sum(layer._bound.verified_steps for layer in batch.members)
+    assert verified + fallbacks == 25 * members and verified > fallbacks
+    model.eval()
+    assert lipschitz_upper_bound(model) <= 1.0
+
+
+def test_a_weight_edited_between_the_batch_and_its_use_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(4)
+    model = lipschitz_resnet(6, 3, width=8, depth=3, step=2.0, learnable_step=False, bound="verified-batched")
+    recorder = _Recorder(monkeypatch)
+    block = model[2]
+
+    def grow(module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        with torch.no_grad():
+            module.weight.data.mul_(3.0)  # after the lift's batch computation, before the block's use
+
+    handle = block.register_forward_pre_hook(grow)
+    model.train()
+    x = torch.randn(16, 6)
+    model(x).sum().backward()
+    handle.remove()
+    assert model.certified_batch.unbatched_calls == 1
+    assert all(layer is not block for _, layer, _ in recorder.records)
+    recorder.check()
+    tau = float(block.tau().detach().to(F64))  # its own "verified" bound, for the grown weight
+    assert tau * _sigma_squared(block.weight) <= 2.0
+
+
+def test_a_step_edited_between_the_batch_and_its_use_is_detected() -> None:
+    model = lipschitz_resnet(6, 3, width=8, depth=2, step=1.0, learnable_step=False, bound="verified-batched")
+    handle = model[2].register_forward_pre_hook(lambda module, args: setattr(module, "step", 2.0))
+    model.train()
+    model(torch.randn(4, 6)).sum().backward()
+    handle.remove()
+    assert model.certified_batch.unbatched_calls == 1
+
+
+@pytest.mark.parametrize("edit", ["data", "load_state_dict", "optimizer"])
+def test_edits_between_forwards_are_recomputed(monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
+    torch.manual_seed(5)
+    model = lipschitz_resnet(6, 3, width=8, depth=2, bound="verified-batched")
+    recorder = _Recorder(monkeypatch)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    x = torch.randn(16, 6)
+    model.train()
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(x).square().sum().backward()
+        recorder.check()
+        if edit == "data":
+            model[1].weight.data.mul_(4.0)
+        elif edit == "load_state_dict":
+            state = {k: v * 2.0 if k.endswith("weight") else v for k, v in model.state_dict().items()}
+            model.load_state_dict(state)
+        else:
+            optimizer.step()
+    model(x).sum().backward()
+    recorder.check()
+
+
+def test_a_block_used_twice_computes_its_second_bound_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(6)
+    lift = NormConstrainedLinear(5, 8, bound="verified")
+    block = GradientStepResidual(8, 8, bound="verified", learnable_step=True, step=1.0)
+    head = NormConstrainedLinear(8, 2, bound="verified")
+    batch = CertifiedBatch([lift, block, head])
+    recorder = _Recorder(monkeypatch)
+    model = nn.Sequential(lift, block, block, head).train()
+    model(torch.randn(4, 5)).sum().backward()
+    recorder.check()
+    assert (batch.batched_calls, batch.unbatched_calls) == (3, 1)
+    assert lipschitz_upper_bound(model) <= 1.0
+
+
+def test_a_member_called_after_the_backward_pass_takes_its_own_bound() -> None:
+    torch.manual_seed(7)
+    leader, skipped = (GradientStepResidual(8, 8, bound="verified") for _ in range(2))
+    batch = CertifiedBatch([leader, skipped])  # one group: one graph for both τ
+    leader.train(), skipped.train()
+    leader(torch.randn(4, 8)).sum().backward()  # the batch computed the skipped block's τ too
+    skipped(torch.randn(4, 8)).sum().backward()  # that graph is spent: its own bound, no double backward
+    assert (batch.batched_calls, batch.unbatched_calls) == (1, 1)
+
+
+def test_the_gradient_is_the_verified_modes() -> None:
+    torch.manual_seed(8)
+    blocks = [GradientStepResidual(9, 12, bound="verified", learnable_step=True, step=1.2, dtype=F64) for _ in range(3)]
+    batch = CertifiedBatch(blocks)
+    for block in blocks:
+        block.train()
+        block.power_vector = torch.linalg.svd(block.weight.detach())[2][0]  # converged: σ̂ = σ₁
+    taus = [block.tau() for block in blocks]  # the first member computes the batch
+    assert batch.batched_calls == 3
+    loss = sum((i + 1.0) * t for i, t in enumerate(taus))
+    grads = torch.autograd.grad(loss, [p for b in blocks for p in (b.weight, b.step_logit)])
+    for i, block in enumerate(blocks):
+        square, _ = verified_power_square(block.weight, block.power_vector, 0.01)  # the smallest margin
+        assert square is not None
+        reference = certified_step(block.step_size(), square, F64)
+        expected = torch.autograd.grad((i + 1.0) * reference, [block.weight, block.step_logit])
+        # same value up to the certificate's rounding terms, same gradient
+        assert float(taus[i].detach()) == pytest.approx(float(reference.detach()), rel=1e-9)
+        assert torch.allclose(grads[2 * i], expected[0], rtol=1e-7, atol=1e-12)
+        assert torch.allclose(grads[2 * i + 1], expected[1], rtol=1e-7, atol=1e-12)
+
+
+def test_the_certificates_follow_the_unbatched_verified_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(9)
+    batched = lipschitz_resnet(12, 3, width=10, depth=3, bound="verified-batched")
+    plain = lipschitz_resnet(12, 3, width=10, depth=3, bound="verified")
+    plain.load_state_dict(batched.state_dict())
+    seen: list[float] = []
+    original = GradientStepResidual.tau
+
+    def tau(self: GradientStepResidual) -> torch.Tensor:
+        value = original(self)
+        seen.append(float(value.detach()))
+        return value
+
+    monkeypatch.setattr(GradientStepResidual, "tau", tau)
+    x, y = torch.randn(64, 12), torch.randint(3, (64,))
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (batched, plain)]
+    for _ in range(10):
+        taus = []
+        for model, optimizer in zip((batched, plain), optimizers, strict=True):
+            model.train()
+            optimizer.zero_grad()
+            seen.clear()
+            nn.functional.cross_entropy(model(x), y).backward()
+            taus.append(list(seen))
+            optimizer.step()
+        assert len(taus[0]) == len(taus[1]) == 3
+        for a, b in zip(*taus, strict=True):
+            assert a == pytest.approx(b, rel=0.08)  # both s/((1 + m)σ₁²), margins within 1–8 %
+    assert batched.certified_batch.unbatched_calls == 0
+    for model in (batched, plain):
+        model.eval()
+    xs = torch.randn(8, 12)
+    assert torch.allclose(batched(xs), plain(xs), rtol=1e-3, atol=1e-4)
+
+
+def test_eval_copies_and_export_keep_the_exact_path() -> None:
+    torch.manual_seed(10)
+    batched = lipschitz_resnet(6, 2, width=8, depth=2, bound="verified-batched")
+    exact = lipschitz_resnet(6, 2, width=8, depth=2, bound="exact")
+    exact.load_state_dict(batched.state_dict())
+    batched.train()
+    batched(torch.randn(4, 6)).sum().backward()
+    twin = copy.deepcopy(batched)  # pending values (with autograd history) are not copied
+    assert twin.certified_batch.members[0] is twin[0]
+    x = torch.randn(5, 6)
+    for model in (batched, exact, twin):
+        model.eval()
+    assert torch.equal(batched(x), exact(x)) and torch.equal(twin(x), exact(x))
+    with torch.no_grad():
+        batched.train()
+        assert torch.equal(batched(x), exact.train()(x))
+    assert batched.certified_batch.computations == 1
+    assert lipschitz_upper_bound(batched.eval()) <= 1.0
+
+
+def test_bad_options_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="`bound`"):
+        lipschitz_resnet(4, 2, width=4, depth=1, bound="batched")
+    with pytest.raises(TypeError, match="`maps`"):
+        CertifiedBatch([])
+    with pytest.raises(TypeError, match=r"`maps\[0\]`"):
+        CertifiedBatch([nn.Linear(3, 3)])
+    with pytest.raises(ValueError, match=r"`maps\[0\]`.*verified"):
+        CertifiedBatch([GradientStepResidual(3, 3, bound="exact")])
+    block = GradientStepResidual(3, 3, bound="verified")
+    with pytest.raises(ValueError, match=r"`maps\[1\]`.*twice"):
+        CertifiedBatch([block, block])
+    CertifiedBatch([block])
+    with pytest.raises(ValueError, match="already belongs"):
+        CertifiedBatch([block])
