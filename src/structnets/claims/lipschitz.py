@@ -12,6 +12,7 @@ maps cost more to constrain, the more so the deeper the network.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -294,11 +295,9 @@ experiment's ``trained`` units are Theorem 4.1's fixed-width family instead."""
 THEOREM_31_MISSING = (
     "no unit of Theorem 3.1's family approximating a 1-Lipschitz function as width and depth grow: "
     f"lipschitz-density's trained units (model 'trained') are Theorem 4.1's fixed width d + 3 with affine maps "
-    "between the blocks, and its exact units a max-min construction (004-maxmin-exact); lipschitz-moons' width "
-    "and depth sweeps are of this family but classify two moons, whose accuracy stops at the data's label noise "
-    "(no error that density drives to 0), as lipschitz-mnist's one depth does. Would test it: lipschitz-density "
-    f"units of model {THEOREM_31_MODEL!r} (lipschitz_resnet(d, 1, width, depth, variant='gradient-step') trained "
-    "on each target, sup error median over seeds) at ≥ 3 (width, depth) pairs growing together"
+    "between the blocks, and its exact units a max-min construction (004-maxmin-exact). Would test it: "
+    f"lipschitz-density units of model {THEOREM_31_MODEL!r} (its `unbounded_widths` × `unbounded_depths` pairs, "
+    "≥ 3 growing together, ≥ 5 seeds, every seed's sup error recorded)"
 )
 
 
@@ -311,8 +310,11 @@ def _unbounded_density(results: pd.DataFrame, config: Any) -> Evidence:
     family = results[results["model"] == THEOREM_31_MODEL] if "model" in results.columns else results.iloc[0:0]
     if family.empty:
         return not_tested(THEOREM_31_MISSING)
-    falling, parts = 0, []
+    if "sup_errors" not in family.columns or family["sup_errors"].isna().any():
+        return not_tested("the gradient-step units predate the per-seed sup errors (`sup_errors`); rerun them")
+    x, y, strata, parts, seeds = [], [], [], [], []
     targets = sorted(family["target"].unique())
+    grids = set()
     for target in targets:
         group = family[family["target"] == target].sort_values(["width", "depth"])
         pairs = [(int(w), int(d)) for w, d in zip(group["width"], group["depth"], strict=True)]
@@ -321,22 +323,52 @@ def _unbounded_density(results: pd.DataFrame, config: Any) -> Evidence:
                 f"{target}: Theorem 3.1's units must be ≥ 3 distinct (width, depth) pairs that grow together, got "
                 f"{pairs}"
             )
-        ok, text = _falling(group, (group["width"] * group["depth"]).to_numpy(float), "width·depth")
-        falling += int(ok)
-        parts.append(f"{target}: {text}")
+        grids.add(tuple(pairs))
+        for (w, d), text in zip(pairs, group["sup_errors"], strict=True):
+            errors = np.asarray(json.loads(text), dtype=float)
+            seeds.append(errors.size)
+            x += [math.log(w * d)] * errors.size
+            y += list(np.log(np.maximum(errors, 1e-300)))
+            strata += [target] * errors.size
+        medians = group["sup_error_median"].to_numpy(float)
+        parts.append(f"{target}: {medians[0]:.3g} → {medians[-1]:.3g}")
+    if len(grids) != 1:
+        return not_tested(f"the targets' (width, depth) grids differ: {sorted(grids)}")
+    (grid,) = grids
+    xs, ys, labels = np.asarray(x), np.asarray(y), np.asarray(strata)
+    whole = rules.pooled_trend(xs, ys, labels, claimed_sign=-1)
+    sizes = sorted({math.log(w * d) for w, d in grid})
+    top = sizes[len(sizes) // 2 :] if len(sizes) >= 6 else sizes[-3:]
+    keep = np.isin(xs, top)
+    upper = rules.pooled_trend(xs[keep], ys[keep], labels[keep], claimed_sign=-1)
     certified = bool((family["lipschitz_upper"].to_numpy(float) <= 1.0 + UPPER_SLACK).all())
-    verdict = REFUTED if not certified else REPRODUCED if falling == len(targets) else NOT_REPRODUCED
-    grid = sorted({(int(w), int(d)) for w, d in zip(family["width"], family["depth"], strict=True)})
+    enough = rules.enough_seeds(min(seeds))
+    if not certified:
+        verdict = REFUTED
+    elif enough and whole.verdict == REPRODUCED and upper.verdict == REPRODUCED:
+        verdict = REPRODUCED
+    else:
+        verdict = NOT_REPRODUCED
+
+    def said(test: rules.TrendTest) -> str:
+        cells = ", ".join(f"{t} {v:.2f}" for t, v in zip(targets, test.cell_slope, strict=True))
+        return f"{test.slope:.2f} ± {test.se:.2f} (p = {test.p:.2g}; per target {cells})"
+
     return Evidence(
-        f"(width, depth) {grid}; median sup error, smallest → largest: "
+        f"(width, depth) {list(grid)}, {min(seeds)} seeds; median sup error, smallest → largest: "
         + "; ".join(parts)
-        + f"; every model certified ≤ 1: {'yes' if certified else 'no'}",
+        + f"; pooled slope of log sup error in log(width·depth) {said(whole)}; over the upper half "
+        f"{[p for p in grid if math.log(p[0] * p[1]) in top]} {said(upper)}; every model certified ≤ 1: "
+        f"{'yes' if certified else 'no'}" + ("" if enough else f"; {min(seeds)} seed(s) < {rules.MIN_SEEDS}"),
         verdict,
-        "density (no rate) as width and depth grow together: for every target, the median sup error over seeds "
-        "still falling over the upper half of the grid in width·depth (rules.still_falling) and its least-squares "
-        "slope in log(width·depth) negative, reproduced; a trained model not certified ≤ 1 (outside the class the "
-        "theorem is about) refuted; else not reproduced (the theorem states no rate, and training may not reach "
-        "what the width and depth allow)",
+        "density (no rate) as width and depth grow together (rules.pooled_trend, the density policy over the whole "
+        "grid and its upper half): every seed's log sup error against log(width·depth), targets as strata (each "
+        "its own intercept), seeds as replicates. Over the whole grid and again over its upper half (the upper "
+        "half of the pairs, at least the last 3), the pooled slope significantly negative (two-sided α = 0.05), every target's own slope "
+        "negative and none significantly positive (Holm): reproduced; a trained model not certified ≤ 1 (outside "
+        f"the class the theorem is about) refuted; fewer than {rules.MIN_SEEDS} seeds, or any other outcome (a "
+        "curve that stopped falling, a target that does not fall), not reproduced: the theorem states no rate, and "
+        "training may not reach what the width and depth allow",
         len(family),
         keys_of(family),
     )
@@ -344,89 +376,49 @@ def _unbounded_density(results: pd.DataFrame, config: Any) -> Evidence:
 
 AFFINE_MODEL, PLAIN_MODEL = "fixed-width", "gradient-step"
 """The architecture with norm-constrained affine maps between the blocks (Theorem 4.1) and the one without
-(Theorem 3.1), as lipschitz-mnist's ``model`` (lipschitz-moons' ``variant``) names them."""
-MATCHED = ("loss", "lift", "width", "seed", "train_fraction", "n_train", "epochs", "batch_size", "bound")
-"""Columns two training units must share to be compared: all but the model and the depth."""
-
-
-def _within_slope(x: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[float, float, float]:
-    """The least-squares slope of y on x within groups (each group its own intercept), its standard error
-    and residual degrees of freedom n − G − 1: the fixed-effects regression, Σ(x − x̄_g)(y − ȳ_g) / Σ(x − x̄_g)²."""
-    frame = pd.DataFrame({"x": x, "y": y, "g": groups})
-    xc = frame["x"] - frame.groupby("g")["x"].transform("mean")
-    yc = frame["y"] - frame.groupby("g")["y"].transform("mean")
-    sxx = float((xc**2).sum())
-    df = len(frame) - frame["g"].nunique() - 1
-    if sxx == 0 or df < 1:
-        return math.nan, math.nan, float(df)
-    slope = float((xc * yc).sum()) / sxx
-    residual = yc - slope * xc
-    return slope, math.sqrt(float((residual**2).sum()) / df / sxx), float(df)
+(Theorem 3.1), as lipschitz-mnist's ``model`` names them."""
+COST_STAGE = "constraint-cost"
+"""lipschitz-mnist's stage that times one training step of both at several depths in interleaved rounds."""
 
 
 def _affine_cost(results: pd.DataFrame, config: Any) -> Evidence:
-    from scipy import stats
-
-    name = "model" if "model" in results.columns else "variant" if "variant" in results.columns else None
-    if results.empty or name is None or not {"depth", "seconds_per_epoch"} <= set(results.columns):
-        return not_tested("no training units with seconds per epoch")
-    train = results[results[name].isin((AFFINE_MODEL, PLAIN_MODEL))]
-    if "stage" in train.columns:
-        train = train[train["stage"].fillna("train") == "train"]
-    if (train[name] == AFFINE_MODEL).sum() == 0 or (train[name] == PLAIN_MODEL).sum() == 0:
+    cost = results[results["stage"] == COST_STAGE] if "stage" in results.columns else results.iloc[0:0]
+    if cost.empty:
         return not_tested(
-            f"needs training units of both {AFFINE_MODEL!r} (affine maps between the blocks) and {PLAIN_MODEL!r} at "
-            "two or more depths in one run: the full lipschitz-mnist trains no fixed-width model, at one depth, and a "
-            "lipschitz-moons run trains one variant. Would test it: `structnets run lipschitz-mnist --set "
-            "models=fixed-width,gradient-step depths=5,10,20 ...`"
+            f"no {COST_STAGE!r} unit (lipschitz-mnist's `cost_rounds` > 0 adds it: one training step of "
+            f"{AFFINE_MODEL} against {PLAIN_MODEL} at every depth of `cost_depths`, in interleaved rounds); the "
+            "training units' seconds per epoch are one depth, timed apart"
         )
-    matched = [c for c in MATCHED if c in train.columns]
-    seconds = train.pivot_table(index=[*matched, "depth"], columns=name, values="seconds_per_epoch", aggfunc="mean")
-    if AFFINE_MODEL not in seconds.columns or PLAIN_MODEL not in seconds.columns:  # every time of one model NaN
-        return not_tested(f"no recorded seconds per epoch of both {AFFINE_MODEL} and {PLAIN_MODEL}")
-    seconds = seconds.dropna(subset=[AFFINE_MODEL, PLAIN_MODEL]).reset_index()
-    if matched:
-        groups = seconds[matched].astype(str).agg("/".join, axis=1).to_numpy()
-    else:
-        groups = np.zeros(len(seconds), dtype=int).astype(str)
-    frame = seconds.assign(group=groups, difference=seconds[AFFINE_MODEL] - seconds[PLAIN_MODEL])
-    frame = frame[frame.groupby("group")["depth"].transform("nunique") >= 2]
-    used = train.merge(frame[[*matched, "depth"]], on=[*matched, "depth"]) if not frame.empty else train.iloc[0:0]
-    if frame.empty:
-        return not_tested(f"no {AFFINE_MODEL} and {PLAIN_MODEL} units alike but for the depth, at two or more depths")
-    slope, se, df = _within_slope(
-        frame["depth"].to_numpy(float), frame["difference"].to_numpy(float), frame["group"].to_numpy()
-    )
-    by_depth = frame.groupby("depth")[[AFFINE_MODEL, PLAIN_MODEL]].mean()
+    row = cost.iloc[0]
+    depths = [int(d) for d in json.loads(row["cost_depths"])]
+    fixed = np.asarray(json.loads(row["step_seconds_fixed_width"]), dtype=float)
+    plain = np.asarray(json.loads(row["step_seconds_gradient_step"]), dtype=float)
+    decided = rules.cost_growth(fixed, plain, depths)
     levels = "; ".join(
-        f"depth {int(d)}: {row[AFFINE_MODEL]:.3g} s vs {row[PLAIN_MODEL]:.3g} s" for d, row in by_depth.iterrows()
+        f"depth {d}: {decided.ratio[k]:.2f}× [{decided.ratio_low[k]:.2f}, {decided.ratio_high[k]:.2f}] "
+        f"({1e3 * float(np.median(fixed[:, k])):.3g} vs {1e3 * float(np.median(plain[:, k])):.3g} ms)"
+        for k, d in enumerate(depths)
     )
-    threads = ""
-    if "threads" in results.columns and results["threads"].notna().any():
-        threads = f"; {int(results['threads'].dropna().iloc[0])} torch threads"
-    if not math.isfinite(se):
-        return Evidence(
-            f"seconds per epoch, {AFFINE_MODEL} vs {PLAIN_MODEL}: {levels}",
-            NOT_REPRODUCED,
-            "too few matched units for the slope's standard error (needs more than one group or depth beyond two)",
-            len(used),
-            keys_of(used),
-        )
-    half = float(stats.t.ppf(1 - rules.ALPHA / 2, df)) * se
-    low, high = slope - half, slope + half
-    verdict = REPRODUCED if low > 0 else REFUTED if high < 0 else NOT_REPRODUCED
+    hardware = (
+        f"{row['device']}, {int(row['threads'])} torch thread(s), {row['processor']}; other processes' CPU share "
+        f"{float(row['other_load']):.2f} while it ran"
+    )
     return Evidence(
-        f"seconds per epoch, {AFFINE_MODEL} vs {PLAIN_MODEL} (mean over {frame['group'].nunique()} matched "
-        f"groups): {levels}; extra seconds per epoch per added block {slope:.3g} [{low:.3g}, {high:.3g}]{threads}",
-        verdict,
-        f"the constraint cost is the time per epoch (the paper's measure); for units alike but for the model and "
-        f"the depth ({', '.join(matched) or 'no other column'}), the difference {AFFINE_MODEL} − {PLAIN_MODEL} in "
-        f"seconds per epoch, regressed on depth within each group (its own intercept; seeds as replicates); "
-        f"its {100 * (1 - rules.ALPHA):.0f} % t-interval (df {df:.0f}) of the slope entirely above 0 (the affine "
-        "cost grows faster with depth) reproduced, entirely below 0 refuted, else not reproduced; measured on the "
-        "run's own host, every unit timed as it trained (wall clock, the host's other load included)",
-        len(used),
-        keys_of(used),
+        f"one training step, {AFFINE_MODEL} / {PLAIN_MODEL} (width {int(row['width'])}, batch {int(row['batch'])}, "
+        f"lift {row['lift']}, bound {row['bound']}; median of {int(row['rounds'])} interleaved rounds [95 % "
+        f"interval]): {levels}; extra time per added block {1e3 * decided.slope:.3g} ms "
+        f"[{1e3 * decided.slope_low:.3g}, {1e3 * decided.slope_high:.3g}] ({hardware})",
+        decided.verdict,
+        "performance claim with a growth in depth (rules.cost_growth): the constraint cost is the time of one "
+        "training step (forward, backward, Adam; the paper's measure is the time per epoch), timed in rounds that "
+        "each step both networks once at every depth, interleaved (drift slower than a round cancels). Per depth "
+        "the median of the per-round ratios with its distribution-free (order-statistic) 95 % interval; per round "
+        "the least-squares slope in depth of the difference, and the median of those slopes with its interval. "
+        "Every depth's ratio interval above 1 and the slope's above 0 (higher, and growing faster with depth) "
+        "reproduced; some depth's ratio interval below 1 or the slope's below 0 (Bonferroni over the depths and "
+        "the slope) refuted; else not reproduced. Hardware as stated; measured on the run's host with its load",
+        len(cost),
+        keys_of(cost),
     )
 
 
