@@ -24,25 +24,34 @@ from ..functional import certified_step, sqrt_round_up, squared_norm_bound
 from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, CertifiedBound, _is_transformed, _top_vector_by_gram
 
 _U = 2.0**-53
-#: μ outside [2⁻⁶⁰⁰, 2⁶⁰⁰] is not tested (the exact bound is taken): inside it nothing in the Gram
-#: matrix or the Cholesky factorisation overflows, and underflow errs by < 2⁻¹⁰⁰⁰ absolute.
-_MU_RANGE = (2.0**-600, 2.0**600)
+#: Per compute dtype: unit round-off u, the range of μ that is tested (outside it the exact bound is
+#: taken: inside it nothing in the Gram matrix or the factorisation overflows, and underflow errs by
+#: far less than the slack × μ), and the relative slack added to K.
+_PRECISION: dict[torch.dtype, tuple[float, tuple[float, float], float]] = {
+    torch.float64: (2.0**-53, (2.0**-600, 2.0**600), 1e-15),
+    torch.float32: (2.0**-24, (2.0**-60, 2.0**60), 1e-6),
+}
+#: The test runs in float32 (half the cost of float64 for the Gram product, a third for the
+#: factorisation at n = 200) for weights that are not float64, where its rounding factor K stays
+#: below this; otherwise in float64.
+FLOAT32_MAX_K = 0.02
 
 
 def _up(value: float) -> float:
     return math.nextafter(value, math.inf) if math.isfinite(value) else value
 
 
-def _gamma(k: int) -> float:
-    """γ_k = k·u/(1 − k·u), u = 2⁻⁵³, rounded up (Higham, *Accuracy and Stability*, 2002, §3.1)."""
-    ku = k * _U
+def _gamma(k: int, unit: float = _U) -> float:
+    """γ_k = k·u/(1 − k·u), rounded up (Higham, *Accuracy and Stability*, 2002, §3.1)."""
+    ku = k * unit
     return _up(ku / (1.0 - ku))
 
 
-def verified_ratio(n: int, inner: int) -> float:
+def verified_ratio(n: int, inner: int, dtype: torch.dtype = torch.float64) -> float:
     """1 + K with K(n, h) data-free: a passed Cholesky test of μ certifies Q = μ(1 + K) ≥ ‖W‖₂².
 
-    Let Ĝ be the computed n × n Gram matrix of W (inner dimension h) in float64 and Ã = fl(μI − Ĝ).
+    Let Ĝ be the computed n × n Gram matrix of W (inner dimension h) in ``dtype`` (float64 or float32,
+    unit round-off u) and Ã = fl(μI − Ĝ), μ a number of that dtype.
     If the Cholesky factorisation of Ã runs to completion, R̂ᵀR̂ = Ã + ΔÃ with
     |ΔÃ| ≤ γ_c|R̂ᵀ||R̂| (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002, Thm 10.3;
     c = 2(n + 1), twice the textbook constant for blocked orderings), so λ_min(Ã) ≥ −γ_c‖R̂‖_F² and
@@ -52,35 +61,38 @@ def verified_ratio(n: int, inner: int) -> float:
 
     where ĝᵢᵢ ≤ D = μ + c_A/(1 − u) because (R̂ᵀR̂)ᵢᵢ ≥ 0 forces ãᵢᵢ ≥ −c_A. Forming Ĝ errs by
     ‖Ĝ − WᵀW‖₂ ≤ γ_{2h}‖W‖_F² ≤ γ_{2h}·nD/(1 − γ_{2h}). Every term is μ times a function of (n, h)
-    alone; 10⁻¹⁵ more covers the rounding of K, of μ(1 + K) and every underflow (< 2⁻¹⁰⁰⁰ absolute
-    for μ ≥ 2⁻⁶⁰⁰). The result differs from :func:`~structnets.functional.verified_square_bound`'s
+    alone; a slack (10⁻¹⁵ in float64, 10⁻⁶ in float32) covers the rounding of K, of μ(1 + K) and every
+    underflow (< 2⁻¹⁰⁰⁰ absolute for μ ≥ 2⁻⁶⁰⁰ in float64, < 2⁻¹⁴⁰·(nh + n³) for μ ≥ 2⁻⁶⁰ in float32). The result differs from :func:`~structnets.functional.verified_square_bound`'s
     only in bounding tr(Ĝ) and max ĝᵢᵢ by D instead of reading them: no host read is needed.
 
     Args:
         n: the Gram matrix's size min(rows, cols).
         inner: the inner dimension max(rows, cols).
+        dtype: the dtype of the Gram matrix and the factorisation (float64 or float32).
 
     Returns:
-        1 + K, rounded up (≈ 1 + 4·10⁻¹² at n = h = 100).
+        1 + K, rounded up (≈ 1 + 4·10⁻¹² at n = h = 100 in float64, 1 + 5·10⁻³ in float32).
     """
-    g_c, g_h = _gamma(2 * (n + 1)), _gamma(2 * inner)
+    unit, _, slack = _PRECISION[dtype]
+    g_c, g_h = _gamma(2 * (n + 1), unit), _gamma(2 * inner, unit)
     k_a = _up(_up(g_c * n) / (1.0 - g_c))
-    d = _up(1.0 + _up(k_a / (1.0 - _U)))
+    d = _up(1.0 + _up(k_a / (1.0 - unit)))
     total = 1.0
-    for term in (k_a, _up(_U * _up(1.0 + d)), _up(_up(_up(g_h * n) * d) / (1.0 - g_h)), 1e-15):
+    for term in (k_a, _up(unit * _up(1.0 + d)), _up(_up(_up(g_h * n) * d) / (1.0 - g_h)), slack):
         total = _up(total + term)
     return total
 
 
 def _cholesky_test(gram: torch.Tensor, guess: torch.Tensor) -> torch.Tensor:
-    """(B,) bool: the float64 Cholesky factorisation of μ_bI − Ĝ_b ran to completion with a finite factor, μ_b in range."""
+    """(B,) bool: the Cholesky factorisation of μ_bI − Ĝ_b ran to completion with a finite factor, μ_b in range."""
     shifted = gram.neg()
     shifted.diagonal(dim1=-2, dim2=-1).add_(guess.unsqueeze(-1))
     factor, info = torch.linalg.cholesky_ex(shifted)
     # OpenBLAS's potf2 tests a pivot with `<= 0`, which a NaN passes: read the factor too (a
     # finite sum means every entry is finite; an overflowing one only fails the test)
     passed = (info == 0) & torch.isfinite(factor.sum(dim=(-2, -1)))
-    return passed & (guess >= _MU_RANGE[0]) & (guess <= _MU_RANGE[1])
+    low, high = _PRECISION[gram.dtype][1]
+    return passed & (guess >= low) & (guess <= high)
 
 
 def batched_verified_square(
@@ -89,10 +101,11 @@ def batched_verified_square(
     margins: torch.Tensor,
     iterations: int = 4,
     retry: float = 1.15,
+    precision: torch.dtype | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Certify Q_b ≥ ‖W_b‖₂² for a batch of equal-shape matrices: a guess from the Gram matrix, one batched Cholesky test.
 
-    The smaller Gram matrix Ĝ_b (WᵀW or WWᵀ, float64, one ``bmm``) gives the guess: ``iterations``
+    The smaller Gram matrix Ĝ_b (WᵀW or WWᵀ, one ``bmm`` in ``precision``) gives the guess: ``iterations``
     power steps on Ĝ_b from the warm vector v_b (or W_bv_b), whose Rayleigh quotient λ̂_b ≤ λ_max(Ĝ_b),
     and μ_b = λ̂_b·(1 + m_b) (where that fails, ``retry``·μ_b once more). The Cholesky factorisation of μ_bI − Ĝ_b (one batched
     ``torch.linalg.cholesky_ex``) then certifies Q_b = μ_b(1 + K) (:func:`verified_ratio`). The
@@ -105,43 +118,51 @@ def batched_verified_square(
         margins: (B,) float64 factors 1 + m_b > 1.
         iterations: power steps on Ĝ_b, ≥ 0.
         retry: where the test of μ_b fails, test ``retry``·μ_b once more (no retry when ≤ 1).
+        precision: the dtype of the Gram matrix and the test, float64 or float32; None: float64
+            for float64 weights, else float32 where K ≤ :data:`FLOAT32_MAX_K`, else float64.
 
     Returns:
         (Q, passed, following, retried): (B,) float64 Q_b, an upper bound on ‖W_b‖₂² wherever
-        ``passed[b]`` (the factorisation ran to completion with a finite factor and
-        μ_b ∈ [2⁻⁶⁰⁰, 2⁶⁰⁰]; elsewhere Q says nothing); (B, cols) the next unit power vectors in W's
+        ``passed[b]`` (the factorisation ran to completion with a finite factor and μ_b in the
+        tested range, [2⁻⁶⁰⁰, 2⁶⁰⁰] in float64, [2⁻⁶⁰, 2⁶⁰] in float32; elsewhere Q says nothing); (B, cols) the next unit power vectors in W's
         dtype; (B,) bool, True where the second test passed.
     """
+    rows, cols = weights.shape[-2:]
+    n, inner = min(rows, cols), max(rows, cols)
+    if precision is None:
+        small = weights.dtype != torch.float64 and verified_ratio(n, inner, torch.float32) <= 1.0 + FLOAT32_MAX_K
+        precision = torch.float32 if small else torch.float64
     with torch.no_grad():
-        w = weights.detach().to(torch.float64)
-        v = vectors.detach().to(torch.float64).unsqueeze(-1)
-        rows, cols = w.shape[-2:]
+        w = weights.detach().to(precision)
+        v = vectors.detach().to(precision).unsqueeze(-1)
         transposed = rows < cols  # Ĝ = WWᵀ (rows × rows): iterate on left vectors u ∝ Wv
         gram = w @ w.mT if transposed else w.mT @ w
         z = w @ v if transposed else v
-        tiny = torch.finfo(torch.float64).tiny
+        tiny = torch.finfo(precision).tiny
         for _ in range(iterations):
             z = gram @ z
             z = z / torch.linalg.vector_norm(z, dim=(1, 2), keepdim=True).clamp_min(tiny)
-        guess = (z * (gram @ z)).sum(dim=(1, 2)) / (z * z).sum(dim=(1, 2)).clamp_min(tiny) * margins
+        rayleigh = (z * (gram @ z)).sum(dim=(1, 2)) / (z * z).sum(dim=(1, 2)).clamp_min(tiny)
+        # μ is the number of `precision` the factorisation subtracts from: the certificate is for it
+        guess = (rayleigh.to(torch.float64) * margins).to(precision)
         passed = _cholesky_test(gram, guess)
         retried = torch.zeros_like(passed)
         if retry > 1.0 and not bool(passed.all()):
             # a clustered top of the spectrum (σ₂ ≈ σ₁, common in wide random-like layers) leaves
             # the Rayleigh quotient a few % low: test once more, larger, before the exact bound
             failed = (~passed).nonzero().squeeze(-1)
-            second = guess[failed] * retry
+            second = (guess[failed].to(torch.float64) * retry).to(precision)
             again = _cholesky_test(gram[failed], second)
             guess = guess.index_put((failed,), torch.where(again, second, guess[failed]))
             passed = passed.index_put((failed,), again)
             retried = retried.index_put((failed,), again)
-        square = guess * verified_ratio(min(rows, cols), max(rows, cols))
+        square = guess.to(torch.float64) * verified_ratio(n, inner, precision)
         square = torch.nextafter(square, torch.full_like(square, math.inf))
         following = w.mT @ z if transposed else z
         following = following / torch.linalg.vector_norm(following, dim=(1, 2), keepdim=True).clamp_min(tiny)
         # keep the old vector where the new one is not a unit vector (W v = 0, non-finite W)
         unit = torch.isfinite(following).all(dim=1, keepdim=True) & (following.abs().sum(dim=1, keepdim=True) > 0)
-        following = torch.where(unit, following, vectors.detach().to(torch.float64).unsqueeze(-1))
+        following = torch.where(unit, following, vectors.detach().to(precision).unsqueeze(-1))
     return square, passed, following.squeeze(-1).to(weights.dtype), retried
 
 
