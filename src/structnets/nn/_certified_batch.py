@@ -132,7 +132,9 @@ def batched_verified_square(
     if precision is None:
         small = weights.dtype != torch.float64 and verified_ratio(n, inner, torch.float32) <= 1.0 + FLOAT32_MAX_K
         precision = torch.float32 if small else torch.float64
-    with torch.no_grad():
+    # autocast would round the float32 Gram product's operands to bfloat16/float16, outside the
+    # error analysis of verified_ratio: the test always runs in `precision`
+    with torch.no_grad(), torch.autocast(weights.device.type, enabled=False):
         w = weights.detach().to(precision)
         v = vectors.detach().to(precision).unsqueeze(-1)
         transposed = rows < cols  # Ĝ = WWᵀ (rows × rows): iterate on left vectors u ∝ Wv
