@@ -341,6 +341,10 @@ def test_eval_copies_and_export_keep_the_exact_path() -> None:
         assert torch.equal(batched(x), exact.train()(x))
     assert batched.certified_batch.computations == 1
     assert lipschitz_upper_bound(batched.eval()) <= 1.0
+    twin.train()
+    before = twin.certified_batch.batched_calls  # the counts are copied too
+    twin(torch.randn(4, 6)).sum().backward()  # the copy's batch serves the copy's maps
+    assert (twin.certified_batch.batched_calls - before, twin.certified_batch.unbatched_calls) == (4, 0)
 
 
 def test_bad_options_are_refused_by_name() -> None:

@@ -295,6 +295,10 @@ class CertifiedBatch:
         means: compute your own bound (the value is missing, used, stale or not of this kind).
         """
         position = self._positions.get(id(bound))
+        if position is None or self._members[position]._bound is not bound:
+            # a copied or unpickled batch: its members' bounds are new objects
+            self._positions = {id(layer._bound): i for i, layer in enumerate(self._members)}
+            position = self._positions.get(id(bound))
         if (
             position is None
             or self._members[position]._bound is not bound
