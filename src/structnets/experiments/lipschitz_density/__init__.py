@@ -19,6 +19,9 @@ We fit random piecewise-affine 1-Lipschitz targets
   depth; every trained model is certified by
   :func:`~structnets.analysis.lipschitz_upper_bound` in eval mode (≤ 1), and its sup error and RMSE
   are measured against the float64 target on a denser grid.
+* ``gradient-step``: Theorem 3.1's family ``lipschitz_resnet(d, 1, width, depth, variant="gradient-step")``
+  (no maps between the blocks: dense as width and depth grow), trained the same way at the config's
+  (width, depth) pairs growing together, every seed's errors stored (claim ``004-unbounded-density``).
 
 Training is vectorised over seeds: the seeds' parameters are stacked into one seed-batched module
 with the library's parametrisation (A = V / max(1, ‖V‖₂), τ = 2·sigmoid(θ)/‖W‖₂²), trained by

@@ -23,6 +23,9 @@ and every lift/head kind of ``lifts`` (``norm-constrained`` V/max(1, B(V)) again
 bound of the Lipschitz constant, seconds per epoch. A ``timing`` unit per (depth, width) measures
 the cost of the constraint: interleaved training steps of the constrained model against the
 unconstrained one, median of per-pair ratios (goal ≤ 1.3×), for each of :data:`TIMED_BOUNDS`.
+The ``constraint-cost`` unit times the fixed-width network (norm-constrained affine maps between the
+blocks) against the gradient-step one at several depths in interleaved rounds (claim
+``004-affine-constraint-cost``).
 
 Modules: :mod:`.config` (config, :data:`MODELS`, :data:`PUBLISHED`, targets), :mod:`.units`
 (training through :func:`structnets.training.fit`, certification through
