@@ -104,3 +104,27 @@ def test_quick_presets_are_small_and_keys_unique() -> None:
 def test_bad_config_is_named(kwargs: dict, argument: str) -> None:
     with pytest.raises(ValueError, match=f"`{argument}`"):
         sawtooth_exp.DLoRSawtoothConfig(**kwargs)
+
+
+def test_separations_are_sigma1_over_alpha_of_every_map_followed_by_sigma() -> None:
+    # against the library models: each deep layer's DLoRLinear, each parallel branch's, the last linear map left out
+    import torch
+
+    from structnets.experiments.dlor_sawtooth.units import separations
+    from structnets.models.batched_dlor import build_batched
+    from structnets.nn import DLoRLinear, DLoRParallel
+
+    for mode, depth, branches in (("deep", 4, 1), ("parallel", 2, 3)):
+        net = build_batched([0, 1], 1, 6, depth, 1, mode, "tanh", branches)
+        with torch.no_grad():
+            net.alpha.mul_(torch.linspace(0.5, 2.0, net.alpha.numel()).reshape(net.alpha.shape))  # distinct α's
+        found = separations(net)
+        assert len(found) == 2 and all(len(seed) == depth * branches for seed in found)
+        for seed, model in zip(found, net.to_models()):
+            if mode == "deep":
+                maps = [m for m in model if isinstance(m, DLoRLinear)][:-1]
+            else:
+                maps = [b for layer in model if isinstance(layer, DLoRParallel) for b in layer.branches]
+            with torch.no_grad():
+                expected = [float(torch.linalg.svdvals(m.to_dense().double())[0] / abs(float(m.alpha))) for m in maps]
+            assert seed == pytest.approx(expected, rel=1e-6)
