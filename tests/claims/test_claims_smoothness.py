@@ -271,6 +271,11 @@ def test_both_grids_show_the_top_half_slopes_and_the_floor_ratio_at_each_largest
     assert "over N = 40–400 in 0 of 3 cells" in ev.test and "over N = 40–640 in 3 of 3 cells" in ev.test
     # the verdict is the whole grid's (settled and slower there: refuted), the shorter grid's is named
     assert ev.verdict == REFUTED and "(N = 40–400 alone: reproduced)" in ev.test
+    # the paper's-depth row says it too, for its approximation cells (without a verdict per grid)
+    deep = pd.concat([approx.assign(depth=6), _floors(SIX, depth=6)], ignore_index=True)
+    # (no grid in the config: the nominal N is the parameter count, as these synthetic widths are no grid's)
+    paper = evidence("002-paper-depth", deep, SimpleNamespace(settle_tol=0.1, approx_parameters=()))
+    assert "Both N grids of the approximation cells" in paper.test and "over N = 40–640 in 3 of 3" in paper.test
     # without the N = 640 units there is one grid and no such sentence
     short_only = results[results["parameters"] <= 400]
     one = evidence("002-approximation-rate", short_only, config)

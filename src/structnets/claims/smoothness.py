@@ -470,7 +470,9 @@ def _paper_depth(results: pd.DataFrame, config: Any) -> Evidence:
             "together"
         )
         + ". Our explicit construction is shallower still (L = 4 at d = 1, 5 at every d ≥ 2: "
-        "002-constant-depth-construction)." + _flattening_sentence(flat, total, flat_limited),
+        "002-constant-depth-construction)."
+        + _flattening_sentence(flat, total, flat_limited)
+        + grids_sentence(both_grids(long, results, config)[0]),
         len(used),
         keys_of(used),
     )
