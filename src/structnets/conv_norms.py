@@ -53,7 +53,7 @@ PADDING_MODES: tuple[str, ...] = ("zeros", "circular")
 _U = 2.0**-53
 
 
-def _check_kernel(kernel: object) -> torch.Tensor:
+def check_kernel(kernel: object) -> torch.Tensor:
     if not isinstance(kernel, torch.Tensor):
         raise TypeError(f"`kernel` must be a torch.Tensor, got {type(kernel).__name__}")
     if kernel.dim() != 4:
@@ -65,7 +65,7 @@ def _check_kernel(kernel: object) -> torch.Tensor:
     return kernel
 
 
-def _pair(name: str, value: object, low: int = 1) -> tuple[int, int]:
+def int_pair(name: str, value: object, low: int = 1) -> tuple[int, int]:
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         if len(value) != 2:
             raise ValueError(f"`{name}` must be an int or a pair of ints, got {value!r}")
@@ -106,8 +106,8 @@ def frequency_matrices(kernel: torch.Tensor, grid: tuple[int, int]) -> torch.Ten
     The other half of the spectrum holds the complex conjugates (same singular values). Taps
     beyond the grid wrap modulo Nᵢ (the circular convolution on that grid).
     """
-    _check_kernel(kernel)
-    n1, n2 = _pair("grid", grid)
+    check_kernel(kernel)
+    n1, n2 = int_pair("grid", grid)
     k = kernel.to(torch.float64)
     kh, kw = k.shape[-2:]
     if kh > n1 or kw > n2:
@@ -155,7 +155,7 @@ def _fft_error(scaled: torch.Tensor, grid: tuple[int, int]) -> float:
     return 64.0 * _U * (math.log2(n1 * n2) + 1.0)
 
 
-def _exact_margins(top: torch.Tensor, scaled: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+def exact_margins(top: torch.Tensor, scaled: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
     """Q' ≥ max σ₁(K̂(ω))² from the float64 top eigenvalue ``top`` of the computed Gram matrices.
 
     The Gram matrix and eigensolver err by ≤ 16n²u relative (divided out); the FFT by the absolute
@@ -171,7 +171,7 @@ def _exact_margins(top: torch.Tensor, scaled: torch.Tensor, grid: tuple[int, int
     return root.square() * (1.0 + 1e-13)
 
 
-def _rayleigh(scaled: torch.Tensor, index: int, grid: tuple[int, int], vector: torch.Tensor) -> torch.Tensor:
+def rayleigh_quotient(scaled: torch.Tensor, index: int, grid: tuple[int, int], vector: torch.Tensor) -> torch.Tensor:
     """vᴴĜ(ω)v = ‖K̂(ω)v‖² (or ‖K̂(ω)ᴴv‖²) at half-spectrum index ``index``, differentiably (the direct tap sum).
 
     With v the top eigenvector of Ĝ(ω) its gradient is that of λ_max(Ĝ(ω)) (a simple eigenvalue).
@@ -211,7 +211,7 @@ def _grid_square(scaled: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
             # one small eigensolve instead of a backward pass through every frequency's.
             index = int(tops.argmax())
             top = _straight_through(_frequency_square(scaled, divmod(index, n2 // 2 + 1), grid), top)
-    return _exact_margins(top, scaled, grid)
+    return exact_margins(top, scaled, grid)
 
 
 def scale_kernel(kernel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -229,7 +229,7 @@ def resolve_grid(
 ) -> tuple[tuple[int, int], float]:
     """The sampling grid and the slack α for the requested certificate."""
     if input_size is None:
-        chosen = torus_grid(kernel_size) if grid is None else _pair("grid", grid)
+        chosen = torus_grid(kernel_size) if grid is None else int_pair("grid", grid)
         return chosen, sampling_slack(kernel_size, chosen)
     if grid is not None:
         raise ValueError(f"`grid` is only for the every-size bound (input_size=None), got grid={grid!r}")
@@ -261,9 +261,9 @@ def conv_squared_norm_bound(
     Formula: Q = ((λ̂/(1 − δ))^{1/2} + η√(N₁N₂)‖K‖_F)²·(1 + 10⁻¹³) / (1 − α), λ̂ the largest
     float64 eigenvalue over the grid, α = 0 for a given input size.
     """
-    _check_kernel(kernel)
+    check_kernel(kernel)
     check_choice("padding_mode", padding_mode, PADDING_MODES)
-    size = None if input_size is None else _pair("input_size", input_size)
+    size = None if input_size is None else int_pair("input_size", input_size)
     kernel_size = (int(kernel.shape[2]), int(kernel.shape[3]))
     chosen, alpha = resolve_grid(kernel_size, padding_mode, size, grid)
     scaled, exponent, finite = scale_kernel(kernel)
@@ -285,7 +285,7 @@ def conv_norm_bound(
     Raises:
         ValueError: ``kernel`` has NaN or ±∞ entries (no bound exists).
     """
-    _check_kernel(kernel)
+    check_kernel(kernel)
     if not bool(torch.isfinite(kernel.detach()).all()):
         raise ValueError("`kernel` must be finite: it has NaN or ±inf entries, so no bound on its operator norm exists")
     square = conv_squared_norm_bound(kernel, padding_mode, input_size, grid)
@@ -305,8 +305,8 @@ def circular_conv_norm(kernel: torch.Tensor, input_size: int | tuple[int, int]) 
     Returns:
         a 0-d float64 tensor.
     """
-    _check_kernel(kernel)
-    size = _pair("input_size", input_size)
+    check_kernel(kernel)
+    size = int_pair("input_size", input_size)
     spectrum = frequency_matrices(kernel.detach(), size)
     return torch.linalg.matrix_norm(spectrum, ord=2).amax()
 

@@ -1,6 +1,6 @@
 """The pooled-trend and cost-growth rules on simulated results where the right verdict is known (issue 31).
 
-``rules.pooled_trend`` decides a density claim as two sizes grow together (004-unbounded-density):
+``rules_trend.pooled_trend`` decides a density claim as two sizes grow together (004-unbounded-density):
 a true fall in every stratum must come out reproduced ≥ 90 % of the time, no trend must be
 reproduced ≤ 5 %, one stratum going the wrong way must block it. ``rules.cost_growth`` decides
 "A costs more and its cost grows faster with depth" from interleaved timings (004-affine-constraint-cost):
@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from structnets.claims import rules
+from structnets.analysis import cost_growth as cost_growth_module
+from structnets.claims import rules, rules_trend
 from structnets.claims.evidence import NOT_REPRODUCED, REFUTED, REPRODUCED
 
 SIMS = 400
@@ -35,14 +36,14 @@ def _grid(slopes: list[float], sd: float, rng: np.random.Generator) -> tuple[np.
 
 def _shares(slopes: list[float], sd: float = 0.5, seed: int = 0) -> dict[str, float]:
     rng = np.random.default_rng(seed)
-    verdicts = [rules.pooled_trend(*_grid(slopes, sd, rng), claimed_sign=-1).verdict for _ in range(SIMS)]
+    verdicts = [rules_trend.pooled_trend(*_grid(slopes, sd, rng), claimed_sign=-1).verdict for _ in range(SIMS)]
     return {v: float(np.mean(np.asarray(verdicts) == v)) for v in (REPRODUCED, NOT_REPRODUCED, REFUTED)}
 
 
 def test_pooled_trend_with_one_stratum_is_the_least_squares_slope_test() -> None:
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=20), rng.normal(size=20)
-    test = rules.pooled_trend(x, y, np.zeros(20), claimed_sign=-1)
+    test = rules_trend.pooled_trend(x, y, np.zeros(20), claimed_sign=-1)
     reference = stats.linregress(x, y)
     # one stratum: n − G − 1 = n − 2 degrees of freedom, the slope and se of ordinary least squares
     assert test.slope == pytest.approx(reference.slope, rel=1e-12)
@@ -56,7 +57,10 @@ def test_pooled_trend_ignores_the_strata_levels() -> None:
     rng = np.random.default_rng(2)
     x, y, labels = _grid([-0.3] * TARGETS, 0.5, rng)
     shifted = y + np.where(labels == 2, 7.0, 0.0)
-    a, b = rules.pooled_trend(x, y, labels, claimed_sign=-1), rules.pooled_trend(x, shifted, labels, claimed_sign=-1)
+    a, b = (
+        rules_trend.pooled_trend(x, y, labels, claimed_sign=-1),
+        rules_trend.pooled_trend(x, shifted, labels, claimed_sign=-1),
+    )
     assert a.slope == pytest.approx(b.slope, rel=1e-12) and a.p == pytest.approx(b.p, rel=1e-9)
 
 
@@ -137,3 +141,13 @@ def test_cost_growth_refuses_malformed_timings() -> None:
         rules.cost_growth(np.ones((5, 2)), np.ones((5, 3)), [1, 2])
     with pytest.raises(ValueError, match="positive"):
         rules.cost_growth(np.zeros((5, 2)), np.ones((5, 2)), [1, 2])
+
+
+def test_cost_growth_verdict_words_are_the_claims_verdicts() -> None:
+    # analysis.cost_growth spells them itself (the experiments may not import claims)
+    assert (cost_growth_module.REPRODUCED, cost_growth_module.REFUTED, cost_growth_module.NOT_REPRODUCED) == (
+        REPRODUCED,
+        REFUTED,
+        NOT_REPRODUCED,
+    )
+    assert rules.cost_growth is cost_growth_module.cost_growth

@@ -144,8 +144,13 @@ def test_cpu_units_are_the_default_units_and_other_devices_add_only_the_device(n
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_tiny_units_are_bit_identical_on_cpu_and_auto_without_cuda(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    from structnets.data.files import DataFileError
+
     for key in TINY[name][1]:
-        default_params, default = _row(name, key)
+        try:
+            default_params, default = _row(name, key)
+        except (DataFileError, OSError) as error:  # a data set with no copy and no network
+            pytest.skip(f"data not available: {error}")
         cpu_params, cpu = _row(name, key, device="cpu")
         auto_params, auto = _row(name, key, device="auto")
         assert cpu_params == default_params and "device" not in default_params

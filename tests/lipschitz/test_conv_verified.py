@@ -17,10 +17,10 @@ import torch
 from torch.nn import functional as F
 
 from structnets.conv_norms import (
-    _rayleigh,
     conv_squared_norm_bound,
     frequency_matrices,
     gram_matrices,
+    rayleigh_quotient,
     resolve_grid,
     scale_kernel,
 )
@@ -211,7 +211,7 @@ def test_gradient_is_that_of_the_top_eigenvalue_at_the_maximising_frequency() ->
     scaled = kernel.detach().clone().requires_grad_(True)
     vector = vectors[int(tops.detach().flatten().argmax())]
     assert torch.autograd.gradcheck(
-        lambda k: _rayleigh(k, int(tops.detach().flatten().argmax()), (n + 2, n + 2), vector), (scaled,)
+        lambda k: rayleigh_quotient(k, int(tops.detach().flatten().argmax()), (n + 2, n + 2), vector), (scaled,)
     )
 
 

@@ -75,6 +75,7 @@ def test_mnist_units_grid_and_report(monkeypatch: pytest.MonkeyPatch) -> None:
         "train/gradient-step/scaled-ce/norm-constrained/depth=5/width=100/seed=0",
         "train/unconstrained/scaled-ce/linear/depth=5/width=100/seed=0",
         "timing/depth=5/width=100",
+        "constraint-cost/width=100",
     ]
     rows = pd.DataFrame(
         [
@@ -110,7 +111,7 @@ def test_mnist_unit_trains_certifies_and_is_seeded(uci_data: Path) -> None:
     experiment = get("lipschitz-mnist")
     config = dataclasses.replace(
         LipschitzMNISTConfig.quick(), depths=(2,), widths=(12,), models=("cpl",), losses=("margin-ce",),
-        lifts=("orthogonal",), epochs=1, max_train=300, max_test=100, ascent_steps=2, timing_pairs=0,
+        lifts=("orthogonal",), epochs=1, max_train=300, max_test=100, ascent_steps=2, timing_pairs=0, cost_rounds=0,
     )  # fmt: skip
     (unit,) = experiment.units(config, pd.DataFrame())
     row = experiment.run_unit(dict(unit.params))

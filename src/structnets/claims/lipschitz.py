@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..experiments.lipschitz_moons.config import PAPER_TRAIN_FRACTION as PAPER_MOONS_FRACTION
-from . import rules
+from . import rules, rules_trend
 from .evidence import (
     NOT_REPRODUCED,
     REFUTED,
@@ -336,11 +336,11 @@ def _unbounded_density(results: pd.DataFrame, config: Any) -> Evidence:
         return not_tested(f"the targets' (width, depth) grids differ: {sorted(grids)}")
     (grid,) = grids
     xs, ys, labels = np.asarray(x), np.asarray(y), np.asarray(strata)
-    whole = rules.pooled_trend(xs, ys, labels, claimed_sign=-1)
+    whole = rules_trend.pooled_trend(xs, ys, labels, claimed_sign=-1)
     sizes = sorted({math.log(w * d) for w, d in grid})
     top = sizes[len(sizes) // 2 :] if len(sizes) >= 6 else sizes[-3:]
     keep = np.isin(xs, top)
-    upper = rules.pooled_trend(xs[keep], ys[keep], labels[keep], claimed_sign=-1)
+    upper = rules_trend.pooled_trend(xs[keep], ys[keep], labels[keep], claimed_sign=-1)
     certified = bool((family["lipschitz_upper"].to_numpy(float) <= 1.0 + UPPER_SLACK).all())
     enough = rules.enough_seeds(min(seeds))
     if not certified:
@@ -350,7 +350,7 @@ def _unbounded_density(results: pd.DataFrame, config: Any) -> Evidence:
     else:
         verdict = NOT_REPRODUCED
 
-    def said(test: rules.TrendTest) -> str:
+    def said(test: rules_trend.TrendTest) -> str:
         cells = ", ".join(f"{t} {v:.2f}" for t, v in zip(targets, test.cell_slope, strict=True))
         return f"{test.slope:.2f} ± {test.se:.2f} (p = {test.p:.2g}; per target {cells})"
 
@@ -361,7 +361,7 @@ def _unbounded_density(results: pd.DataFrame, config: Any) -> Evidence:
         f"{[p for p in grid if math.log(p[0] * p[1]) in top]} {said(upper)}; every model certified ≤ 1: "
         f"{'yes' if certified else 'no'}" + ("" if enough else f"; {min(seeds)} seed(s) < {rules.MIN_SEEDS}"),
         verdict,
-        "density (no rate) as width and depth grow together (rules.pooled_trend, the density policy over the whole "
+        "density (no rate) as width and depth grow together (rules_trend.pooled_trend, the density policy over the whole "
         "grid and its upper half): every seed's log sup error against log(width·depth), targets as strata (each "
         "its own intercept), seeds as replicates. Over the whole grid and again over its upper half (the upper "
         "half of the pairs, at least the last 3), the pooled slope significantly negative (two-sided α = 0.05), every target's own slope "

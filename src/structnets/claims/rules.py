@@ -39,7 +39,6 @@ Mantel and Haenszel, J. Natl. Cancer Inst. 22, 1959.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +47,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
+# re-exported: these live in analysis.cost_growth (the experiments' reports use them too)
+from ..analysis.cost_growth import CostGrowth as CostGrowth
+from ..analysis.cost_growth import cost_growth as cost_growth
+from ..analysis.cost_growth import median_interval as median_interval
 from .evidence import CONSISTENT, NOT_REPRODUCED, OPTIMISATION_LIMITED, REFUTED, REPRODUCED
 
 ALPHA = 0.05
@@ -545,176 +548,3 @@ def still_falling(x: ArrayLike, y: ArrayLike, *, alpha: float = ALPHA) -> tuple[
     if se == 0:
         return slope < 0, slope
     return bool(stats.t.cdf(slope / se, df) < alpha), slope
-
-
-@dataclass(frozen=True)
-class TrendTest:
-    """A pooled within-strata trend (one slope, each stratum its own intercept) and each stratum's own slope.
-
-    ``slope``, ``se``, ``df``, ``p``: the pooled fixed-effects slope, its standard error, residual degrees
-    of freedom n − G − 1 and two-sided p; ``cell_slope``, ``cell_p_reversed``: per stratum the
-    least-squares slope and the one-sided p of a slope against the claimed direction; ``reversed_``:
-    those Holm-rejected; ``verdict``: of :func:`pooled_trend`.
-    """
-
-    slope: float
-    se: float
-    df: float
-    p: float
-    cell_slope: np.ndarray
-    cell_p_reversed: np.ndarray
-    reversed_: np.ndarray
-    verdict: str
-
-
-def pooled_trend(
-    x: ArrayLike, y: ArrayLike, strata: ArrayLike, *, claimed_sign: int, alpha: float = ALPHA
-) -> TrendTest:
-    """Decide "y moves in the claimed direction as x grows, in every stratum" from replicated measurements.
-
-    The fixed-effects regression y_ij = a_j + b·x_ij + ε (stratum j its own intercept, replicates such as
-    seeds as separate points): b̂ = Σ(x − x̄_j)(y − ȳ_j) / Σ(x − x̄_j)², se² = s²/Σ(x − x̄_j)² on n − G − 1
-    degrees of freedom. Per stratum, its own least-squares slope b̂_j ± se_j (n_j − 2 df) and the
-    one-sided p of "b_j against the claimed direction" (Holm over strata).
-
-    Verdict: the pooled two-sided p < α with b̂ in the claimed direction, every stratum's b̂_j in the
-    claimed direction and none significantly reversed — reproduced; the pooled slope significantly
-    the other way — refuted; else not reproduced. Unlike "last < first", a curve that moves in the
-    claimed direction only at one end, or only in some strata, does not pass.
-
-    Args:
-        x, y: (n,) values (for a trend in log–log, pass logarithms); strata: (n,) labels.
-        claimed_sign: −1 when y should fall as x grows (an error), +1 when it should rise.
-        alpha: level.
-
-    Returns:
-        :class:`TrendTest`.
-    """
-    if claimed_sign not in (-1, 1):
-        raise ValueError(f"`claimed_sign` must be +1 or −1, got {claimed_sign!r}")
-    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
-    labels = np.asarray(strata).ravel()
-    if not (x.size == y.size == labels.size) or x.size == 0:
-        raise ValueError(f"`x`, `y` and `strata` must be equal-length non-empty, got {x.size}, {y.size}, {labels.size}")
-    names = list(dict.fromkeys(labels.tolist()))
-    xc, yc = np.empty_like(x), np.empty_like(y)
-    cell_slope, cell_p = np.full(len(names), math.nan), np.full(len(names), math.nan)
-    for j, name in enumerate(names):
-        mask = labels == name
-        xc[mask] = x[mask] - x[mask].mean()
-        yc[mask] = y[mask] - y[mask].mean()
-        if mask.sum() >= 3 and np.ptp(x[mask]) > 0:
-            fit = ols_slope(x[mask], y[mask])
-            cell_slope[j] = float(fit.slope)
-            # small p: the stratum's slope is significantly against the claimed direction
-            cell_p[j] = float(_t_sf(_ratio(-claimed_sign * fit.slope, fit.se), fit.df))
-    sxx = float((xc**2).sum())
-    df = float(x.size - len(names) - 1)
-    if sxx == 0 or df < 1:
-        slope = se = p = math.nan
-    else:
-        slope = float((xc * yc).sum() / sxx)
-        s2 = float(((yc - slope * xc) ** 2).sum()) / df
-        se = math.sqrt(s2 / sxx)
-        t = slope / se if se > 0 else math.copysign(math.inf, slope) if slope != 0 else 0.0
-        p = float(2 * stats.t.sf(abs(t), df))
-    reversed_ = holm(cell_p, alpha)
-    verdict = NOT_REPRODUCED
-    if math.isfinite(p) and p < alpha and claimed_sign * slope > 0:
-        if bool(np.all(claimed_sign * cell_slope > 0)) and not reversed_.any():
-            verdict = REPRODUCED
-    elif math.isfinite(p) and p < alpha and claimed_sign * slope < 0:
-        verdict = REFUTED
-    return TrendTest(slope, se, df, p, cell_slope, cell_p, reversed_, verdict)
-
-
-def median_interval(values: ArrayLike, alpha: float = ALPHA) -> tuple[float, float, float]:
-    """The median of ``values`` and its distribution-free (1 − α) interval from order statistics.
-
-    With x₍₁₎ ≤ … ≤ x₍ₙ₎, [x₍ⱼ₎, x₍ₙ₋ⱼ₊₁₎] covers the population median with probability
-    1 − 2·P(Bin(n, ½) ≤ j − 1) for any continuous distribution; j is the largest with that
-    probability ≥ 1 − α. Fewer than 6 values cannot reach 95 %: (−inf, inf).
-
-    Returns:
-        (median, low, high).
-    """
-    xs = np.sort(np.asarray(values, dtype=float).ravel())
-    n = xs.size
-    if n == 0:
-        raise ValueError("`values` must not be empty")
-    median = float(np.median(xs))
-    j = _order_statistic(n, float(alpha))
-    if j == 0:
-        return median, -math.inf, math.inf
-    return median, float(xs[j - 1]), float(xs[n - j])
-
-
-@functools.lru_cache(maxsize=256)
-def _order_statistic(n: int, alpha: float) -> int:
-    """The largest j ≤ n/2 with 2·P(Bin(n, ½) ≤ j − 1) ≤ α (0 when even j = 1 does not reach it)."""
-    cdf = stats.binom.cdf(np.arange(n // 2 + 1), n, 0.5)
-    return int(np.sum(2 * cdf[: n // 2] <= alpha))
-
-
-@dataclass(frozen=True)
-class CostGrowth:
-    """Per size: the median of the per-round time ratios A/B and its interval; the median over rounds of
-    the least-squares slope of A − B in the size (seconds per unit of size) and its interval; the verdict."""
-
-    ratio: np.ndarray
-    ratio_low: np.ndarray
-    ratio_high: np.ndarray
-    slope: float
-    slope_low: float
-    slope_high: float
-    verdict: str
-
-
-def cost_growth(a_seconds: ArrayLike, b_seconds: ArrayLike, sizes: ArrayLike, *, alpha: float = ALPHA) -> CostGrowth:
-    """Decide "A costs more than B, and its cost grows faster with the size" from interleaved timings.
-
-    A performance claim (hardware stated by the caller) on times measured in rounds: every round times A
-    and B once at every size, interleaved, so drift slower than a round cancels in each per-round
-    ratio and difference. Per size, the median of the per-round ratios t_A/t_B with its
-    distribution-free (order-statistic, :func:`median_interval`) interval; per round, the
-    least-squares slope in the size of t_A − t_B (how much more A's time grows per unit of size), and
-    the median of those slopes with its interval.
-
-    Verdict: every size's ratio interval above 1 and the slope's interval above 0 — reproduced; some
-    size's ratio interval below 1 or the slope's interval below 0 (at level α/(sizes + 1) each, Bonferroni,
-    as any one of them refutes) — refuted; else not reproduced.
-
-    Args:
-        a_seconds, b_seconds: (rounds, sizes) seconds of A and of B.
-        sizes: (sizes,) at least 2 distinct sizes (e.g. depths).
-        alpha: level.
-
-    Returns:
-        :class:`CostGrowth`.
-    """
-    a, b = np.asarray(a_seconds, dtype=float), np.asarray(b_seconds, dtype=float)
-    size = np.asarray(sizes, dtype=float).ravel()
-    if a.ndim != 2 or a.shape != b.shape or a.shape[1] != size.size:
-        raise ValueError(
-            f"`a_seconds` and `b_seconds` must be (rounds, {size.size}) arrays, got {a.shape} and {b.shape}"
-        )
-    if np.unique(size).size < 2:
-        raise ValueError(f"`sizes` must hold at least 2 distinct sizes, got {size.tolist()}")
-    if np.any(a <= 0) or np.any(b <= 0) or not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("`a_seconds` and `b_seconds` must be positive and finite")
-    ratios = a / b
-    sc = size - size.mean()
-    slopes = ((a - b) * sc).sum(axis=1) / float((sc**2).sum())
-    tests = size.size + 1
-    ratio, low, high = (np.array(v) for v in zip(*(median_interval(ratios[:, k], alpha) for k in range(size.size))))
-    _, wide_low, wide_high = (
-        np.array(v) for v in zip(*(median_interval(ratios[:, k], alpha / tests) for k in range(size.size)))
-    )
-    slope, slope_low, slope_high = median_interval(slopes, alpha)
-    _, strict_low, strict_high = median_interval(slopes, alpha / tests)
-    verdict = NOT_REPRODUCED
-    if bool(np.all(low > 1)) and slope_low > 0:
-        verdict = REPRODUCED
-    if bool(np.any(wide_high < 1)) or strict_high < 0:
-        verdict = REFUTED
-    return CostGrowth(ratio, low, high, slope, slope_low, slope_high, verdict)

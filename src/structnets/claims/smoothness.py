@@ -32,7 +32,7 @@ from .evidence import OPTIMISATION_LIMITED, REPRODUCED, Claim, Evidence, keys_of
 from .smoothness_construction import constant_depth as _constant_depth
 from .smoothness_construction import construction_l2 as _construction_l2
 from .smoothness_construction import construction_linf as _construction_linf
-from .smoothness_grids import both_grids, grids_sentence
+from .smoothness_grids import approximation_grids, grids_sentence
 
 PAPER = "smoothness adaptivity (002)"
 SMOOTH = ("tanh", "gelu", "silu")
@@ -476,6 +476,30 @@ def _paper_depth(results: pd.DataFrame, config: Any) -> Evidence:
         len(used),
         keys_of(used),
     )
+
+
+def both_grids(
+    long: pd.DataFrame, results: pd.DataFrame, config: Any, keep: Callable[[dict[str, Any]], bool] = lambda c: True
+) -> tuple[list[tuple[str, int, int, int]], str, dict[str, str]]:
+    """Per N grid (:func:`approximation_grids`): its flattening counts, the text of every cell's whole-grid and
+    upper-half slopes with the Tanh / certified ReLU-floor ratio at its largest N, and its verdict by the
+    upper-bound rule (cells of ``keep`` only)."""
+    counts, texts, verdicts = [], [], {}
+    for label, sub in approximation_grids(long, config):
+        cells = [c for c in _cells(sub, "approximation", "parameters", "rmse", SMOOTH) if keep(c)]
+        if not cells:
+            continue
+        verdicts[label], _ = _upper_bound_evidence(
+            sub, cells, "approximation", "parameters", "rmse", lambda c: -c["s"] / c["d"]
+        )
+        flat, total, limited, flat_text = flattening(cells)
+        ratio_text, _ = floor_ratio(sub, results)
+        counts.append((label, flat, total, limited))
+        approx = sub[sub["part"] == "approximation"]
+        largest = approx.groupby(["d", "depth"])["parameters"].max()
+        reach = ", ".join(f"d={int(d)} L_w={int(L)} {int(n)}" for (d, L), n in largest.items())
+        texts.append(f"over {label} (largest N per cell: {reach}): {flat_text}; {ratio_text}")
+    return counts, " || ".join(texts), verdicts
 
 
 CLAIMS: tuple[Claim, ...] = (

@@ -10,7 +10,6 @@ verdict text over which grid the flattening is there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,32 +44,6 @@ def approximation_grids(long: pd.DataFrame, config: Any) -> list[tuple[str, pd.D
     return [(f"N = {low}–{preset_largest}", long[~approx | (nominal <= preset_largest)]), *whole]
 
 
-def both_grids(
-    long: pd.DataFrame, results: pd.DataFrame, config: Any, keep: Callable[[dict[str, Any]], bool] = lambda c: True
-) -> tuple[list[tuple[str, int, int, int]], str, dict[str, str]]:
-    """Per N grid (:func:`approximation_grids`): its flattening counts, the text of every cell's whole-grid and
-    upper-half slopes with the Tanh / certified ReLU-floor ratio at its largest N, and its verdict by the
-    upper-bound rule (cells of ``keep`` only)."""
-    from .smoothness import SMOOTH, _cells, _upper_bound_evidence, flattening, floor_ratio
-
-    counts, texts, verdicts = [], [], {}
-    for label, sub in approximation_grids(long, config):
-        cells = [c for c in _cells(sub, "approximation", "parameters", "rmse", SMOOTH) if keep(c)]
-        if not cells:
-            continue
-        verdicts[label], _ = _upper_bound_evidence(
-            sub, cells, "approximation", "parameters", "rmse", lambda c: -c["s"] / c["d"]
-        )
-        flat, total, limited, flat_text = flattening(cells)
-        ratio_text, _ = floor_ratio(sub, results)
-        counts.append((label, flat, total, limited))
-        approx = sub[sub["part"] == "approximation"]
-        largest = approx.groupby(["d", "depth"])["parameters"].max()
-        reach = ", ".join(f"d={int(d)} L_w={int(L)} {int(n)}" for (d, L), n in largest.items())
-        texts.append(f"over {label} (largest N per cell: {reach}): {flat_text}; {ratio_text}")
-    return counts, " || ".join(texts), verdicts
-
-
 def grids_sentence(counts: list[tuple[str, int, int, int]], verdicts: dict[str, str] | None = None) -> str:
     """The verdict text's sentence on the flattening over each N grid, and (``verdicts`` given) on the
     verdict of each."""
@@ -99,4 +72,4 @@ def grids_sentence(counts: list[tuple[str, int, int, int]], verdicts: dict[str, 
     )
 
 
-__all__ = ["approximation_grids", "both_grids", "grids_sentence"]
+__all__ = ["approximation_grids", "grids_sentence"]

@@ -26,11 +26,11 @@ import torch
 from .._validation import check_choice
 from ..conv_norms import (
     PADDING_MODES,
-    _check_kernel,
-    _exact_margins,
-    _pair,
-    _rayleigh,
+    check_kernel,
+    exact_margins,
     gram_matrices,
+    int_pair,
+    rayleigh_quotient,
     resolve_grid,
     scale_kernel,
 )
@@ -214,9 +214,9 @@ def training_conv_square(
         (Q, the next vectors, whether the Cholesky test certified Q): Q a 0-d float64 tensor,
         differentiable in ``kernel``, NaN when ``kernel`` is not finite.
     """
-    _check_kernel(kernel)
+    check_kernel(kernel)
     check_choice("padding_mode", padding_mode, PADDING_MODES)
-    size = None if input_size is None else _pair("input_size", input_size)
+    size = None if input_size is None else int_pair("input_size", input_size)
     chosen, alpha = resolve_grid((int(kernel.shape[2]), int(kernel.shape[3])), padding_mode, size, grid)
     scaled, exponent, finite = scale_kernel(kernel)
     frequencies = chosen[0] * (chosen[1] // 2 + 1)
@@ -239,7 +239,7 @@ def training_conv_square(
         certified = cholesky_certificate(gram, candidate, absolute) if is_finite == 1.0 else None
         if certified is not None:
             index = int(where)
-            surrogate = (1.0 + margin) * _rayleigh(scaled, index, chosen, at[index])
+            surrogate = (1.0 + margin) * rayleigh_quotient(scaled, index, chosen, at[index])
             square = _straight_through(surrogate, torch.full_like(surrogate.detach(), certified))
             return _unscale(square, alpha, finite, exponent), at.clone(), True
     exact_gram = gram_matrices(scaled, chosen)
@@ -250,8 +250,8 @@ def training_conv_square(
         top = tops[index].clamp_min(0.0)
         following = eigenvectors[:, :, -1].contiguous()
     if scaled.requires_grad:
-        top = _straight_through(_rayleigh(scaled, index, chosen, following[index]), top)
-    return _unscale(_exact_margins(top, scaled, chosen), alpha, finite, exponent), following, False
+        top = _straight_through(rayleigh_quotient(scaled, index, chosen, following[index]), top)
+    return _unscale(exact_margins(top, scaled, chosen), alpha, finite, exponent), following, False
 
 
 def _unscale(square: torch.Tensor, alpha: float, finite: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:

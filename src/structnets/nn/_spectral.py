@@ -7,7 +7,7 @@ The maths (certified spectral-norm bounds, safe rounding, power iteration) is pu
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import torch
 
@@ -21,8 +21,12 @@ from ..functional import (
     verified_power_square,
 )
 
-if TYPE_CHECKING:
-    from ._certified_batch import CertifiedBatch
+
+class BatchedValues(Protocol):
+    """What a bound needs of :class:`~structnets.nn.CertifiedBatch` (a protocol: no import cycle)."""
+
+    def take(self, bound: Any, weight: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor] | None: ...
+
 
 #: Smallest and largest relative margin of ``bound="verified"``: the power estimate σ̂² × (1 + margin)
 #: is the guess the Cholesky test certifies. A layer's margin doubles after a failed test (σ̂
@@ -142,7 +146,7 @@ class CertifiedBound:
         self.exact_fallbacks = 0
         self.verified_margin = VERIFIED_MARGIN
         #: the :class:`~structnets.nn.CertifiedBatch` this layer belongs to (set by the batch), or None
-        self.batch: CertifiedBatch | None = None
+        self.batch: BatchedValues | None = None
 
     @property
     def mode(self) -> str:

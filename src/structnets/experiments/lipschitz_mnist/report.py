@@ -108,7 +108,7 @@ def _constraint_cost_lines(results: pd.DataFrame) -> list[str]:
     """The constraint-cost unit: fixed-width over gradient-step step time per depth, and the extra time per block."""
     import json
 
-    from ...claims import rules
+    from ...analysis.cost_growth import cost_growth
 
     cost = results[results["stage"] == "constraint-cost"] if "stage" in results else results.iloc[0:0]
     if cost.empty:
@@ -118,7 +118,7 @@ def _constraint_cost_lines(results: pd.DataFrame) -> list[str]:
     fixed, plain = (
         np.asarray(json.loads(row[c]), float) for c in ("step_seconds_fixed_width", "step_seconds_gradient_step")
     )
-    decided = rules.cost_growth(fixed, plain, depths)
+    decided = cost_growth(fixed, plain, depths)
     lines = [
         f"## Constraint cost in depth: fixed-width (affine maps between the blocks) / gradient-step, one training step "
         f"(width {int(row['width'])}, batch {int(row['batch'])}, lift {row['lift']}, bound {row['bound']}; "
