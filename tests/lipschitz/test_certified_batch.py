@@ -362,3 +362,95 @@ def test_bad_options_are_refused_by_name() -> None:
     CertifiedBatch([block])
     with pytest.raises(ValueError, match="already belongs"):
         CertifiedBatch([block])
+
+
+def test_a_padded_batch_of_gram_matrices_tests_each_as_its_own_size() -> None:
+    """Gram matrices of sizes 1–12 zero-padded into one factorisation: each test is its unpadded one.
+
+    The power steps may round differently in a larger batch (another summation order), so the
+    guesses agree to rounding; every passed Q is ≥ the exact σ₁², and the Cholesky test of one μ a
+    hair away from λ_max(Ĝ) gives the same verdict padded and unpadded (at μ = λ_max itself the
+    factorisation's rounding, which padding may reorder, decides; either verdict is then sound).
+    """
+    from structnets.nn._certified_batch import _certify_grams, _cholesky_test, _gram_and_start, _set_shift
+
+    generator = torch.Generator().manual_seed(11)
+    shapes = [(12, 12), (3, 12), (7, 5), (1, 4), (12, 30)]
+    for precision, rel in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+        single, padded, starts, margins, truths = [], [], [], [], []
+        for index, shape in enumerate(shapes):
+            weights = torch.randn(2, *shape, generator=generator, dtype=F64)
+            vectors = torch.nn.functional.normalize(torch.randn(2, shape[1], generator=generator, dtype=F64), dim=1)
+            # margins around the Rayleigh quotient: some pass, some fail, some pass only at the retry
+            margin = torch.tensor([1.0 + 0.03 * index, 1.0 - 0.05], dtype=F64)
+            ratio = torch.full((2,), verified_ratio(min(shape), max(shape), precision), dtype=F64)
+            _, gram, start = _gram_and_start(weights, vectors, precision)
+            pad = 12 - gram.shape[-1]
+            padded.append(torch.nn.functional.pad(gram, (0, pad, 0, pad)))
+            starts.append(torch.nn.functional.pad(start, (0, 0, 0, pad)))
+            # the same μ tested padded and unpadded: the same verdict
+            for mu in (torch.linalg.eigvalsh(gram.to(F64))[:, -1] * f for f in (0.999, 1.001)):
+                guess = mu.to(precision)
+                alone, wide = gram.neg(), padded[-1].neg()
+                _set_shift(alone, gram.diagonal(dim1=-2, dim2=-1), guess)
+                _set_shift(wide, padded[-1].diagonal(dim1=-2, dim2=-1), guess)
+                assert torch.equal(_cholesky_test(alone, guess), _cholesky_test(wide, guess))
+            single.append(_certify_grams(gram.clone(), start, margin, ratio, 4, 1.15))
+            margins.append((margin, ratio))
+            truths.append(torch.tensor([_sigma_squared(w) for w in weights], dtype=F64))
+        together = _certify_grams(
+            torch.cat(padded),
+            torch.cat(starts),
+            torch.cat([m for m, _ in margins]),
+            torch.cat([r for _, r in margins]),
+            4,
+            1.15,
+        )
+        passed_seen = set()
+        for index, (square, passed, z, retried) in enumerate(single):
+            part = slice(2 * index, 2 * index + 2)
+            n = min(shapes[index])
+            assert torch.equal(together[1][part], passed) and torch.equal(together[3][part], retried)
+            assert torch.allclose(together[0][part], square, rtol=rel, atol=0)
+            assert torch.allclose(together[2][part, :n], z, rtol=0, atol=rel) and not bool(together[2][part, n:].any())
+            for b in range(2):
+                if bool(together[1][2 * index + b]):
+                    assert float(together[0][2 * index + b]) >= float(truths[index][b])
+            passed_seen.update(passed.tolist())
+        assert passed_seen == {True, False}  # both outcomes were exercised
+
+
+def test_padded_sets_merge_only_where_the_padding_is_cheap() -> None:
+    from structnets.nn._certified_batch import _PAD_CUBES, _padded_sets
+
+    assert _padded_sets([100, 100, 10], [1, 10, 1]) == [[0, 1, 2]]  # lift, blocks, padded head
+    big = round(_PAD_CUBES ** (1 / 3)) + 1
+    assert _padded_sets([10, big], [1, 1]) == [[1], [0]]  # a 10 × 10 Gram not padded to big³
+    assert _padded_sets([big, big, 3], [4, 1, 2]) == [[0, 1], [2]]
+
+
+def test_members_of_several_dtypes_precisions_and_kinds_are_each_certified(monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32 and float64 maps, float32 weights whose test needs float64 (K > 2 % at 400 × 400), both kinds."""
+    torch.manual_seed(12)
+    maps: list[nn.Module] = [
+        NormConstrainedLinear(30, 400, bound="verified"),  # leader: float32, 400 × 30 (Gram 30 × 30)
+        GradientStepResidual(400, 400, bound="verified"),  # float32 weights, tested in float64
+        GradientStepResidual(6, 9, bound="verified", dtype=F64),
+        NormConstrainedLinear(6, 6, bound="verified", dtype=F64),
+        GradientStepResidual(6, 6, bound="verified", learnable_step=False, step=2.0, dtype=F64),
+        NormConstrainedLinear(400, 3, bound="verified"),
+    ]
+    batch = CertifiedBatch(maps)
+    recorder = _Recorder(monkeypatch)
+    for layer in maps:
+        layer.train()
+    optimizer = torch.optim.Adam([p for layer in maps for p in layer.parameters()], lr=0.05)
+    for _ in range(4):
+        optimizer.zero_grad()
+        hidden = maps[1](maps[0](torch.randn(8, 30)))
+        head = maps[5](hidden)
+        small = maps[4](maps[3](maps[2](torch.randn(8, 6, dtype=F64))))
+        recorder.check()
+        (head.square().sum() + small.square().sum().float()).backward()
+        optimizer.step()
+    assert batch.computations == 4 and batch.unbatched_calls == 0 and batch.batched_calls == 4 * len(maps)

@@ -83,16 +83,106 @@ def verified_ratio(n: int, inner: int, dtype: torch.dtype = torch.float64) -> fl
     return total
 
 
-def _cholesky_test(gram: torch.Tensor, guess: torch.Tensor) -> torch.Tensor:
-    """(B,) bool: the Cholesky factorisation of μ_bI − Ĝ_b ran to completion with a finite factor, μ_b in range."""
-    shifted = gram.neg()
-    shifted.diagonal(dim1=-2, dim2=-1).add_(guess.unsqueeze(-1))
+def _cholesky_test(shifted: torch.Tensor, guess: torch.Tensor) -> torch.Tensor:
+    """(B,) bool: the Cholesky factorisation of ``shifted`` = fl(μ_bI − Ĝ_b) ran to completion with a finite factor, μ_b in range."""
     factor, info = torch.linalg.cholesky_ex(shifted)
     # OpenBLAS's potf2 tests a pivot with `<= 0`, which a NaN passes: read the factor too (a
     # finite sum means every entry is finite; an overflowing one only fails the test)
     passed = (info == 0) & torch.isfinite(factor.sum(dim=(-2, -1)))
-    low, high = _PRECISION[gram.dtype][1]
+    low, high = _PRECISION[shifted.dtype][1]
     return passed & (guess >= low) & (guess <= high)
+
+
+def _set_shift(shifted: torch.Tensor, diagonal: torch.Tensor, guess: torch.Tensor) -> None:
+    """Write fl(μ_b − ĝ_ii) on the diagonal of ``shifted`` (whose off-diagonal entries are −ĝ_ij, exact)."""
+    shifted.diagonal(dim1=-2, dim2=-1).copy_(guess.unsqueeze(-1) - diagonal)
+
+
+def _precision_for(weight_dtype: torch.dtype, n: int, inner: int) -> torch.dtype:
+    """float64 for float64 weights; else float32 where its rounding factor K ≤ :data:`FLOAT32_MAX_K`, else float64."""
+    small = weight_dtype != torch.float64 and verified_ratio(n, inner, torch.float32) <= 1.0 + FLOAT32_MAX_K
+    return torch.float32 if small else torch.float64
+
+
+def _gram_and_start(
+    weights: torch.Tensor, vectors: torch.Tensor, precision: torch.dtype, out: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(W in ``precision``, the smaller Gram matrix Ĝ (B, n, n), the power iteration's start (B, n, 1)).
+
+    Ĝ = WWᵀ when W has fewer rows than columns (iterate on left vectors u ∝ Wv), else WᵀW; written
+    into ``out`` when given (a (B, n, n) block of a larger batch: no copy). Call with gradients and
+    autocast off.
+    """
+    w = weights.detach().to(precision)
+    v = vectors.detach().to(precision).unsqueeze(-1)
+    left, right, start = (w, w.mT, w @ v) if w.shape[-2] < w.shape[-1] else (w.mT, w, v)
+    if out is None:
+        return w, left @ right, start
+    torch.matmul(left, right, out=out)
+    return w, out, start
+
+
+def _certify_grams(
+    gram: torch.Tensor,
+    start: torch.Tensor,
+    margins: torch.Tensor,
+    ratios: torch.Tensor,
+    iterations: int,
+    retry: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Guess μ_b from ``iterations`` power steps on Ĝ_b, test it by one batched Cholesky, Q_b = μ_b·ratio_b.
+
+    ``gram`` is overwritten (by fl(μ_bI − Ĝ_b), factored in place of a copy). It may hold Gram
+    matrices of different sizes zero-padded at the end to one size N: the padded matrix is
+    diag(μI − Ĝ_b, μI) exactly, its factor diag(R̂_b, √μ I) with every entry outside the leading
+    block an exact 0, and each entry of R̂_b comes from inner products whose extra terms are exact
+    zeros (adding 0 rounds nothing). So R̂_b satisfies the backward-error bound of the unpadded size
+    n_b, in whatever order the padded factorisation sums, and ratio_b = :func:`verified_ratio` of
+    the unpadded sizes certifies it (the verdict at μ_b within rounding of λ_max may differ from
+    the unpadded run's; each is sound). A zero-padded start vector keeps its padding 0.
+
+    Returns:
+        (Q (B,) float64, passed (B,) bool, the last power iterate (B, n, 1), retried (B,) bool).
+    """
+    precision = gram.dtype
+    tiny = torch.finfo(precision).tiny
+    z = start
+    for _ in range(iterations):
+        z = gram @ z
+        z = z / torch.linalg.vector_norm(z, dim=(1, 2), keepdim=True).clamp_min(tiny)
+    rayleigh = (z * (gram @ z)).sum(dim=(1, 2)) / (z * z).sum(dim=(1, 2)).clamp_min(tiny)
+    # μ is the number of `precision` the factorisation subtracts from: the certificate is for it
+    guess = (rayleigh.to(torch.float64) * margins).to(precision)
+    diagonal = gram.diagonal(dim1=-2, dim2=-1).clone()
+    shifted = gram.neg_()  # −ĝ_ij exactly; the diagonal is set to fl(μ − ĝ_ii) as before
+    _set_shift(shifted, diagonal, guess)
+    passed = _cholesky_test(shifted, guess)
+    retried = torch.zeros_like(passed)
+    if retry > 1.0 and not bool(passed.all()):
+        # a clustered top of the spectrum (σ₂ ≈ σ₁, common in wide random-like layers) leaves
+        # the Rayleigh quotient a few % low: test once more, larger, before the exact bound
+        failed = (~passed).nonzero().squeeze(-1)
+        second = (guess[failed].to(torch.float64) * retry).to(precision)
+        again_shifted = shifted[failed]  # a copy; the factorisation left `shifted` unchanged
+        _set_shift(again_shifted, diagonal[failed], second)
+        again = _cholesky_test(again_shifted, second)
+        guess = guess.index_put((failed,), torch.where(again, second, guess[failed]))
+        passed = passed.index_put((failed,), again)
+        retried = retried.index_put((failed,), again)
+    square = guess.to(torch.float64) * ratios
+    square = torch.nextafter(square, torch.full_like(square, math.inf))
+    return square, passed, z, retried
+
+
+def _following(w: torch.Tensor, z: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+    """The next unit power vectors (B, cols) in ``vectors``' dtype from the last iterate z (B, n, 1)."""
+    tiny = torch.finfo(w.dtype).tiny
+    following = w.mT @ z if w.shape[-2] < w.shape[-1] else z
+    following = following / torch.linalg.vector_norm(following, dim=(1, 2), keepdim=True).clamp_min(tiny)
+    # keep the old vector where the new one is not a unit vector (W v = 0, non-finite W)
+    unit = torch.isfinite(following).all(dim=1, keepdim=True) & (following.abs().sum(dim=1, keepdim=True) > 0)
+    following = torch.where(unit, following, vectors.detach().to(w.dtype).unsqueeze(-1))
+    return following.squeeze(-1).to(vectors.dtype)
 
 
 def batched_verified_square(
@@ -130,42 +220,15 @@ def batched_verified_square(
     rows, cols = weights.shape[-2:]
     n, inner = min(rows, cols), max(rows, cols)
     if precision is None:
-        small = weights.dtype != torch.float64 and verified_ratio(n, inner, torch.float32) <= 1.0 + FLOAT32_MAX_K
-        precision = torch.float32 if small else torch.float64
+        precision = _precision_for(weights.dtype, n, inner)
     # autocast would round the float32 Gram product's operands to bfloat16/float16, outside the
     # error analysis of verified_ratio: the test always runs in `precision`
     with torch.no_grad(), torch.autocast(weights.device.type, enabled=False):
-        w = weights.detach().to(precision)
-        v = vectors.detach().to(precision).unsqueeze(-1)
-        transposed = rows < cols  # Ĝ = WWᵀ (rows × rows): iterate on left vectors u ∝ Wv
-        gram = w @ w.mT if transposed else w.mT @ w
-        z = w @ v if transposed else v
-        tiny = torch.finfo(precision).tiny
-        for _ in range(iterations):
-            z = gram @ z
-            z = z / torch.linalg.vector_norm(z, dim=(1, 2), keepdim=True).clamp_min(tiny)
-        rayleigh = (z * (gram @ z)).sum(dim=(1, 2)) / (z * z).sum(dim=(1, 2)).clamp_min(tiny)
-        # μ is the number of `precision` the factorisation subtracts from: the certificate is for it
-        guess = (rayleigh.to(torch.float64) * margins).to(precision)
-        passed = _cholesky_test(gram, guess)
-        retried = torch.zeros_like(passed)
-        if retry > 1.0 and not bool(passed.all()):
-            # a clustered top of the spectrum (σ₂ ≈ σ₁, common in wide random-like layers) leaves
-            # the Rayleigh quotient a few % low: test once more, larger, before the exact bound
-            failed = (~passed).nonzero().squeeze(-1)
-            second = (guess[failed].to(torch.float64) * retry).to(precision)
-            again = _cholesky_test(gram[failed], second)
-            guess = guess.index_put((failed,), torch.where(again, second, guess[failed]))
-            passed = passed.index_put((failed,), again)
-            retried = retried.index_put((failed,), again)
-        square = guess.to(torch.float64) * verified_ratio(n, inner, precision)
-        square = torch.nextafter(square, torch.full_like(square, math.inf))
-        following = w.mT @ z if transposed else z
-        following = following / torch.linalg.vector_norm(following, dim=(1, 2), keepdim=True).clamp_min(tiny)
-        # keep the old vector where the new one is not a unit vector (W v = 0, non-finite W)
-        unit = torch.isfinite(following).all(dim=1, keepdim=True) & (following.abs().sum(dim=1, keepdim=True) > 0)
-        following = torch.where(unit, following, vectors.detach().to(precision).unsqueeze(-1))
-    return square, passed, following.squeeze(-1).to(weights.dtype), retried
+        w, gram, start = _gram_and_start(weights, vectors, precision)
+        ratios = torch.full((gram.shape[0],), verified_ratio(n, inner, precision), dtype=torch.float64)
+        square, passed, z, retried = _certify_grams(gram, start, margins, ratios.to(gram.device), iterations, retry)
+        following = _following(w, z, vectors)
+    return square, passed, following.to(weights.dtype), retried
 
 
 @dataclass
@@ -365,54 +428,155 @@ class CertifiedBatch:
             ):
                 continue
             learnable = kind == "tau" and layer.step_logit is not None
-            groups.setdefault((kind, tuple(weight.shape), weight.dtype, weight.device, learnable), []).append(position)
-        for key, positions in groups.items():
-            self._compute_group(key[0], key[4], positions)
+            groups.setdefault((weight.dtype, weight.device, kind, tuple(weight.shape), learnable), []).append(position)
+        # one computation per (dtype, device): every shape's Gram test in one batched factorisation
+        # where padding is cheap, and one vectorised rounding of every value (issue 26: the
+        # per-shape sequences of small operations were most of the cost at MLP sizes)
+        places: dict[tuple[Any, ...], list[_Group]] = {}
+        for (dtype, device, kind, _, learnable), positions in groups.items():
+            places.setdefault((dtype, device), []).append(self._group(kind, learnable, positions))
+        for place in places.values():
+            self._compute_place(place)
         self.computations += 1
 
-    def _compute_group(self, kind: str, learnable: bool, positions: list[int]) -> None:
+    def _group(self, kind: str, learnable: bool, positions: list[int]) -> _Group:
+        """Stack one shape's weights and power vectors; σ̂_b = ‖W_b v_b‖ with the power-mode gradient."""
         layers = [self._members[p] for p in positions]
         stacked = torch.stack([self._weight(layer, kind) for layer in layers])
-        dtype, device = stacked.dtype, stacked.device
         vectors = torch.stack([layer.power_vector for layer in layers])
-        image = torch.bmm(stacked, vectors.unsqueeze(-1))
-        estimate = torch.linalg.vector_norm(image, dim=(1, 2))  # σ̂_b, with the power-mode gradient
-        margins = torch.tensor([1.0 + layer._bound.verified_margin for layer in layers], dtype=torch.float64)
-        margins = margins.to(device)
-        snapshot = stacked.detach()
-        certified, passed, following, retried = batched_verified_square(snapshot, vectors, margins)
-        factor = margins.to(dtype)
+        estimate = torch.linalg.vector_norm(torch.bmm(stacked, vectors.unsqueeze(-1)), dim=(1, 2))
+        dtype, device = stacked.dtype, stacked.device
         steps: list[torch.Tensor] | list[float] | list[None]
-        if kind == "tau":
-            if learnable:
-                logits = torch.stack([layer.step_logit for layer in layers])
-                step = 2.0 * torch.sigmoid(logits)
-                step64 = step.detach().to(torch.float64)
-                steps = list(logits.detach().unbind(0))
-            else:
-                steps = [layer.step for layer in layers]  # the exact floats, as tau() takes them
-                step64 = torch.tensor(steps, dtype=torch.float64, device=device)
-                step = step64.to(dtype)
-            surrogate = step / (estimate.square() * factor)
-            with torch.no_grad():
-                value = certified_step(step64, certified, dtype)  # s/Q rounded down: τ·‖W‖₂² ≤ s
+        if kind == "tau" and learnable:
+            logits = torch.stack([layer.step_logit for layer in layers])
+            step = 2.0 * torch.sigmoid(logits)
+            step64 = step.detach().to(torch.float64)
+            steps = list(logits.detach().unbind(0))
+        elif kind == "tau":
+            steps = [layer.step for layer in layers]  # the exact floats, as tau() takes them
+            step64 = torch.tensor(steps, dtype=torch.float64, device=device)
+            step = step64.to(dtype)
         else:
-            surrogate = estimate * factor.sqrt()
             steps = [None] * len(layers)
-            with torch.no_grad():
-                value = sqrt_round_up(certified, dtype)  # √Q rounded up: ≥ ‖W‖₂
-        # The value of `value`, the gradient of `surrogate` (of (1 + m)σ̂², as "verified" has). The
-        # two differ by a relative 10⁻¹¹, so the difference and the sum are exact (Sterbenz);
-        # an entry where they are not (overflow, σ̂ = 0) is treated as a failed test.
+            step64 = torch.ones(len(layers), dtype=torch.float64, device=device)
+            step = step64.to(dtype)
+        margins = torch.tensor([1.0 + layer._bound.verified_margin for layer in layers], dtype=torch.float64)
+        return _Group(kind, layers, stacked.detach(), vectors, estimate, step, step64, steps, margins.to(device))
+
+    def _compute_place(self, groups: list[_Group]) -> None:
+        """Certify every group of one dtype and device together and hand out the values."""
+        dtype, device = groups[0].snapshot.dtype, groups[0].snapshot.device
+        with torch.no_grad(), torch.autocast(device.type, enabled=False):
+            # precision per group, then one padded batch per precision (see _padded_sets)
+            tests: dict[torch.dtype, list[_Group]] = {}
+            for group in groups:
+                rows, cols = group.snapshot.shape[-2:]
+                tests.setdefault(_precision_for(dtype, min(rows, cols), max(rows, cols)), []).append(group)
+            for precision, members in tests.items():
+                sizes = [min(group.snapshot.shape[-2:]) for group in members]
+                counts = [group.snapshot.shape[0] for group in members]
+                for chosen in _padded_sets(sizes, counts):
+                    size = max(sizes[i] for i in chosen)
+                    # every Gram product writes into its block of one buffer: no concatenation copy
+                    grams = torch.empty(sum(counts[i] for i in chosen), size, size, dtype=precision, device=device)
+                    starts = torch.zeros(grams.shape[0], size, 1, dtype=precision, device=device)
+                    ratios = torch.empty(grams.shape[0], dtype=torch.float64)
+                    offset, blocks = 0, []
+                    for i in chosen:
+                        group, n, part = members[i], sizes[i], slice(offset, offset + counts[i])
+                        rows, cols = group.snapshot.shape[-2:]
+                        if n == size:
+                            w, _, start = _gram_and_start(group.snapshot, group.vectors, precision, out=grams[part])
+                        else:
+                            grams[part].zero_()
+                            w, grams[part, :n, :n], start = _gram_and_start(group.snapshot, group.vectors, precision)
+                        starts[part, :n] = start
+                        ratios[part] = verified_ratio(min(rows, cols), max(rows, cols), precision)
+                        blocks.append((group, w, n, part))
+                        offset += counts[i]
+                    margins = torch.cat([members[i].margins for i in chosen])
+                    square, passed, z, retried = _certify_grams(grams, starts, margins, ratios.to(device), 4, 1.15)
+                    for group, w, n, part in blocks:
+                        group.square, group.passed, group.retried = square[part], passed[part], retried[part]
+                        group.following = _following(w, z[part, :n], group.vectors)
+        estimate = torch.cat([group.estimate for group in groups])
+        step = torch.cat([group.step for group in groups])
+        step64 = torch.cat([group.step64 for group in groups])
+        margins = torch.cat([group.margins for group in groups])
+        square = torch.cat([_done(group.square) for group in groups])
+        is_tau = torch.cat([torch.full((len(group.layers),), group.kind == "tau", device=device) for group in groups])
+        factor = margins.to(dtype)
+        # The value: τ = s/Q rounded down (gradient-step maps: τ·‖W‖₂² ≤ s) or √Q rounded up (norm
+        # bounds ≥ ‖W‖₂). The gradient: of s/((1 + m)σ̂²) or √(1 + m)·σ̂, the "verified" mode's (the
+        # paper's power-mode gradient). The other branch of each `where` sees a safe denominator, so
+        # its zero gradient stays 0 (not 0·∞).
+        denominator = torch.where(is_tau, estimate.square() * factor, torch.ones_like(estimate))
+        surrogate = torch.where(is_tau, step / denominator, estimate * factor.sqrt())
+        with torch.no_grad():
+            value = torch.where(is_tau, certified_step(step64, square, dtype), sqrt_round_up(square, dtype))
+        # The value of `value` with the gradient of `surrogate`. The two differ by a relative 10⁻¹¹,
+        # so the difference and the sum are exact (Sterbenz); an entry where they are not
+        # (overflow, σ̂ = 0) is treated as a failed test.
         values = surrogate + (value - surrogate.detach())
-        passed &= values.detach() == value
+        passed = torch.cat([_done(group.passed) for group in groups]) & (values.detach() == value)
+        retried = torch.cat([_done(group.retried) for group in groups])
         spent = [False]
         if values.requires_grad:
             values.register_hook(_mark_spent(spent))
-        flags = torch.stack((passed, retried)).tolist()  # the group's one host read
-        parts = zip(layers, values.unbind(0), snapshot.unbind(0), steps, following.unbind(0), *flags, strict=True)
+        flags = torch.stack((passed, retried)).tolist()  # the computation's one host read
+        layers = [layer for group in groups for layer in group.layers]
+        snapshots = [weight for group in groups for weight in group.snapshot.unbind(0)]
+        steps = [item for group in groups for item in group.steps]
+        following = [vector for group in groups for vector in _done(group.following).unbind(0)]
+        parts = zip(layers, values.unbind(0), snapshots, steps, following, *flags, strict=True)
         for layer, part, weight, step_value, vector, flag, second in parts:
             self._entries[id(layer._bound)] = _Entry(part, weight, step_value, vector, flag, second, spent)
+
+
+#: Pad a Gram matrix of size n to a set's size N when its share of the padded factorisation stays
+#: small: count·N³ ≤ this (≈ 5 ms of factorisation), or n = N.
+_PAD_CUBES = 2**24
+
+
+def _padded_sets(sizes: list[int], counts: list[int]) -> list[list[int]]:
+    """Indices of Gram batches grouped for one padded factorisation each, largest size first."""
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    sets: list[list[int]] = []
+    for i in order:
+        for chosen in sets:
+            size = sizes[chosen[0]]
+            if sizes[i] == size or counts[i] * size**3 <= _PAD_CUBES:
+                chosen.append(i)
+                break
+        else:
+            sets.append([i])
+    return sets
+
+
+def _done(result: torch.Tensor | None) -> torch.Tensor:
+    """A group's test result, set by ``_compute_place`` before it is read."""
+    if result is None:
+        raise RuntimeError("internal: a CertifiedBatch group was read before its test ran")
+    return result
+
+
+@dataclass(eq=False)
+class _Group:
+    """One (kind, shape, step kind) of members within a batch computation, and its test's results."""
+
+    kind: str
+    layers: list[Any]
+    snapshot: torch.Tensor  # (B, rows, cols) the weights' content, detached
+    vectors: torch.Tensor  # (B, cols) power vectors
+    estimate: torch.Tensor  # (B,) σ̂_b with the power-mode gradient
+    step: torch.Tensor  # (B,) s in the weight dtype (gradient for learnable steps; 1 for norm maps)
+    step64: torch.Tensor  # (B,) s in float64, no gradient
+    steps: list[Any]  # what each member's τ was formed with (logit, float, or None)
+    margins: torch.Tensor  # (B,) float64 1 + m_b
+    square: torch.Tensor | None = None
+    passed: torch.Tensor | None = None
+    retried: torch.Tensor | None = None
+    following: torch.Tensor | None = None
 
 
 __all__ = ["CertifiedBatch", "batched_verified_square", "verified_ratio"]
