@@ -221,7 +221,27 @@ def scale_kernel(kernel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torc
     finite_peak = torch.where(torch.isfinite(peak) & (peak > 0), peak, torch.ones_like(peak))
     exponent = 1 - torch.frexp(finite_peak).exponent.to(torch.float64)
     finite = torch.isfinite(k).all()
-    return torch.where(finite, k * torch.exp2(exponent), torch.zeros_like(k)), exponent, finite
+    # A kernel whose largest entry is subnormal (< 2^-1022) needs e up to 1075, and 2^e overflows
+    # float64 above e = 1023 (inf·K, then NaN: no bound for a finite kernel). Scale in two factors
+    # then: both are ≥ 1 there, and scaling up by a power of two is exact; below e = 1000 the
+    # second factor is 2^0 = 1, the single exact product as before.
+    rest = (exponent - 1000.0).clamp_min(0.0)
+    scaled = k * torch.exp2(exponent - rest) * torch.exp2(rest)
+    return torch.where(finite, scaled, torch.zeros_like(k)), exponent, finite
+
+
+def unscale_square(square: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
+    """square·2^{−2e} in float64, never below the exact value, for every e :func:`scale_kernel` gives.
+
+    ``_ldexp_round_up`` moves a result that lost value one step up, unless its partial product
+    square·2^{−2e+1022} itself underflowed to 0: then it returns 0, a Q of 0 for a non-zero kernel
+    (seen for a kernel whose largest entry is below 2^-1048, e ≥ 1049). Its partial product is 0
+    only when the exact value is below 2^-1075·2^-1022, or when −2e < −2096 (and square < 2^1024),
+    so the exact value is then below the smallest subnormal 2^-1074, which bounds it.
+    """
+    result = _ldexp_round_up(square, -2.0 * exponent)
+    lost = (result.detach() == 0) & (square.detach() > 0)
+    return _straight_through(result, torch.where(lost, torch.full_like(result.detach(), 2.0**-1074), result.detach()))
 
 
 def resolve_grid(
@@ -271,7 +291,7 @@ def conv_squared_norm_bound(
     if alpha > 0:
         square = square / (1.0 - alpha) * (1.0 + 1e-15)
     square = torch.where(finite, square, torch.full_like(square, math.nan))
-    return _ldexp_round_up(square, -2.0 * exponent)
+    return unscale_square(square, exponent)
 
 
 def conv_norm_bound(
@@ -322,4 +342,5 @@ __all__ = [
     "sampling_slack",
     "scale_kernel",
     "torus_grid",
+    "unscale_square",
 ]

@@ -33,8 +33,9 @@ from ..conv_norms import (
     rayleigh_quotient,
     resolve_grid,
     scale_kernel,
+    unscale_square,
 )
-from ..functional import _ldexp_round_up, _straight_through
+from ..functional import _straight_through
 
 _U = 2.0**-53
 #: error of a computed twiddle cos θ, sin θ (θ = 2π(r₁/N₁ + r₂/N₂) in float64, |θ| < 4π, then a libm
@@ -259,7 +260,7 @@ def _unscale(square: torch.Tensor, alpha: float, finite: torch.Tensor, exponent:
     if alpha > 0:
         square = square / (1.0 - alpha) * (1.0 + 1e-15)
     square = torch.where(finite, square, torch.full_like(square, math.nan))
-    return _ldexp_round_up(square, -2.0 * exponent)
+    return unscale_square(square, exponent)
 
 
 __all__ = ["cholesky_certificate", "correlation_gram", "training_conv_square"]
