@@ -558,3 +558,50 @@ def test_block_jacobian_at_the_training_tau_is_nonexpansive(
         assert -1.0 - 1e-12 <= least, (passed, least)
         if input_size is not None and padding_mode == "circular":
             assert least <= -0.8  # the certificate is tight here: the check above has teeth
+
+
+# ------------------------------------------------------------------------------------ geometry edits
+
+
+def test_changed_padding_or_input_size_moves_the_certificate_with_the_forward() -> None:
+    """``layer.padding_mode`` / ``layer.input_size`` set after construction: Q must follow the operator applied.
+
+    A zero-padding certificate on 5 × 5 (the 7 × 7 torus) does not cover the 5 × 5 circular
+    operator; before the geometry lived in one place, this layer's τ·‖W‖_op² was 2.035 > 2 there.
+    """
+    torch.manual_seed(0)
+    n = 5
+    layer = GradientStepConv2d(3, 3, 3, padding_mode="zeros", step=2.0, learnable_step=False, input_size=n,
+                               bound="verified", dtype=F64)  # fmt: skip
+    lift = NormConstrainedConv2d(3, 3, 3, padding_mode="zeros", input_size=n, bound="verified", dtype=F64)
+    with torch.no_grad():
+        lift.raw_weight.mul_(10.0)  # B > 1: A = V/B sits on the unit ball
+    taus: list[float] = []
+    record(layer, taus)
+    x = torch.randn(2, 3, n, n, generator=torch.Generator().manual_seed(0), dtype=F64)
+    for training in (True, False):  # warm vectors, then a cached eval Q: neither may survive the change
+        layer.train(training), lift.train(training)
+        with torch.set_grad_enabled(training):
+            layer(x), lift(x)
+    assert Fraction(taus[-1]) * Fraction(circular_norm_squared(layer.weight, n)) > 2  # the attack needs this
+    layer.padding_mode = lift.padding_mode = "circular"
+    for size in ((n, n), (7, 6)):
+        if size != (n, n):
+            layer.input_size = lift.input_size = size
+            x = torch.randn(2, 3, *size, generator=torch.Generator().manual_seed(1), dtype=F64)
+        for training in (True, False):
+            layer.train(training), lift.train(training)
+            with torch.set_grad_enabled(training):
+                layer(x)
+                kernel = lift.kernel().detach()
+            truth = circular_norm_squared(layer.weight, size)
+            assert Fraction(taus[-1]) * Fraction(truth) <= 2 * (1 + Fraction(1, 10**12)), (size, training)
+            assert circular_norm_squared(kernel, size) <= 1 + 1e-12, (size, training)
+        assert lift.lipschitz_bound() ** 2 >= circular_norm_squared(lift.kernel().detach(), size) * (1 - 1e-12)
+    for module in (layer, lift):
+        with pytest.raises(ValueError, match="`padding_mode`"):
+            module.padding_mode = "reflect"
+        with pytest.raises(ValueError, match="must not exceed `input_size`"):
+            module.input_size = 2
+        assert (module.padding_mode, module.input_size) == ("circular", (7, 6))
+        assert "padding_mode='circular'" in repr(module) and "input_size=(7, 6)" in repr(module)

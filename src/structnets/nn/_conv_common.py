@@ -237,6 +237,41 @@ class ConvBound:
         return self._cache.get(weight, self.compute)
 
 
+class ConvGeometry:
+    """Mixin: ``padding_mode`` and ``input_size`` are the layer's :class:`ConvBound`'s, validated when set.
+
+    The forward reads them from the layer and Q from the bound; as two copies, ``layer.padding_mode
+    = "circular"`` (or a new ``input_size``) changed the operator while Q stayed the old one's
+    (τ‖W‖_op² = 2.04 measured for a zero-padding certificate used circularly) and
+    ``lipschitz_bound()`` still said 1. One copy, and a changed one drops the cached Q.
+    """
+
+    _bound: ConvBound
+    kernel_size: tuple[int, int]
+
+    @property
+    def padding_mode(self) -> str:
+        """``"zeros"`` or ``"circular"``: what the forward applies and the certificate covers."""
+        return self._bound.padding_mode
+
+    @padding_mode.setter
+    def padding_mode(self, value: str) -> None:
+        self._bound.padding_mode = check_conv_options(self.kernel_size, value, self._bound.input_size)
+        self._bound.reset()
+
+    @property
+    def input_size(self) -> tuple[int, int] | None:
+        """None (certified for every size) or the one (n₁, n₂) the layer accepts and certifies."""
+        return self._bound.input_size
+
+    @input_size.setter
+    def input_size(self, value: int | tuple[int, int] | None) -> None:
+        size = size_pair(value)
+        check_conv_options(self.kernel_size, self._bound.padding_mode, size)
+        self._bound.input_size = size
+        self._bound.reset()
+
+
 def require_finite(module: nn.Module, name: str) -> None:
     """Raise ValueError naming the first non-finite parameter of ``module`` (no certificate exists then)."""
     for parameter_name, parameter in module.named_parameters(recurse=False):
@@ -249,6 +284,7 @@ def require_finite(module: nn.Module, name: str) -> None:
 __all__ = [
     "CONV_BOUNDS",
     "ConvBound",
+    "ConvGeometry",
     "check_conv_options",
     "check_image",
     "conv_same",

@@ -14,6 +14,7 @@ from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import (
     CONV_BOUNDS,
     ConvBound,
+    ConvGeometry,
     check_conv_options,
     check_image,
     conv_same,
@@ -28,7 +29,7 @@ from ._step import ValidatedStep
 from .gradient_step_residual import ResidualExport
 
 
-class GradientStepConv2d(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
+class GradientStepConv2d(ValidatedStep, ConvGeometry, CertifiedCheckpointMixin, nn.Module):
     """Convolutional gradient step ``Φ(x) = x − τ Wᵀ ReLU(W x + b)``, 1-Lipschitz in ℓ₂ when τ‖W‖₂² ≤ 2.
 
     W: ℝ^{c × H × W} → ℝ^{h × H × W} is a stride-1 convolution with "same" output size (zero or
@@ -96,10 +97,8 @@ class GradientStepConv2d(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
         self.channels = check_int("channels", channels, low=1, high=1 << 16)
         self.hidden_channels = check_int("hidden_channels", hidden_channels, low=1, high=1 << 16)
         self.kernel_size = kernel_pair(kernel_size)
-        self.input_size = size_pair(input_size)
-        self.padding_mode = check_conv_options(
-            self.kernel_size, padding_mode, self.input_size, stride=stride, dilation=dilation, groups=groups
-        )
+        size = size_pair(input_size)
+        mode = check_conv_options(self.kernel_size, padding_mode, size, stride=stride, dilation=dilation, groups=groups)
         bias = check_bool("bias", bias)
         bound = check_choice("bound", bound, CONV_BOUNDS)
         self.learnable_step = check_bool("learnable_step", learnable_step)
@@ -114,7 +113,7 @@ class GradientStepConv2d(ValidatedStep, CertifiedCheckpointMixin, nn.Module):
             self.step_logit = nn.Parameter(torch.empty((), **factory))
         else:
             self.register_parameter("step_logit", None)
-        self._bound = ConvBound(self.padding_mode, self.input_size, bound)
+        self._bound = ConvBound(mode, size, bound)  # also holds padding_mode and input_size (ConvGeometry)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

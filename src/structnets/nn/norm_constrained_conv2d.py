@@ -14,6 +14,7 @@ from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import (
     CONV_BOUNDS,
     ConvBound,
+    ConvGeometry,
     check_conv_options,
     check_image,
     conv_same,
@@ -24,7 +25,7 @@ from ._conv_common import (
 )
 
 
-class NormConstrainedConv2d(CertifiedCheckpointMixin, nn.Module):
+class NormConstrainedConv2d(ConvGeometry, CertifiedCheckpointMixin, nn.Module):
     """Norm-constrained convolution ``y = A ⋆ x + b``, ``A = V / max(1, B(V))``, B(V) ≥ ‖V‖_op certified.
 
     The convolutional counterpart of :class:`NormConstrainedLinear` (the norm-constrained lift of
@@ -75,10 +76,8 @@ class NormConstrainedConv2d(CertifiedCheckpointMixin, nn.Module):
         self.in_channels = check_int("in_channels", in_channels, low=1, high=1 << 16)
         self.out_channels = check_int("out_channels", out_channels, low=1, high=1 << 16)
         self.kernel_size = kernel_pair(kernel_size)
-        self.input_size = size_pair(input_size)
-        self.padding_mode = check_conv_options(
-            self.kernel_size, padding_mode, self.input_size, stride=stride, dilation=dilation, groups=groups
-        )
+        size = size_pair(input_size)
+        mode = check_conv_options(self.kernel_size, padding_mode, size, stride=stride, dilation=dilation, groups=groups)
         bias = check_bool("bias", bias)
         bound = check_choice("bound", bound, CONV_BOUNDS)
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
@@ -87,7 +86,7 @@ class NormConstrainedConv2d(CertifiedCheckpointMixin, nn.Module):
             self.bias = nn.Parameter(torch.empty(self.out_channels, **factory))
         else:
             self.register_parameter("bias", None)
-        self._bound = ConvBound(self.padding_mode, self.input_size, bound)
+        self._bound = ConvBound(mode, size, bound)  # also holds padding_mode and input_size (ConvGeometry)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
