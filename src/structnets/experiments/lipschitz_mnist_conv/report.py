@@ -26,7 +26,8 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConvConfig) -> str:
         f"(lr {config.lr:g}), batch {config.batch_size}, "
         + ("all 60,000 training rows" if config.max_train is None else f"{config.max_train} training rows")
         + (", all 10,000 test rows" if config.max_test is None else f", {config.max_test} test rows")
-        + f", seeds {list(config.seeds)}. Certified accuracy at ε: margin ≥ √2·L·ε, L the certified upper bound.",
+        + f", seeds {list(config.seeds)}; training-time bound `{config.bound}` (evaluation and certification: the "
+        "exact bound). Certified accuracy at ε: margin ≥ √2·L·ε, L the certified upper bound.",
         "",
     ]
     header = ["source", "model", "params", "clean %"] + [f"cert. {r:g} %" for r in config.radii]

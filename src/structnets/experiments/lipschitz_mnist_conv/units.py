@@ -27,6 +27,7 @@ def units(config: LipschitzMNISTConvConfig, finished: pd.DataFrame) -> list[Unit
         "head_width": config.head_width,
         "head_depth": config.head_depth,
         "size_specific": config.size_specific,
+        "bound": config.bound,
         "margin": config.margin,
         "temperature": config.temperature,
         "epochs": config.epochs,
@@ -62,7 +63,7 @@ def build(params: Mapping[str, Any]) -> Any:
         1, 10, 28, channels=channels, depths=depths, hidden_channels=list(params["hidden_channels"]),
         kernel_size=int(params["kernel_size"]), padding_mode=str(params["padding_mode"]),
         head_width=head_width or None, head_depth=int(params["head_depth"]),
-        size_specific=bool(params["size_specific"]), flat_input=True,
+        size_specific=bool(params["size_specific"]), flat_input=True, bound=str(params.get("bound", "exact")),
     )  # fmt: skip
 
 
