@@ -127,7 +127,14 @@ def _ldexp_round_up(value: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor
     result = partial * torch.exp2(b)
     lost = (result.detach() * torch.exp2(-b)) < partial.detach()
     bumped = torch.nextafter(result.detach(), torch.full_like(result.detach(), math.inf))
-    return _straight_through(result, torch.where(lost, bumped, result.detach()))
+    # For a scale below 2^-2044 (a subnormal W) the partial product itself can underflow to 0: the
+    # exact value·2^exponent > 0 is then below the smallest subnormal 2^-1074, which bounds it (never
+    # Q = 0 for a non-zero W)
+    vanished = (result.detach() == 0) & (value.detach() > 0)
+    adjusted = torch.where(
+        vanished, torch.full_like(result.detach(), 2.0**-1074), torch.where(lost, bumped, result.detach())
+    )
+    return _straight_through(result, adjusted)
 
 
 def _scaled_square(weight: torch.Tensor, method: str, iters: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,7 +150,11 @@ def _scaled_square(weight: torch.Tensor, method: str, iters: int) -> tuple[torch
     # A non-finite entry would make the eigensolver fail; compute on zeros and report NaN instead
     # (no Python branch on the data, so the function stays traceable by torch.compile).
     finite = torch.isfinite(w).all()
-    scaled = torch.where(finite, w * torch.exp2(exponent), torch.zeros_like(w))
+    # A subnormal peak (< 2^-1022) needs k up to 1075, and 2^k overflows above k = 1023 (inf·W, then
+    # NaN and a failing eigensolver): scale by two exact powers of two then (the second is 2^0 = 1,
+    # the one product as before, for every k ≤ 1000).
+    rest = (exponent - 1000.0).clamp_min(0.0)
+    scaled = torch.where(finite, w * torch.exp2(exponent - rest) * torch.exp2(rest), torch.zeros_like(w))
     if method == "frobenius":
         # Σ w² summed in float64 errs by at most numel·u relative (plus subnormal losses ≤ numel·2⁻¹⁰⁷⁴
         # against a sum ≥ 1); 4·numel·u + 10⁻¹⁵ covers both and the final product.
@@ -297,6 +308,10 @@ def certified_step(step: torch.Tensor | float, square: torch.Tensor, dtype: torc
     s = torch.as_tensor(step, dtype=torch.float64, device=square.device)
     if s.dtype != torch.float64:
         s = s.to(torch.float64)
+    # s/Q overflows float64 for 0 < Q < 2^-1023 (‖W‖₂ below about 2^-511), and the rounding of an
+    # infinite quotient gave τ = NaN, a NaN layer. Any Q' ≥ Q certifies: raise a positive Q to
+    # 2^-1020 (τ ≤ 2^1021); Q = 0 (τ = 0) and NaN stay as they are.
+    square = torch.where(square > 0, square.clamp_min(2.0**-1020), square)
     positive = square > 0
     quotient = s / torch.where(positive, square, torch.ones_like(square))
     quotient = _straight_through(quotient, torch.nextafter(quotient.detach(), torch.zeros_like(quotient.detach())))
