@@ -149,11 +149,8 @@ class GradientStepConv2d(ValidatedStep, ConvGeometry, CertifiedCheckpointMixin, 
     def tau(self) -> torch.Tensor:
         """Return τ = s/Q in the weight's dtype, rounded down so that τ‖W‖_op² ≤ s ≤ 2 exactly."""
         step = self.step_size() if self.step_logit is not None else self.step
+        # certified_step raises a positive Q below 2^-1020 (s/Q would overflow to τ = NaN)
         square = self._bound.squared(self.weight, self.training)
-        # s/Q overflows float64 for 0 < Q < 2^-1023 (a float64 kernel with ‖W‖_op below about 2^-511),
-        # and the rounding of an infinite quotient gives τ = NaN, a NaN layer. Any Q' ≥ Q certifies,
-        # so a positive Q is raised to 2^-1020 (τ ≤ 2^1021); Q = 0 (τ = 0) and NaN stay as they are.
-        square = torch.where(square > 0, square.clamp_min(2.0**-1020), square)
         return certified_step(step, square, self.weight.dtype)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
