@@ -28,6 +28,7 @@ def units(config: LipschitzMNISTConvConfig, finished: pd.DataFrame) -> list[Unit
         "head_depth": config.head_depth,
         "size_specific": config.size_specific,
         "bound": config.bound,
+        "head_bound": config.head_bound,
         "margin": config.margin,
         "temperature": config.temperature,
         "epochs": config.epochs,
@@ -64,6 +65,7 @@ def build(params: Mapping[str, Any]) -> Any:
         kernel_size=int(params["kernel_size"]), padding_mode=str(params["padding_mode"]),
         head_width=head_width or None, head_depth=int(params["head_depth"]),
         size_specific=bool(params["size_specific"]), flat_input=True, bound=str(params.get("bound", "exact")),
+        head_bound=str(params.get("head_bound", params.get("bound", "exact"))),
     )  # fmt: skip
 
 
