@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -12,6 +14,7 @@ from structnets.models import lipschitz_convnet
 from structnets.nn import (
     FlatToImage,
     GradientStepConv2d,
+    GradientStepResidual,
     InvertibleDownsample,
     L2NormPool2d,
     NormConstrainedConv2d,
@@ -75,6 +78,67 @@ def test_model_certifies_exports_and_matches() -> None:
     assert lipschitz_upper_bound(pooled.eval()) <= 1.0
 
 
+@pytest.mark.parametrize(
+    ("bound", "head_bound", "conv_mode", "head_mode"),
+    [
+        ("exact", None, "exact", "exact"),
+        ("verified", None, "verified", "verified"),
+        ("verified", "exact", "verified", "exact"),
+        ("exact", "verified", "exact", "verified"),
+    ],
+)
+def test_head_bound_sets_the_dense_head_apart_from_the_convolutions(
+    bound: str, head_bound: str | None, conv_mode: str, head_mode: str
+) -> None:
+    model = lipschitz_convnet(1, 10, 12, channels=(4, 8), depths=(1, 1), head_width=16, head_depth=2,
+                              bound=bound, head_bound=head_bound, dtype=F64)  # fmt: skip
+    convs = [m for m in model if isinstance(m, (GradientStepConv2d, NormConstrainedConv2d))]
+    heads = [m for m in model if isinstance(m, GradientStepResidual)]
+    assert len(convs) == 3 and len(heads) == 2
+    assert {m.bound for m in convs} == {conv_mode} and {m.bound for m in heads} == {head_mode}
+    # training with either mix stays certified: eval-mode certificate ≤ 1 after Adam steps
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+    x = torch.rand(6, 1, 12, 12, dtype=F64)
+    model.train()
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(x).square().sum().backward()
+        optimizer.step()
+    assert lipschitz_upper_bound(model.eval()) <= 1.0
+
+
+@pytest.mark.parametrize("bound", ["exact", "verified"])
+def test_channels_last_model_computes_the_same_maps_and_stays_certified(bound: str) -> None:
+    """``model.to(memory_format=torch.channels_last)`` (what lipschitz-mnist-conv trains): same outputs,
+    gradients and certificates as the NCHW model, every activation in NHWC, certified ≤ 1 after training."""
+    torch.manual_seed(0)
+    nchw = lipschitz_convnet(1, 10, 12, channels=(4, 8), depths=(1, 1), head_width=16, head_depth=1,
+                             flat_input=True, bound=bound, head_bound="exact", dtype=F64)  # fmt: skip
+    nhwc = copy.deepcopy(nchw).to(memory_format=torch.channels_last)
+    x = torch.rand(5, 144, dtype=F64)
+    h = x
+    with torch.no_grad():  # no training-mode state (the verified bound's power vectors) is touched
+        for layer in nhwc:
+            h = layer(h)
+            if h.dim() == 4 and h.shape[1] > 1:
+                assert h.is_contiguous(memory_format=torch.channels_last) and not h.is_contiguous()
+    for model in (nchw, nhwc):
+        model.train()
+        model(x).square().sum().backward()
+    torch.testing.assert_close(nhwc(x), nchw(x), rtol=1e-12, atol=1e-12)
+    for (name, a), b in zip(nchw.named_parameters(), nhwc.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-9, atol=1e-12, msg=name)
+    assert lipschitz_upper_bound(nhwc.eval()) == pytest.approx(lipschitz_upper_bound(nchw.eval()), rel=1e-12)
+    optimizer = torch.optim.Adam(nhwc.parameters(), lr=0.05)
+    nhwc.train()
+    for _ in range(3):
+        optimizer.zero_grad()
+        nhwc(x).square().sum().backward()
+        optimizer.step()
+    assert lipschitz_upper_bound(nhwc.eval()) <= 1.0
+    torch.testing.assert_close(export(nhwc)(x), nhwc(x), rtol=1e-10, atol=1e-10)
+
+
 def test_certificate_accounts_for_every_call_position() -> None:
     """One norm-constrained convolution used twice in a Sequential is counted twice (B² when B < 1)."""
     torch.manual_seed(0)
@@ -102,6 +166,8 @@ def test_certificate_accounts_for_every_call_position() -> None:
         (lambda: InvertibleDownsample(2, 3, 2, kind="haar"), "kind"),
         (lambda: lipschitz_convnet(1, 10, 14, channels=(4, 8, 8)), "image_size"),
         (lambda: lipschitz_convnet(1, 10, 28, channels=(4, 8), depths=(1,)), "depths"),
+        (lambda: lipschitz_convnet(1, 10, 28, bound="power"), "bound"),
+        (lambda: lipschitz_convnet(1, 10, 28, head_bound="power"), "head_bound"),
     ],
 )
 def test_bad_arguments_are_refused_by_name(build, name: str) -> None:  # type: ignore[no-untyped-def]

@@ -306,3 +306,35 @@ def test_verified_training_keeps_every_step_certified() -> None:
     assert len(seen) == 45 and all(q >= measured for q, measured in seen)
     passed = sum(m._bound.verified_steps for m in convs)
     assert passed >= 36  # most steps certified by the Cholesky test, not the fallback
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
+def test_verified_bound_at_the_conv_floor_margin_stays_above_the_operator_norm_through_training(
+    padding_mode: str,
+) -> None:
+    """The conv floor margin (5·10⁻⁴, not the dense 10⁻²) keeps every training Q ≥ σ₁² of the operator
+    matrix, and buys tightness: once the vectors are warm, Q ≤ (1 + 2·floor) × the exact bound's Q (for
+    zero padding that Q is the (n + k − 1)-torus norm, itself above σ₁²)."""
+    from structnets.nn._conv_common import CONV_VERIFIED_MARGIN
+
+    assert CONV_VERIFIED_MARGIN < 0.01
+    torch.manual_seed(0)
+    n = 5
+    layer = GradientStepConv2d(3, 3, 3, padding_mode=padding_mode, input_size=n, bound="verified", dtype=F64)
+    assert layer._bound.verified_margin == CONV_VERIFIED_MARGIN
+    optimizer = torch.optim.Adam(layer.parameters(), lr=0.02)
+    x = torch.randn(8, 3, n, n, dtype=F64)
+    layer.train()
+    ratios = []
+    for _ in range(25):
+        square = float(layer._bound.squared(layer.weight, True).detach())
+        truth = dense_norm_squared(layer.weight, n, padding_mode)
+        assert square >= truth
+        ratios.append(square / float(conv_squared_norm_bound(layer.weight.detach(), padding_mode, n)))
+        optimizer.zero_grad()
+        layer(x).square().sum().backward()
+        optimizer.step()
+    bound = layer._bound
+    assert bound.verified_steps >= 20 and bound.verified_margin < 0.01
+    passed_late = ratios[-5:]
+    assert max(passed_late) <= 1.0 + 2.0 * max(bound.verified_margin, CONV_VERIFIED_MARGIN) + 1e-9

@@ -29,6 +29,7 @@ def units(config: LipschitzMNISTConvConfig, finished: pd.DataFrame) -> list[Unit
         "size_specific": config.size_specific,
         "bound": config.bound,
         "head_bound": config.head_bound,
+        "channels_last": config.channels_last,
         "margin": config.margin,
         "temperature": config.temperature,
         "epochs": config.epochs,
@@ -153,6 +154,11 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     with seeded(seed):
         model = build(params)
     model = model.to(device)
+    if params["model"] == "gradient-step-conv" and bool(params.get("channels_last", False)):
+        import torch
+
+        # NHWC: every convolution, pixel (un)shuffle and their gradients follow the weights' layout
+        model = model.to(memory_format=torch.channels_last)
     loss = certified_loss("margin-ce", margin=float(params["margin"]), temperature=float(params["temperature"]))
     seconds = train_classifier(
         model, X_train, y_train, epochs=int(params["epochs"]), batch_size=int(params["batch_size"]),
