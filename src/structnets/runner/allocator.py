@@ -6,8 +6,10 @@ free, so the next step's tensor of the same size is mapped again and every page 
 first touch (the kernel zero-fills it). The threshold adapts upwards only up to 32 MiB and only
 after such a block is freed, and the heap top above ``M_TRIM_THRESHOLD`` is given back after a
 free, so a training step keeps paying: measured on the ``lipschitz-mnist-conv`` network (batch
-256, 2 threads), 6,876 minor page faults and 18 ms of system time per 240-ms step with glibc's
-defaults, 0.2 faults and 1 ms with the settings below (``benchmarks/allocator.py``).
+256, 2 threads, ``resource.getrusage`` over 25–30 steps, 2026-12-06), 126 to 12,027 minor page faults
+and 1–27 ms of system time per ≈ 200-ms step with glibc's defaults (it depends on how the dynamic
+threshold happened to settle), 0–251 faults and ≈ 1 ms with the settings below;
+``tests/runner/test_allocator.py`` checks the effect on 64 MiB tensors.
 
 Fixed thresholds (glibc ``mallopt``, *The GNU C Library Reference Manual*, §3.2.4 "Malloc Tunable
 Parameters") keep blocks up to :data:`MMAP_THRESHOLD` on the heap and stop trimming: the process
