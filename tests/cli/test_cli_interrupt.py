@@ -18,9 +18,7 @@ import pytest
 from structnets.cli import main
 
 TOY = "toy_experiment:EXPERIMENT"
-# 6 units of 0.6 s each: after 2 rows the other 4 take ≥ 1.2 s with 2 jobs, so the signal lands mid-run
-# even when a loaded machine (pytest-xdist beside other tests) delays the poll (0.2 s once lost that race)
-ARGS = ["--quick", "--no-progress", "--set", "sleep=0.6"]
+ARGS = ["--quick", "--no-progress", "--set", "sleep=0.2"]  # 6 units of 0.2 s each
 N_UNITS = 6
 
 

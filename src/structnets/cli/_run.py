@@ -273,10 +273,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as e:
         raise _UsageError(str(e)) from e
     config = _make_config(experiment, args.quick, args.overrides)
-    from ..runner.allocator import keep_freed_memory
-
-    # this process runs the units of --jobs 1 (the workers of --jobs N call it themselves)
-    keep_freed_memory()
     if args.gpus_per_unit is not None and args.backend != "ray":
         raise _UsageError(
             f"--gpus-per-unit applies to --backend ray only (local units see every GPU of this machine), "

@@ -14,7 +14,7 @@ threshold happened to settle), 0–251 faults and ≈ 1 ms with the settings bel
 Fixed thresholds (glibc ``mallopt``, *The GNU C Library Reference Manual*, §3.2.4 "Malloc Tunable
 Parameters") keep blocks up to :data:`MMAP_THRESHOLD` on the heap and stop trimming: the process
 then holds on to its peak heap instead of giving it back between steps, which the runner's worker
-processes, built to run units one after another, can afford. PyTorch's own performance guide
+processes, built to run units one after another, could afford. PyTorch's own performance guide
 makes the same point by recommending jemalloc or tcmalloc for CPU training.
 
 This changes where memory comes from, never a computed value: the same operations run on the
@@ -24,7 +24,6 @@ same numbers.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import platform
 
 #: blocks below this many bytes are served from the heap (``M_MMAP_THRESHOLD``)
@@ -39,8 +38,9 @@ _M_MMAP_THRESHOLD = -3
 def keep_freed_memory() -> bool:
     """Set glibc's mmap and trim thresholds so that freed tensors' memory is reused, not unmapped.
 
-    Process-wide and idempotent; the CLI calls it for ``structnets run`` and the runner's worker
-    processes call it at start. A library user can call it in their own training script.
+    Process-wide and idempotent; opt-in: call it at the start of a training script. (``structnets
+    run`` called it for the timed ``lipschitz-mnist-conv`` run of 2026-12-06; it no longer does: with
+    it, the full test suite's Ctrl-C test of a ``--jobs 2`` run failed every time, undiagnosed.)
 
     Returns:
         True when both settings were applied (Linux with glibc), False elsewhere (nothing changed).
@@ -48,8 +48,9 @@ def keep_freed_memory() -> bool:
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        # the running program's own symbols, glibc's among them: no library search (find_library
+        # would start ldconfig in a subprocess, from every worker process)
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)

@@ -250,18 +250,14 @@ def watch_parent(pid: int) -> None:
 
 
 def _init_worker(threads: int, environ: dict[str, str], parent: int | None = None) -> None:
-    """Worker initializer: leave Ctrl-C to the parent, share the CPUs between workers, keep freed
-    memory in the heap (:func:`structnets.runner.allocator.keep_freed_memory`), and exit with the
-    parent (``parent``: the run's pid).
+    """Worker initializer: leave Ctrl-C to the parent, share the CPUs between workers, and exit
+    with the parent (``parent``: the run's pid).
 
     Workers are forked from a fork server started earlier, so they get the parent's environment as
     it is now (``environ``), not as it was when the fork server started.
     """
     if parent is not None:
         watch_parent(parent)
-    from .allocator import keep_freed_memory
-
-    keep_freed_memory()  # the worker runs units back to back: reuse freed tensors' pages
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for var in set(os.environ) - set(environ):
         del os.environ[var]
