@@ -18,7 +18,9 @@ import pytest
 from structnets.cli import main
 
 TOY = "toy_experiment:EXPERIMENT"
-ARGS = ["--quick", "--no-progress", "--set", "sleep=0.2"]  # 6 units of 0.2 s each
+# 6 units of 1 s each: the poll below can lag (a read-only sqlite connect waits up to 5 s on the writer's
+# lock) and with 0.2 s units a loaded full-suite run once saw its 2 rows only after all 6 were done
+ARGS = ["--quick", "--no-progress", "--set", "sleep=1.0"]
 N_UNITS = 6
 
 
