@@ -24,9 +24,20 @@ ARGS = ["--quick", "--no-progress", "--set", "sleep=1.0"]
 N_UNITS = 6
 
 
+# The child starts as a terminal's would: SIGINT unblocked and handled by Python (a pytest worker may
+# pass on an ignored or blocked SIGINT, which exec keeps, and then no Ctrl-C reaches the run).
+_CHILD = (
+    "import signal, sys\n"
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "from structnets.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
 def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "structnets.cli", "run", TOY, "--out", str(out), *ARGS, *extra],
+        [sys.executable, "-c", _CHILD, "run", TOY, "--out", str(out), *ARGS, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
