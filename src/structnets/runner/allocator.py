@@ -39,8 +39,8 @@ def keep_freed_memory() -> bool:
     """Set glibc's mmap and trim thresholds so that freed tensors' memory is reused, not unmapped.
 
     Process-wide and idempotent; opt-in: call it at the start of a training script. (``structnets
-    run`` called it for the timed ``lipschitz-mnist-conv`` run of 2026-12-06; it no longer does: with
-    it, the full test suite's Ctrl-C test of a ``--jobs 2`` run failed every time, undiagnosed.)
+    run`` called it for the timed ``lipschitz-mnist-conv`` run of 2026-12-06; it no longer does: it
+    was taken out while a Ctrl-C test failed, a failure later traced to the test itself.)
 
     Returns:
         True when both settings were applied (Linux with glibc), False elsewhere (nothing changed).
