@@ -13,8 +13,8 @@ threshold happened to settle), 0–251 faults and ≈ 1 ms with the settings bel
 
 Fixed thresholds (glibc ``mallopt``, *The GNU C Library Reference Manual*, §3.2.4 "Malloc Tunable
 Parameters") keep blocks up to :data:`MMAP_THRESHOLD` on the heap and stop trimming: the process
-then holds on to its peak heap instead of giving it back between steps, which the runner's worker
-processes, built to run units one after another, could afford. PyTorch's own performance guide
+then holds on to its peak heap instead of giving it back between steps, which a process that
+trains one model after another can afford. PyTorch's own performance guide
 makes the same point by recommending jemalloc or tcmalloc for CPU training.
 
 This changes where memory comes from, never a computed value: the same operations run on the
@@ -49,7 +49,7 @@ def keep_freed_memory() -> bool:
         return False
     try:
         # the running program's own symbols, glibc's among them: no library search (find_library
-        # would start ldconfig in a subprocess, from every worker process)
+        # would start ldconfig in a subprocess)
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
