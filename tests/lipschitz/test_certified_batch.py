@@ -387,7 +387,7 @@ def test_a_padded_batch_of_gram_matrices_tests_each_as_its_own_size() -> None:
             _, gram, start = _gram_and_start(weights, vectors, precision)
             pad = 12 - gram.shape[-1]
             padded.append(torch.nn.functional.pad(gram, (0, pad, 0, pad)))
-            starts.append(torch.nn.functional.pad(start, (0, 0, 0, pad)))
+            starts.append(torch.nn.functional.pad(start, (0, pad)))  # a row (B, 1, n)
             # the same μ tested padded and unpadded: the same verdict
             for mu in (torch.linalg.eigvalsh(gram.to(F64))[:, -1] * f for f in (0.999, 1.001)):
                 guess = mu.to(precision)
@@ -412,7 +412,9 @@ def test_a_padded_batch_of_gram_matrices_tests_each_as_its_own_size() -> None:
             n = min(shapes[index])
             assert torch.equal(together[1][part], passed) and torch.equal(together[3][part], retried)
             assert torch.allclose(together[0][part], square, rtol=rel, atol=0)
-            assert torch.allclose(together[2][part, :n], z, rtol=0, atol=rel) and not bool(together[2][part, n:].any())
+            assert torch.allclose(together[2][part, :, :n], z, rtol=0, atol=rel) and not bool(
+                together[2][part, :, n:].any()
+            )
             for b in range(2):
                 if bool(together[1][2 * index + b]):
                     assert float(together[0][2 * index + b]) >= float(truths[index][b])
@@ -454,3 +456,66 @@ def test_members_of_several_dtypes_precisions_and_kinds_are_each_certified(monke
         (head.square().sum() + small.square().sum().float()).backward()
         optimizer.step()
     assert batch.computations == 4 and batch.unbatched_calls == 0 and batch.batched_calls == 4 * len(maps)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+def test_the_batchs_rounding_gives_the_functional_values_bit_for_bit(dtype: torch.dtype) -> None:
+    """The batch's lean no-gradient rounding (``_tau_values``, ``_norm_values``) equals
+    :func:`certified_step` and :func:`sqrt_round_up` on random, tiny, huge, zero, infinite and NaN Q."""
+    from structnets.functional import sqrt_round_up
+    from structnets.nn._certified_batch import _norm_values, _tau_values
+
+    generator = torch.Generator().manual_seed(5)
+    exponents = torch.randint(-1074, 1024, (400,), generator=generator).to(F64)
+    random = torch.rand(400, generator=generator, dtype=F64) * 2.0 ** exponents.clamp(max=1023)
+    special = torch.tensor(
+        [
+            0.0,
+            5e-324,
+            2.0**-1022,
+            2.0**-1021,
+            2.0**-1020,
+            1e-300,
+            1.0,
+            2.0,
+            1e300,
+            torch.finfo(F64).max,
+            math.inf,
+            math.nan,
+        ],
+        dtype=F64,
+    )
+    squares = torch.cat([random, special])
+    steps = torch.rand(len(squares), generator=generator, dtype=F64) * 2.0
+    steps[:3] = torch.tensor([0.0, 2.0, 1.0])
+    batched_tau = _tau_values(steps, squares, dtype)
+    batched_norm = _norm_values(squares, dtype)
+    for index in range(len(squares)):
+        tau = certified_step(steps[index], squares[index], dtype)
+        norm = sqrt_round_up(squares[index], dtype)
+        assert torch.equal(batched_tau[index], tau) or (tau.isnan() and batched_tau[index].isnan()), index
+        assert torch.equal(batched_norm[index], norm) or (norm.isnan() and batched_norm[index].isnan()), index
+
+
+def test_the_next_power_vector_keeps_the_old_one_where_no_unit_vector_comes_out() -> None:
+    """``_following``: unit rows where W z is finite and non-zero; the old vector where it is 0, NaN or overflows."""
+    from structnets.nn._certified_batch import _following
+
+    generator = torch.Generator().manual_seed(3)
+    old = torch.nn.functional.normalize(torch.randn(4, 6, generator=generator, dtype=F64), dim=1)
+    for rows in (3, 6):  # wide W (the vector is Wᵀz) and square W (the vector is z)
+        w = torch.randn(4, rows, 6, generator=generator, dtype=F64)
+        z = torch.randn(4, 1, min(rows, 6), generator=generator, dtype=F64)
+        z[1] = 0.0
+        z[2, 0, 0] = math.nan
+        if rows < 6:
+            w[3] = 1e300  # the product overflows: no unit vector
+        else:
+            z[3] = 1e300 * torch.ones_like(z[3])
+            z[3, 0, 0] = math.inf
+        following = _following(w, z, old)
+        assert torch.allclose(torch.linalg.vector_norm(following[0]), torch.tensor(1.0, dtype=F64))
+        expected = (w[0].T @ z[0, 0]) if rows < 6 else z[0, 0]
+        assert torch.allclose(following[0], expected / torch.linalg.vector_norm(expected))
+        for b in (1, 2, 3):
+            assert torch.equal(following[b], old[b]), (rows, b)
