@@ -7,6 +7,8 @@ import logging
 import re
 import shutil
 import sqlite3
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -158,3 +160,18 @@ def test_compare_of_two_different_experiments_says_so(tmp_path: Path, capsys: py
     assert "'toy'" in err and "'lowrank-uci'" in err
     assert main(["compare", str(a), str(tmp_path / "missing")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_reuse_takes_finished_units_and_refuses_a_folder_without_results(
+    tmp_path: Path, calls: Callable[[], Counter[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = tmp_path / "first"
+    assert main(["run", TOY, "--quick", "--out", str(first), "-q"]) == 0
+    before = sum(calls().values())
+    second = tmp_path / "second"
+    assert main(["run", TOY, "--quick", "--out", str(second), "-q", "--reuse", str(first)]) == 0
+    assert sum(calls().values()) == before  # every unit taken, none run
+    assert (second / "results.csv").read_text() == (first / "results.csv").read_text()
+    capsys.readouterr()
+    assert main(["run", TOY, "--quick", "--out", str(tmp_path / "third"), "--reuse", str(tmp_path / "nowhere")]) == 2
+    assert "`reuse` folder" in capsys.readouterr().err and not (tmp_path / "third").exists()

@@ -64,7 +64,12 @@ def test_run_writes_the_run_folder(tmp_path: Path, calls: Callable[[], Counter[s
     assert info["backend"] == "local" and info["jobs"] == 1
     assert {"python", "structnets", "torch", "numpy", "pandas", "scikit-learn"} <= set(info["versions"])
     assert info["machine"]["cpu_count"] >= 1 and info["wall_s"] >= 0 and info["finished"]
-    assert info["units"] == {"total": N_FULL, "finished": N_FULL, "run_this_session": N_FULL}
+    assert info["units"] == {
+        "total": N_FULL,
+        "finished": N_FULL,
+        "run_this_session": N_FULL,
+        "reused_this_session": 0,
+    }
     assert "git" in info
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
 

@@ -66,6 +66,16 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         help="recompute the stored units whose params differ from what the experiment now gives (its code "
         "changed since they ran), keeping every other unit; without it such a folder is refused",
     )
+    parser.add_argument(
+        "--reuse",
+        dest="reuse",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="take each unit that the run folder DIR (same experiment) finished with exactly this run's params "
+        "instead of running it (repeatable), e.g. to add seeds to an earlier run in a new folder",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
     parser.add_argument(
         "--no-html",
@@ -315,6 +325,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 figure_format=args.figure_format,
                 registry=registry,
                 rerun_changed=args.rerun_changed,
+                reuse=args.reuse,
             )
         outcome = ("finished", None)
     except runner.ConfigMismatchError as e:

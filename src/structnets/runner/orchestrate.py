@@ -26,7 +26,7 @@ import socket
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from .info import git_info, machine_info, package_versions
 from .lock import run_lock
 from .outputs import RESULTS_DB, RUN_INFO, write_outputs
 from .resolve import Registry, experiment_ref, get_registry, resolve_experiment, resolve_stored_experiment, worker_spec
+from .reuse import load_sources, take_reusable
 from .schedule import Schedule, results_frame
 from .store import SCHEMA_VERSION, ResultStore, UnitRecord, utc_now
 
@@ -76,6 +77,7 @@ class _Session:
     jobs: int | None
     gpus_per_unit: float | None = None
     units_run: int = 0
+    units_reused: int = 0
     total: int = 0
     done: int = 0
     status: str = "running"
@@ -108,7 +110,12 @@ def _run_info(
         "finished": finished,
         "wall_s": None if finished is None else round(time.perf_counter() - session.t0, 3),
         "total_wall_s": round(total_wall, 3),
-        "units": {"total": session.total, "finished": session.done, "run_this_session": session.units_run},
+        "units": {
+            "total": session.total,
+            "finished": session.done,
+            "run_this_session": session.units_run,
+            "reused_this_session": session.units_reused,
+        },
         "versions": package_versions(),
         "git": git_info(),
         "machine": machine_info(),
@@ -130,6 +137,7 @@ def run(
     figure_format: str = "png",
     registry: Registry | None = None,
     rerun_changed: bool = False,
+    reuse: Sequence[str | os.PathLike[str]] = (),
 ) -> pd.DataFrame:
     """Run (or resume) an experiment into the folder ``out_dir`` and return its results.
 
@@ -167,6 +175,10 @@ def run(
         rerun_changed: recompute the stored units whose params differ from what the experiment now
             gives (its code changed since they ran), keeping every other stored unit; each old row
             is replaced only when its new one is committed. Without it such a folder is refused.
+        reuse: other run folders of the same experiment: a unit one of them finished with exactly
+            the params this run gives it is taken from there instead of run (its stored row, unchanged;
+            units are pure and seeded), e.g. to add seeds to an earlier run in a new folder. See
+            :mod:`~.reuse`.
 
     Returns:
         One row per unit: a ``key`` column, then the result columns ``run_unit`` returned.
@@ -211,10 +223,25 @@ def run(
     # Workers get a spec, never a bare name: they resolve it without a registry.
     worker_ref = None if ref is None else worker_spec(ref, table)
     backend_obj: Backend = make_backend(backend, exp, worker_ref, jobs, gpus_per_unit=gpus_per_unit)
+    try:
+        sources = load_sources(reuse, exp.name, out)
+    except BaseException:
+        backend_obj.close()
+        raise
     _make_folder(out)
     with run_lock(out), figure_format_context(figure_format):
         return _run_locked(
-            exp, ref, config, config_json, backend_obj, backend, out, progress, on_unit, rerun_changed=rerun_changed
+            exp,
+            ref,
+            config,
+            config_json,
+            backend_obj,
+            backend,
+            out,
+            progress,
+            on_unit,
+            rerun_changed=rerun_changed,
+            sources=sources,
         )
 
 
@@ -247,6 +274,7 @@ def _run_locked(
     progress: ProgressCallback | None,
     on_unit: Callable[[UnitRecord], None] | None = None,
     rerun_changed: bool = False,
+    sources: Sequence[tuple[Path, Mapping[str, UnitRecord]]] = (),
 ) -> pd.DataFrame:
     store = ResultStore.create_or_resume(
         out / RESULTS_DB, experiment=exp.name, experiment_ref=ref, config=config_json, defaults=_default_json(exp)
@@ -285,6 +313,14 @@ def _run_locked(
                     raise ChangedUnitsError(out, exp.name, schedule.changed)
                 session.total = len(schedule.order)
                 session.done = session.total - len(pending)  # every earlier unit is finished
+                pending, taken = take_reusable(pending, sources, store, records)
+                for path, count in taken.items():
+                    logger.info("took %d finished units from %s (same params)", count, path)
+                    session.units_reused += count
+                if taken and not pending:  # the round is complete: its results may reveal the next one
+                    pending = schedule.advance(records)
+                    continue
+                session.done = session.total - len(pending)
                 report_progress()
                 if not pending:
                     break
