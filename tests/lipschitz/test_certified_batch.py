@@ -519,3 +519,57 @@ def test_the_next_power_vector_keeps_the_old_one_where_no_unit_vector_comes_out(
         assert torch.allclose(following[0], expected / torch.linalg.vector_norm(expected))
         for b in (1, 2, 3):
             assert torch.equal(following[b], old[b]), (rows, b)
+
+
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+def test_the_written_out_gradient_equals_autograd_through_the_surrogate(dtype: torch.dtype) -> None:
+    """``_PowerModeGradient``: d(value)/dW and d(value)/dθ are those of s/((1 + m)σ̂²) (τ maps, fixed or
+    learnable s = 2·sigmoid(θ)) and √(1 + m)·σ̂ (norm maps, wide and tall), σ̂ = ‖Wv‖ with v fixed,
+    taken by autograd on the same inputs, for every member of a mixed batch."""
+    torch.manual_seed(4)
+    members: list[nn.Module] = [
+        GradientStepResidual(9, 12, bound="verified", learnable_step=True, step=1.3, dtype=dtype),
+        NormConstrainedLinear(20, 6, bound="verified", dtype=dtype),  # wide: the Gram matrix is W Wᵀ
+        GradientStepResidual(9, 12, bound="verified", step=1.5, dtype=dtype),
+        NormConstrainedLinear(5, 8, bound="verified", dtype=dtype),  # tall
+        GradientStepResidual(9, 12, bound="verified", learnable_step=True, step=0.7, dtype=dtype),
+    ]
+    batch = CertifiedBatch(members)
+    for member in members:
+        member.train()
+    vectors = [m.power_vector.clone() for m in members]
+    margins = [1.0 + m._bound.verified_margin for m in members]  # adapted by take(): read them first
+    values = []
+    for member in members:
+        if isinstance(member, GradientStepResidual):
+            values.append(member.tau())
+        else:
+            values.append(member._bound(member.raw_weight, member.power_vector, True)[0])
+    assert batch.batched_calls == len(members)
+    params = [
+        p
+        for m in members
+        for p in (
+            [m.weight, m.step_logit]
+            if isinstance(m, GradientStepResidual) and m.step_logit is not None
+            else [m.weight if isinstance(m, GradientStepResidual) else m.raw_weight]
+        )
+    ]
+    weights = torch.arange(1.0, len(members) + 1.0, dtype=dtype)
+    got = torch.autograd.grad(sum(c * v for c, v in zip(weights, values)), params)
+    surrogates = []
+    for member, v, factor in zip(members, vectors, margins):
+        w = member.weight if isinstance(member, GradientStepResidual) else member.raw_weight
+        sigma = torch.linalg.vector_norm(w @ v)
+        if isinstance(member, GradientStepResidual):
+            step = member.step_size() if member.step_logit is not None else member.step
+            surrogates.append(step / (sigma.square() * factor))
+        else:
+            surrogates.append(sigma * math.sqrt(factor))
+    expected = torch.autograd.grad(sum(c * s for c, s in zip(weights, surrogates)), params)
+    rtol = 1e-10 if dtype == F64 else 1e-4
+    for a, b in zip(got, expected, strict=True):
+        assert a.shape == b.shape and torch.allclose(a, b, rtol=rtol, atol=rtol * float(b.abs().max()))
+    # the values are the certified ones, not the surrogates
+    for value, surrogate in zip(values, surrogates):
+        assert float(value.detach()) != float(surrogate.detach())

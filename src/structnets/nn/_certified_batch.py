@@ -471,28 +471,40 @@ class CertifiedBatch:
         self.computations += 1
 
     def _group(self, kind: str, learnable: bool, positions: list[int]) -> _Group:
-        """Stack one shape's weights and power vectors; σ̂_b = ‖W_b v_b‖ with the power-mode gradient."""
+        """Stack one shape's weights and power vectors (no autograd: :class:`_PowerModeGradient` differentiates)."""
         layers = [self._members[p] for p in positions]
-        stacked = torch.stack([self._weight(layer, kind) for layer in layers])
-        vectors = torch.stack([layer.power_vector for layer in layers])
-        estimate = torch.linalg.vector_norm(torch.bmm(vectors.unsqueeze(1), stacked.mT), dim=(1, 2))
-        dtype, device = stacked.dtype, stacked.device
+        inputs = [self._weight(layer, kind) for layer in layers]
         steps: list[torch.Tensor] | list[float] | list[None]
-        if kind == "tau" and learnable:
-            logits = torch.stack([layer.step_logit for layer in layers])
-            step = 2.0 * torch.sigmoid(logits)
-            step64 = step.detach().to(torch.float64)
-            steps = list(logits.detach().unbind(0))
-        elif kind == "tau":
-            steps = [layer.step for layer in layers]  # the exact floats, as tau() takes them
-            step64 = torch.tensor(steps, dtype=torch.float64, device=device)
-            step = step64.to(dtype)
-        else:
-            steps = [None] * len(layers)
-            step64 = torch.ones(len(layers), dtype=torch.float64, device=device)
-            step = step64.to(dtype)
+        with torch.no_grad():
+            stacked = torch.stack(inputs)
+            vectors = torch.stack([layer.power_vector for layer in layers])
+            # W_b v_b as a row: σ̂_b = ‖W_b v_b‖ and u_b = W_b v_b / σ̂_b (0 where W_b v_b = 0, as the norm's subgradient)
+            image = torch.bmm(vectors.unsqueeze(1), stacked.mT).squeeze(1)
+            estimate = torch.linalg.vector_norm(image, dim=1)
+            left = image / estimate.unsqueeze(1).clamp_min(torch.finfo(stacked.dtype).tiny)
+            dtype, device = stacked.dtype, stacked.device
+            slope = None
+            if kind == "tau" and learnable:
+                logit_params = [layer.step_logit for layer in layers]
+                inputs += logit_params
+                logits = torch.stack(logit_params)
+                sigmoid = torch.sigmoid(logits)
+                step = 2.0 * sigmoid
+                slope = step * (1.0 - sigmoid)  # ds/dθ of s = 2·sigmoid(θ)
+                step64 = step.to(torch.float64)
+                steps = list(logits.unbind(0))
+            elif kind == "tau":
+                steps = [layer.step for layer in layers]  # the exact floats, as tau() takes them
+                step64 = torch.tensor(steps, dtype=torch.float64, device=device)
+                step = step64.to(dtype)
+            else:
+                steps = [None] * len(layers)
+                step64 = torch.ones(len(layers), dtype=torch.float64, device=device)
+                step = step64.to(dtype)
         margins = torch.tensor([1.0 + layer._bound.verified_margin for layer in layers], dtype=torch.float64)
-        return _Group(kind, layers, stacked.detach(), vectors, estimate, step, step64, steps, margins.to(device))
+        return _Group(
+            kind, layers, stacked, vectors, estimate, step, step64, steps, margins.to(device), inputs, left, slope
+        )
 
     def _compute_place(self, groups: list[_Group]) -> None:
         """Certify every group of one dtype and device together and hand out the values.
@@ -557,35 +569,88 @@ class CertifiedBatch:
                     [group.kind == "tau" for group in order for _ in group.layers], dtype=torch.bool, device=device
                 )
                 value = torch.where(is_tau, _tau_values(step64, square, dtype), _norm_values(square, dtype))
-        estimate = _joined([group.estimate for group in order])
-        step = _joined([group.step for group in order])
-        factor = margins.to(dtype)
-        # The value: τ = s/Q rounded down (gradient-step maps: τ·‖W‖₂² ≤ s) or √Q rounded up (norm
-        # bounds ≥ ‖W‖₂). The gradient: of s/((1 + m)σ̂²) or √(1 + m)·σ̂, the "verified" mode's (the
-        # paper's power-mode gradient). The other branch of each `where` sees a safe denominator, so
-        # its zero gradient stays 0 (not 0·∞).
-        if kinds == {"tau"}:
-            surrogate = step / (estimate.square() * factor)
-        elif kinds == {"norm"}:
-            surrogate = estimate * factor.sqrt()
-        else:
-            denominator = torch.where(is_tau, estimate.square() * factor, torch.ones_like(estimate))
-            surrogate = torch.where(is_tau, step / denominator, estimate * factor.sqrt())
-        # The value of `value` with the gradient of `surrogate`. The two differ by a relative 10⁻¹¹,
-        # so the difference and the sum are exact (Sterbenz); an entry where they are not
-        # (overflow, σ̂ = 0) is treated as a failed test.
-        values = surrogate + (value - surrogate.detach())
+            estimate = _joined([group.estimate for group in order])
+            step = _joined([group.step for group in order])
+            factor = margins.to(dtype)
+            # The value: τ = s/Q rounded down (gradient-step maps: τ·‖W‖₂² ≤ s) or √Q rounded up (norm
+            # bounds ≥ ‖W‖₂). The gradient: of the surrogate s/((1 + m)σ̂²) or √(1 + m)·σ̂, the
+            # "verified" mode's (the paper's power-mode gradient), written out by _PowerModeGradient.
+            if kinds == {"tau"}:
+                inverse = 1.0 / (estimate.square() * factor)
+                surrogate = step * inverse
+                slope = -2.0 * surrogate / estimate  # d surrogate / dσ̂
+            elif kinds == {"norm"}:
+                surrogate = estimate * factor.sqrt()
+                inverse, slope = torch.zeros_like(estimate), factor.sqrt()
+            else:
+                inverse = torch.where(is_tau, 1.0 / (estimate.square() * factor), torch.zeros_like(estimate))
+                surrogate = torch.where(is_tau, step * inverse, estimate * factor.sqrt())
+                slope = torch.where(is_tau, -2.0 * surrogate / estimate, factor.sqrt())
+            # An entry whose surrogate is far from its value (σ̂ = 0 or overflow, or σ̂ lagging by more than a
+            # factor 2: the straight-through difference value − surrogate would not be exact, Sterbenz) or
+            # whose gradient is not finite is a failed test, as in "verified"; its gradient is set to 0 so
+            # that an unused row cannot turn into 0·∞ = NaN.
+            usable = (surrogate + (value - surrogate) == value) & torch.isfinite(slope) & torch.isfinite(inverse)
+            zero = torch.zeros((), dtype=dtype, device=device)
+            plan = _Plan(value, torch.where(usable, slope, zero), torch.where(usable, inverse, zero), order)
+            # the computation's one host read
+            flags = torch.stack((_joined(passes) & usable, _joined(retries))).tolist()
+        values = _PowerModeGradient.apply(plan, *[tensor for group in order for tensor in group.inputs])
         spent = [False]
         if values.requires_grad:
             values.register_hook(_mark_spent(spent))
-        # the computation's one host read
-        flags = torch.stack((_joined(passes) & (values.detach() == value), _joined(retries))).tolist()
         layers = [layer for group in order for layer in group.layers]
         snapshots = [weight for group in order for weight in group.snapshot.unbind(0)]
         steps = [item for group in order for item in group.steps]
         parts = zip(layers, values.unbind(0), snapshots, steps, following, *flags, strict=True)
         for layer, part, weight, step_value, vector, flag, second in parts:
             self._entries[id(layer._bound)] = _Entry(part, weight, step_value, vector, flag, second, spent)
+
+
+@dataclass(eq=False)
+class _Plan:
+    """What :class:`_PowerModeGradient` returns and needs: the values, dvalue/dσ̂ and dvalue/ds per entry, the groups."""
+
+    value: torch.Tensor  # (B,) certified values, in the weight dtype
+    slope: torch.Tensor  # (B,) d surrogate / dσ̂ (0 where the entry failed)
+    inverse: torch.Tensor  # (B,) d surrogate / ds = 1/((1 + m)σ̂²) for τ maps (0 for norm maps and failures)
+    groups: list[_Group]  # in the order of the entries; each lists its inputs (weights, then θ if learnable)
+
+
+class _PowerModeGradient(torch.autograd.Function):
+    """The certified values with the power-mode gradient, in a few batched operations.
+
+    Forward returns the values unchanged. Backward, for the surrogate S_b of each entry
+    (s_b/((1 + m_b)σ̂_b²) for a τ map, √(1 + m_b)·σ̂_b for a norm map), with σ̂_b = ‖W_b v_b‖ and the
+    power vector v_b held fixed (the paper's power mode): ∂σ̂_b/∂W_b = u_b v_bᵀ, u_b = W_b v_b/σ̂_b, so
+    ∂S_b/∂W_b = (∂S_b/∂σ̂_b)·u_b v_bᵀ, and ∂S_b/∂θ_b = s'(θ_b)/((1 + m_b)σ̂_b²) for a learnable step
+    s = 2·sigmoid(θ). The same gradient as autograd through the surrogate (tested), without building
+    its graph: one outer product per group instead of a dozen recorded operations per step.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, plan: _Plan, *inputs: torch.Tensor) -> torch.Tensor:
+        ctx.plan = plan
+        return plan.value
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        plan: _Plan = ctx.plan
+        by_norm = grad * plan.slope
+        by_step = grad * plan.inverse
+        grads: list[torch.Tensor | None] = [None]
+        offset = 0
+        for group in plan.groups:
+            count = len(group.layers)
+            part = slice(offset, offset + count)
+            offset += count
+            grads.extend(
+                (by_norm[part].unsqueeze(1) * group.left).unsqueeze(2).mul(group.vectors.unsqueeze(1)).unbind(0)
+            )
+            if group.slope is not None:
+                grads.extend((by_step[part] * group.slope).unbind(0))
+        return tuple(grads)
 
 
 #: Pad a Gram matrix of size n to a set's size N when its share of the padded factorisation stays
@@ -623,11 +688,14 @@ class _Group:
     layers: list[Any]
     snapshot: torch.Tensor  # (B, rows, cols) the weights' content, detached
     vectors: torch.Tensor  # (B, cols) power vectors
-    estimate: torch.Tensor  # (B,) σ̂_b with the power-mode gradient
-    step: torch.Tensor  # (B,) s in the weight dtype (gradient for learnable steps; 1 for norm maps)
+    estimate: torch.Tensor  # (B,) σ̂_b = ‖W_b v_b‖ (no autograd)
+    step: torch.Tensor  # (B,) s in the weight dtype (1 for norm maps)
     step64: torch.Tensor  # (B,) s in float64, no gradient
     steps: list[Any]  # what each member's τ was formed with (logit, float, or None)
     margins: torch.Tensor  # (B,) float64 1 + m_b
+    inputs: list[torch.Tensor]  # the members' weights (then step logits θ, learnable steps): what gets a gradient
+    left: torch.Tensor  # (B, rows) u_b = W_b v_b/σ̂_b
+    slope: torch.Tensor | None  # (B,) ds/dθ for learnable steps, else None
     square: torch.Tensor | None = None
     passed: torch.Tensor | None = None
     retried: torch.Tensor | None = None
