@@ -381,8 +381,8 @@ def test_a_padded_batch_of_gram_matrices_tests_each_as_its_own_size() -> None:
         for index, shape in enumerate(shapes):
             weights = torch.randn(2, *shape, generator=generator, dtype=F64)
             vectors = torch.nn.functional.normalize(torch.randn(2, shape[1], generator=generator, dtype=F64), dim=1)
-            # margins around the Rayleigh quotient: some pass, some fail, some pass only at the retry
-            margin = torch.tensor([1.0 + 0.03 * index, 1.0 - 0.05], dtype=F64)
+            # margins around the Ritz value: some pass, some fail, some pass only at the retry
+            margin = torch.tensor([1.0 + 0.03 * index, 0.8 + 0.05 * index], dtype=F64)
             ratio = torch.full((2,), verified_ratio(min(shape), max(shape), precision), dtype=F64)
             _, gram, start = _gram_and_start(weights, vectors, precision)
             pad = 12 - gram.shape[-1]
@@ -573,3 +573,56 @@ def test_the_written_out_gradient_equals_autograd_through_the_surrogate(dtype: t
     # the values are the certified ones, not the surrogates
     for value, surrogate in zip(values, surrogates):
         assert float(value.detach()) != float(surrogate.detach())
+
+
+def test_lanczos_gives_the_top_eigenvalue_and_beats_the_power_iteration() -> None:
+    """``_lanczos``: the Rayleigh quotient at 0 steps, λ_max at the full Krylov dimension, never above
+    λ_max (float64), closer to it than the power iteration's Rayleigh quotient with as many products
+    on spectra without a gap, safe on breakdowns, zero padding and non-finite matrices."""
+    from structnets.nn._certified_batch import _lanczos
+
+    generator = torch.Generator().manual_seed(21)
+    a = torch.randn(6, 60, 60, generator=generator, dtype=F64)  # Marchenko–Pastur: no gap at the top
+    gram = a.mT @ a
+    top = torch.linalg.eigvalsh(gram)[:, -1]
+    start = torch.randn(6, 1, 60, generator=generator, dtype=F64)
+    ritz0, _ = _lanczos(gram, start, 0)
+    assert torch.allclose(ritz0, (start @ gram * start).sum(dim=(1, 2)) / (start * start).sum(dim=(1, 2)))
+    full, vector = _lanczos(gram, start, 59)
+    assert torch.allclose(full, top, rtol=1e-10)
+    residual = vector @ gram - full[:, None, None] * vector
+    assert float(
+        (torch.linalg.vector_norm(residual, dim=2) / torch.linalg.vector_norm(vector, dim=2)).max()
+    ) < 1e-6 * float(top.max())
+    for steps in (1, 3, 5, 8):
+        ritz, _ = _lanczos(gram, start, steps)
+        assert bool((ritz <= top * (1 + 1e-12)).all())
+        z = start
+        for _ in range(steps):
+            z = torch.nn.functional.normalize(z @ gram, dim=2)
+        rayleigh = (z @ gram * z).sum(dim=(1, 2))
+        assert bool((top - ritz <= top - rayleigh + 1e-9 * top).all())
+        if steps >= 5:  # measured: 3–44 % of the power iteration's deficit at 5 steps, 0.2–28 % at 8
+            assert bool((top - ritz <= 0.5 * (top - rayleigh)).all())
+    # an exact breakdown (the start is an eigenvector, β = 0): its eigenvalue, no NaN
+    diagonal = torch.diag_embed(torch.arange(1.0, 9.0, dtype=F64)).expand(2, 8, 8)
+    unit = torch.zeros(2, 1, 8, dtype=F64)
+    unit[:, 0, 2] = 1.0
+    ritz, vector = _lanczos(diagonal, unit, 5)
+    assert torch.equal(ritz, torch.full((2,), 3.0, dtype=F64)) and torch.equal(vector.abs(), unit)
+    # a breakdown up to rounding (a computed eigenvector) goes on from the rounding noise: still ≤ λ_max
+    eigenvalues, eigenvectors = torch.linalg.eigh(gram)
+    ritz, vector = _lanczos(gram, eigenvectors[:, :, -3].unsqueeze(1), 5)
+    assert bool((ritz >= eigenvalues[:, -3] * (1 - 1e-10)).all() and (ritz <= top * (1 + 1e-12)).all())
+    assert bool(torch.isfinite(vector).all())
+    # zero padding stays zero; a zero matrix gives 0; a non-finite matrix gives NaN
+    padded = torch.nn.functional.pad(gram, (0, 7, 0, 7))
+    ritz, vector = _lanczos(padded, torch.nn.functional.pad(start, (0, 7)), 5)
+    assert torch.allclose(ritz, _lanczos(gram, start, 5)[0], rtol=1e-12) and not bool(vector[:, :, 60:].any())
+    ritz, _ = _lanczos(torch.zeros(2, 5, 5, dtype=F64), torch.ones(2, 1, 5, dtype=F64), 3)
+    assert torch.equal(ritz, torch.zeros(2, dtype=F64))
+    broken = gram.clone()
+    broken[1, 3, 4] = math.nan
+    broken[2, 0, 0] = math.inf
+    ritz, _ = _lanczos(broken, start, 5)
+    assert bool(ritz[1].isnan()) and bool(ritz[2].isnan()) and bool(torch.isfinite(ritz[[0, 3, 4, 5]]).all())

@@ -18,7 +18,6 @@ from ..functional import (
     power_estimate,
     sqrt_round_up,
     squared_norm_bound,
-    verified_power_square,
 )
 
 
@@ -120,8 +119,9 @@ class CertifiedBound:
     One place for what :class:`GradientStepResidual` and :class:`NormConstrainedLinear` share:
     ``"power"`` in training mode with gradients on returns the persistent power estimate
     (uncertified); ``"verified"`` in training mode with a gradient needed returns that estimate
-    with a :data:`VERIFIED_MARGIN`, certified by a Cholesky test
-    (:func:`structnets.functional.verified_power_square`), or the exact bound when the test fails; any mode with a gradient needed (a weight that requires grad, or any weight
+    with a :data:`VERIFIED_MARGIN`, certified by a Cholesky test (the guess from a few Lanczos steps on
+    the Gram matrix, :func:`~structnets.nn._certified_batch.verified_single_square`), or the exact
+    bound when the test fails; any mode with a gradient needed (a weight that requires grad, or any weight
     under a ``torch.func`` transform with gradients on, where ``requires_grad`` cannot be read)
     returns the differentiable certified bound; everything else (eval, or no gradient) returns the
     certified bound from a cache.
@@ -183,10 +183,15 @@ class CertifiedBound:
         if self.mode != "power" and torch.is_grad_enabled() and (weight.requires_grad or _is_transformed(weight)):
             # "verified" only in training (eval passes use the exact bound, as the certificate does)
             if self.mode == "verified" and training and not _is_transformed(weight):
-                verified, following = verified_power_square(weight, power_vector, self.verified_margin)
+                from ._certified_batch import verified_single_square  # (that module imports this one)
+
+                verified, following, retried = verified_single_square(weight, power_vector, self.verified_margin)
                 if verified is not None:
                     self.verified_steps += 1
-                    self.verified_margin = max(VERIFIED_MARGIN, 0.95 * self.verified_margin)
+                    if retried:  # the first guess was low: widen the margin as a failed test does
+                        self.verified_margin = min(VERIFIED_MARGIN_MAX, 2.0 * self.verified_margin)
+                    else:
+                        self.verified_margin = max(VERIFIED_MARGIN, 0.95 * self.verified_margin)
                     return verified, following
                 self.exact_fallbacks += 1
                 self.verified_margin = min(VERIFIED_MARGIN_MAX, 2.0 * self.verified_margin)
