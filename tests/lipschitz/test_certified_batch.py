@@ -20,7 +20,7 @@ from structnets.analysis import lipschitz_upper_bound
 from structnets.functional import certified_step, verified_power_square
 from structnets.models import lipschitz_resnet
 from structnets.nn import CertifiedBatch, GradientStepResidual, NormConstrainedLinear
-from structnets.nn._certified_batch import batched_verified_square, verified_ratio
+from structnets.nn._verified_gram import batched_verified_square, verified_ratio
 
 F64 = torch.float64
 
@@ -372,7 +372,7 @@ def test_a_padded_batch_of_gram_matrices_tests_each_as_its_own_size() -> None:
     hair away from λ_max(Ĝ) gives the same verdict padded and unpadded (at μ = λ_max itself the
     factorisation's rounding, which padding may reorder, decides; either verdict is then sound).
     """
-    from structnets.nn._certified_batch import _certify_grams, _cholesky_test, _gram_and_start, _set_shift
+    from structnets.nn._verified_gram import _certify_grams, _cholesky_test, _gram_and_start, _set_shift
 
     generator = torch.Generator().manual_seed(11)
     shapes = [(12, 12), (3, 12), (7, 5), (1, 4), (12, 30)]
@@ -463,7 +463,7 @@ def test_the_batchs_rounding_gives_the_functional_values_bit_for_bit(dtype: torc
     """The batch's lean no-gradient rounding (``_tau_values``, ``_norm_values``) equals
     :func:`certified_step` and :func:`sqrt_round_up` on random, tiny, huge, zero, infinite and NaN Q."""
     from structnets.functional import sqrt_round_up
-    from structnets.nn._certified_batch import _norm_values, _tau_values
+    from structnets.nn._verified_gram import _norm_values, _tau_values
 
     generator = torch.Generator().manual_seed(5)
     exponents = torch.randint(-1074, 1024, (400,), generator=generator).to(F64)
@@ -499,7 +499,7 @@ def test_the_batchs_rounding_gives_the_functional_values_bit_for_bit(dtype: torc
 
 def test_the_next_power_vector_keeps_the_old_one_where_no_unit_vector_comes_out() -> None:
     """``_following``: unit rows where W z is finite and non-zero; the old vector where it is 0, NaN or overflows."""
-    from structnets.nn._certified_batch import _following
+    from structnets.nn._verified_gram import _following
 
     generator = torch.Generator().manual_seed(3)
     old = torch.nn.functional.normalize(torch.randn(4, 6, generator=generator, dtype=F64), dim=1)
@@ -579,7 +579,7 @@ def test_lanczos_gives_the_top_eigenvalue_and_beats_the_power_iteration() -> Non
     """``_lanczos``: the Rayleigh quotient at 0 steps, λ_max at the full Krylov dimension, never above
     λ_max (float64), closer to it than the power iteration's Rayleigh quotient with as many products
     on spectra without a gap, safe on breakdowns, zero padding and non-finite matrices."""
-    from structnets.nn._certified_batch import _lanczos
+    from structnets.nn._verified_gram import _lanczos
 
     generator = torch.Generator().manual_seed(21)
     a = torch.randn(6, 60, 60, generator=generator, dtype=F64)  # Marchenko–Pastur: no gap at the top

@@ -87,16 +87,16 @@ def test_verified_power_square_has_the_power_gradient_and_a_certified_value() ->
 def test_every_training_step_of_a_verified_model_is_certified(fused: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     # The Lanczos guess rarely fails at these sizes: every 7th test is made to fail, so the exact
     # fallback (and the restart of its power vector) runs inside the loop as well.
-    from structnets.nn import _certified_batch
+    from structnets.nn import _verified_gram
 
-    real, calls = _certified_batch.batched_verified_square, [0]
+    real, calls = _verified_gram.batched_verified_square, [0]
 
     def sometimes_failing(*args: object, **kwargs: object) -> tuple[torch.Tensor, ...]:
         square, passed, following, retried = real(*args, **kwargs)  # type: ignore[arg-type]
         calls[0] += 1
         return square, passed & (calls[0] % 7 != 0), following, retried
 
-    monkeypatch.setattr(_certified_batch, "batched_verified_square", sometimes_failing)
+    monkeypatch.setattr(_verified_gram, "batched_verified_square", sometimes_failing)
     torch.manual_seed(2)
     model = lipschitz_resnet(20, 4, width=16, depth=3, step=2.0, learnable_step=False, bound="verified")
     generator = torch.Generator().manual_seed(3)

@@ -2,7 +2,7 @@
 
 The exact bound (:func:`structnets.conv_norms.conv_squared_norm_bound`) costs a batched Hermitian
 eigensolve of the Gram matrices G(ω) = K̂(ω)ᴴK̂(ω) at every frequency of the grid, at every
-training step. Here, as the dense ``bound="verified"``
+training step. Here, as in the dense ``bound="verified"``'s first test
 (:func:`structnets.functional.verified_power_square`), persistent per-frequency power vectors give
 λ̂(ω) ≤ λ_max(G(ω)), and μ = (1 + margin)·max_ω λ̂(ω) is certified for **every** frequency at once
 by one batched complex Cholesky factorisation of μI − Ĝ(ω) (:func:`cholesky_certificate`).

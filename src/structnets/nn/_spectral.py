@@ -19,6 +19,7 @@ from ..functional import (
     sqrt_round_up,
     squared_norm_bound,
 )
+from ._verified_gram import verified_single_square
 
 
 class BatchedValues(Protocol):
@@ -120,7 +121,7 @@ class CertifiedBound:
     ``"power"`` in training mode with gradients on returns the persistent power estimate
     (uncertified); ``"verified"`` in training mode with a gradient needed returns that estimate
     with a :data:`VERIFIED_MARGIN`, certified by a Cholesky test (the guess from a few Lanczos steps on
-    the Gram matrix, :func:`~structnets.nn._certified_batch.verified_single_square`), or the exact
+    the Gram matrix, :func:`~structnets.nn._verified_gram.verified_single_square`), or the exact
     bound when the test fails; any mode with a gradient needed (a weight that requires grad, or any weight
     under a ``torch.func`` transform with gradients on, where ``requires_grad`` cannot be read)
     returns the differentiable certified bound; everything else (eval, or no gradient) returns the
@@ -183,8 +184,6 @@ class CertifiedBound:
         if self.mode != "power" and torch.is_grad_enabled() and (weight.requires_grad or _is_transformed(weight)):
             # "verified" only in training (eval passes use the exact bound, as the certificate does)
             if self.mode == "verified" and training and not _is_transformed(weight):
-                from ._certified_batch import verified_single_square  # (that module imports this one)
-
                 verified, following, retried = verified_single_square(weight, power_vector, self.verified_margin)
                 if verified is not None:
                     self.verified_steps += 1
