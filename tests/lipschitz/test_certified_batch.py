@@ -626,3 +626,45 @@ def test_lanczos_gives_the_top_eigenvalue_and_beats_the_power_iteration() -> Non
     broken[2, 0, 0] = math.inf
     ritz, _ = _lanczos(broken, start, 5)
     assert bool(ritz[1].isnan()) and bool(ritz[2].isnan()) and bool(torch.isfinite(ritz[[0, 3, 4, 5]]).all())
+
+
+def test_second_derivatives_through_the_batch_are_those_of_the_surrogate() -> None:
+    """``create_graph=True`` (gradient penalties, Hessian-vector products): the batch's values have the
+    surrogate's higher derivatives too, for a mixed batch in float64."""
+    torch.manual_seed(6)
+    members: list[nn.Module] = [
+        GradientStepResidual(7, 9, bound="verified", learnable_step=True, step=1.1, dtype=F64),
+        NormConstrainedLinear(15, 5, bound="verified", dtype=F64),
+        GradientStepResidual(7, 9, bound="verified", step=1.7, dtype=F64),
+    ]
+    batch = CertifiedBatch(members)
+    for member in members:
+        member.train()
+    vectors = [m.power_vector.clone() for m in members]
+    margins = [1.0 + m._bound.verified_margin for m in members]
+    values = [
+        m.tau() if isinstance(m, GradientStepResidual) else m._bound(m.raw_weight, m.power_vector, True)[0]
+        for m in members
+    ]
+    assert batch.batched_calls == 3
+    params = [members[0].weight, members[0].step_logit, members[1].raw_weight, members[2].weight]
+
+    def penalty(scalars: list[torch.Tensor]) -> torch.Tensor:
+        first = torch.autograd.grad(sum((i + 1.0) * v for i, v in enumerate(scalars)), params, create_graph=True)
+        return sum((g**2).sum() for g in first)
+
+    got = torch.autograd.grad(penalty(values), params)
+    surrogates = []
+    for member, v, factor in zip(members, vectors, margins):
+        w = member.weight if isinstance(member, GradientStepResidual) else member.raw_weight
+        sigma = torch.linalg.vector_norm(w @ v)
+        if isinstance(member, GradientStepResidual):
+            step = member.step_size() if member.step_logit is not None else member.step
+            surrogates.append(step / (sigma.square() * factor))
+        else:
+            surrogates.append(sigma * math.sqrt(factor))
+    expected = torch.autograd.grad(penalty(surrogates), params)
+    scale = max(float(b.abs().max()) for b in expected)  # the norm map's is 0 up to rounding (‖uvᵀ‖ = 1)
+    assert scale > 1e-3
+    for a, b in zip(got, expected, strict=True):
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-12 * scale)

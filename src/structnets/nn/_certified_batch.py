@@ -365,7 +365,9 @@ class CertifiedBatch:
             # that an unused row cannot turn into 0·∞ = NaN.
             usable = (surrogate + (value - surrogate) == value) & torch.isfinite(slope) & torch.isfinite(inverse)
             zero = torch.zeros((), dtype=dtype, device=device)
-            plan = _Plan(value, torch.where(usable, slope, zero), torch.where(usable, inverse, zero), order)
+            plan = _Plan(
+                value, torch.where(usable, slope, zero), torch.where(usable, inverse, zero), order, factor, usable
+            )
             # the computation's one host read
             flags = torch.stack((_joined(passes) & usable, _joined(retries))).tolist()
         values = _PowerModeGradient.apply(plan, *[tensor for group in order for tensor in group.inputs])
@@ -388,6 +390,8 @@ class _Plan:
     slope: torch.Tensor  # (B,) d surrogate / dσ̂ (0 where the entry failed)
     inverse: torch.Tensor  # (B,) d surrogate / ds = 1/((1 + m)σ̂²) for τ maps (0 for norm maps and failures)
     groups: list[_Group]  # in the order of the entries; each lists its inputs (weights, then θ if learnable)
+    factor: torch.Tensor  # (B,) 1 + m_b in the weight dtype
+    usable: torch.Tensor  # (B,) bool: the entry's gradient is defined (else it is 0)
 
 
 class _PowerModeGradient(torch.autograd.Function):
@@ -398,18 +402,30 @@ class _PowerModeGradient(torch.autograd.Function):
     power vector v_b held fixed (the paper's power mode): ∂σ̂_b/∂W_b = u_b v_bᵀ, u_b = W_b v_b/σ̂_b, so
     ∂S_b/∂W_b = (∂S_b/∂σ̂_b)·u_b v_bᵀ, and ∂S_b/∂θ_b = s'(θ_b)/((1 + m_b)σ̂_b²) for a learnable step
     s = 2·sigmoid(θ). The same gradient as autograd through the surrogate (tested), without building
-    its graph: one outer product per group instead of a dozen recorded operations per step.
+    its graph: one outer product per group instead of a dozen recorded operations per step. A
+    backward pass that builds a graph (``create_graph=True``, for higher derivatives) differentiates
+    the surrogate itself instead, rebuilt from the saved inputs, so that every order is right.
     """
 
     @staticmethod
     def forward(ctx: Any, plan: _Plan, *inputs: torch.Tensor) -> torch.Tensor:
         ctx.plan = plan
+        ctx.save_for_backward(*inputs)
         return plan.value
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         plan: _Plan = ctx.plan
+        if torch.is_grad_enabled():
+            inputs = ctx.saved_tensors
+            grads = torch.autograd.grad(
+                _surrogate(plan, inputs),
+                inputs,
+                grad_outputs=torch.where(plan.usable, grad, torch.zeros_like(grad)),
+                create_graph=True,
+                allow_unused=True,
+            )
+            return (None, *grads)
         by_norm = grad * plan.slope
         by_step = grad * plan.inverse
         grads: list[torch.Tensor | None] = [None]
@@ -424,6 +440,29 @@ class _PowerModeGradient(torch.autograd.Function):
             if group.slope is not None:
                 grads.extend((by_step[part] * group.slope).unbind(0))
         return tuple(grads)
+
+
+def _surrogate(plan: _Plan, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The surrogates S_b of :class:`_PowerModeGradient` as a differentiable function of its inputs."""
+    parts, index, offset = [], 0, 0
+    for group in plan.groups:
+        count = len(group.layers)
+        stacked = torch.stack(inputs[index : index + count])
+        index += count
+        sigma = torch.linalg.vector_norm(torch.bmm(group.vectors.unsqueeze(1), stacked.mT), dim=(1, 2))
+        usable, factor = plan.usable[offset : offset + count], plan.factor[offset : offset + count]
+        offset += count
+        sigma = torch.where(usable, sigma, torch.ones_like(sigma))  # an unused row: no 0·∞ in its gradient
+        if group.kind == "norm":
+            parts.append(sigma * factor.sqrt())
+            continue
+        if group.slope is not None:
+            step = 2.0 * torch.sigmoid(torch.stack(inputs[index : index + count]))
+            index += count
+        else:
+            step = group.step
+        parts.append(step / (sigma.square() * factor))
+    return torch.cat(parts)
 
 
 #: Pad a Gram matrix of size n to a set's size N when its share of the padded factorisation stays
