@@ -418,14 +418,14 @@ class _PowerModeGradient(torch.autograd.Function):
         plan: _Plan = ctx.plan
         if torch.is_grad_enabled():
             inputs = ctx.saved_tensors
-            grads = torch.autograd.grad(
+            graph_grads = torch.autograd.grad(
                 _surrogate(plan, inputs),
                 inputs,
                 grad_outputs=torch.where(plan.usable, grad, torch.zeros_like(grad)),
                 create_graph=True,
                 allow_unused=True,
             )
-            return (None, *grads)
+            return (None, *graph_grads)
         by_norm = grad * plan.slope
         by_step = grad * plan.inverse
         grads: list[torch.Tensor | None] = [None]
