@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from toy_experiment import ToyConfig
 
-from structnets.runner import StoreError, run
+from structnets.runner import CorruptStoreError, StoreError, run
 
 TOY = "toy_experiment:EXPERIMENT"
 
@@ -118,3 +118,10 @@ def test_bad_reuse_folders_are_refused_by_name_before_anything_is_written(tmp_pa
     with pytest.raises(StoreError, match=r"holds a run of 'lowrank-uci', not of 'toy'"):
         run(TOY, ToyConfig.quick(), out, reuse=[other])
     assert not out.exists()
+    # a damaged database is refused and left as it was
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "results.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(CorruptStoreError):
+        run(TOY, ToyConfig.quick(), out, reuse=[damaged])
+    assert (damaged / "results.db").read_bytes() == b"not a database" * 100 and not out.exists()
