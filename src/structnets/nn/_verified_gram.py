@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from ..functional import _straight_through, power_estimate
+from ..functional import _straight_through, power_estimate, verified_square_bound
 
 _U = 2.0**-53
 #: Per compute dtype: unit round-off u, the range of μ that is tested (outside it the exact bound is
@@ -308,19 +308,25 @@ def verified_single_square(
 ) -> tuple[torch.Tensor | None, torch.Tensor, bool]:
     """``bound="verified"`` for one map: Q ≥ ‖W‖₂² certified, with the power-mode gradient, or None.
 
-    The guess is the top Ritz value λ̂ of a few Lanczos steps on the float64 Gram matrix from the warm
-    vector, μ = (1 + margin)·λ̂, tested as in :func:`batched_verified_square` (B = 1, float64, a
-    second test at 1.15·μ). A single power step on W (:func:`~structnets.functional.verified_power_square`,
-    the mode's test until 2026-12-06) lagged behind σ₁ whenever the top of the spectrum has no gap:
-    in 400 Adam steps of ``lipschitz_resnet(64, 10, 128, 2, bound="verified")`` (lr 5·10⁻³, batch 256,
-    2026-12-06) its test failed in 21–44 % of the steps of each map (each then an exact eigen-solve),
-    with margins of 7.6–8 %; here in none, with margins of 1–2.3 %. Q has the certified value and the gradient of
-    (1 + margin)·σ̂², σ̂ = ‖Wv‖ (the paper's power-mode gradient, as before).
+    First the cheap test of :func:`~structnets.functional.verified_power_square`: one power step on W
+    gives σ̂, and μ = (1 + margin)·σ̂² is tested by one float64 Cholesky factorisation. Where it fails
+    (σ̂ lagged behind σ₁), the guess is the top Ritz value λ̂ of a few Lanczos steps on the float64 Gram
+    matrix from the warm vector, μ = (1 + margin)·λ̂, tested as in :func:`batched_verified_square`
+    (B = 1, a second test at 1.15·μ), before the caller's exact eigen-solve. One power step alone (the
+    mode until 2026-12-06) lags whenever the top of the spectrum has no gap: in 400 Adam steps of
+    ``lipschitz_resnet(64, 10, 128, 2, bound="verified")`` (lr 5·10⁻³, batch 256, 2026-12-06) it fell
+    back to the eigen-solve in 21–44 % of the steps of each map, with margins of 7.6–8 %; with the
+    Lanczos test behind it, in none, with margins of 1–2.3 %. Q has the certified value and the gradient
+    of (1 + margin)·σ̂², σ̂ = ‖Wv‖ (the paper's power-mode gradient, as before).
 
     Returns:
-        (Q or None, the next unit power vector, whether the second test was needed).
+        (Q or None, the next unit power vector, whether the Lanczos test's second, larger guess was needed).
     """
-    estimate, _ = power_estimate(weight, vector)
+    estimate, quick_following = power_estimate(weight, vector)
+    surrogate = estimate.to(torch.float64).square() * (1.0 + margin)
+    quick = verified_square_bound(weight, float(surrogate.detach()))
+    if quick is not None:
+        return _straight_through(surrogate, torch.full_like(surrogate.detach(), quick)), quick_following, False
     margins = torch.full((1,), 1.0 + margin, dtype=torch.float64, device=weight.device)
     square, passed, following, retried = batched_verified_square(
         weight.detach()[None], vector.detach()[None], margins, precision=torch.float64
@@ -328,7 +334,6 @@ def verified_single_square(
     ok, second = torch.stack((passed[0], retried[0])).tolist()
     if not ok:
         return None, following[0], False
-    surrogate = estimate.to(torch.float64).square() * (1.0 + margin)
     return _straight_through(surrogate, square[0]), following[0], bool(second)
 
 
