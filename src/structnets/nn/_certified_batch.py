@@ -77,7 +77,7 @@ class CertifiedBatch:
     τ_b = s_b/Q_b rounded down (gradient-step maps) or √Q_b rounded up (norm-constrained maps),
     with the gradient of s_b/((1 + m_b)σ̂_b²) or √(1 + m_b)·σ̂_b, σ̂_b = ‖W_b v_b‖ (the paper's power-mode
     gradient, :class:`_PowerModeGradient`).
-    One host read per group; the per-map margins m_b adapt as in ``"verified"``.
+    One host read per computation; the per-map margins m_b adapt as in ``"verified"``.
 
     A member uses its value only once, and only when the weight (and step) it is about to use has
     the *content* the value was computed for (``torch.equal`` against the stacked copy, same
