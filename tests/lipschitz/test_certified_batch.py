@@ -521,6 +521,20 @@ def test_the_next_power_vector_keeps_the_old_one_where_no_unit_vector_comes_out(
             assert torch.equal(following[b], old[b]), (rows, b)
 
 
+def _surrogates(members: list[nn.Module], vectors: list[torch.Tensor], margins: list[float]) -> list[torch.Tensor]:
+    """The power-mode surrogates by hand: s/((1 + m)σ̂²) for gradient-step maps, √(1 + m)·σ̂ for norm maps, σ̂ = ‖Wv‖."""
+    surrogates = []
+    for member, v, factor in zip(members, vectors, margins, strict=True):
+        if isinstance(member, GradientStepResidual):
+            sigma = torch.linalg.vector_norm(member.weight @ v)
+            step = member.step_size() if member.step_logit is not None else member.step
+            surrogates.append(step / (sigma.square() * factor))
+        else:
+            sigma = torch.linalg.vector_norm(member.raw_weight @ v)
+            surrogates.append(sigma * math.sqrt(factor))
+    return surrogates
+
+
 @pytest.mark.parametrize("dtype", [F64, torch.float32])
 def test_the_written_out_gradient_equals_autograd_through_the_surrogate(dtype: torch.dtype) -> None:
     """``_PowerModeGradient``: d(value)/dW and d(value)/dθ are those of s/((1 + m)σ̂²) (τ maps, fixed or
@@ -557,15 +571,7 @@ def test_the_written_out_gradient_equals_autograd_through_the_surrogate(dtype: t
     ]
     weights = torch.arange(1.0, len(members) + 1.0, dtype=dtype)
     got = torch.autograd.grad(sum(c * v for c, v in zip(weights, values)), params)
-    surrogates = []
-    for member, v, factor in zip(members, vectors, margins):
-        w = member.weight if isinstance(member, GradientStepResidual) else member.raw_weight
-        sigma = torch.linalg.vector_norm(w @ v)
-        if isinstance(member, GradientStepResidual):
-            step = member.step_size() if member.step_logit is not None else member.step
-            surrogates.append(step / (sigma.square() * factor))
-        else:
-            surrogates.append(sigma * math.sqrt(factor))
+    surrogates = _surrogates(members, vectors, margins)
     expected = torch.autograd.grad(sum(c * s for c, s in zip(weights, surrogates)), params)
     rtol = 1e-10 if dtype == F64 else 1e-4
     for a, b in zip(got, expected, strict=True):
@@ -654,15 +660,7 @@ def test_second_derivatives_through_the_batch_are_those_of_the_surrogate() -> No
         return sum((g**2).sum() for g in first)
 
     got = torch.autograd.grad(penalty(values), params)
-    surrogates = []
-    for member, v, factor in zip(members, vectors, margins):
-        w = member.weight if isinstance(member, GradientStepResidual) else member.raw_weight
-        sigma = torch.linalg.vector_norm(w @ v)
-        if isinstance(member, GradientStepResidual):
-            step = member.step_size() if member.step_logit is not None else member.step
-            surrogates.append(step / (sigma.square() * factor))
-        else:
-            surrogates.append(sigma * math.sqrt(factor))
+    surrogates = _surrogates(members, vectors, margins)
     expected = torch.autograd.grad(penalty(surrogates), params)
     scale = max(float(b.abs().max()) for b in expected)  # the norm map's is 0 up to rounding (‖uvᵀ‖ = 1)
     assert scale > 1e-3

@@ -101,6 +101,8 @@ def test_bad_reuse_folders_are_refused_by_name_before_anything_is_written(tmp_pa
     source = tmp_path / "source"
     run(TOY, ToyConfig.quick(), source)
     out = tmp_path / "out"
+    with pytest.raises(TypeError, match=r"`reuse` must be a sequence of run folders, got the single path"):
+        run(TOY, ToyConfig.quick(), out, reuse=str(source))  # type: ignore[arg-type]
     with pytest.raises(StoreError, match=r"`reuse` folder .*missing has no results\.db"):
         run(TOY, ToyConfig.quick(), out, reuse=[tmp_path / "missing"])
     with pytest.raises(StoreError, match=r"`reuse` folder .* is given twice"):

@@ -123,8 +123,9 @@ def _lanczos(gram: torch.Tensor, start: torch.Tensor, iterations: int) -> tuple[
     best estimate K holds, where the power iteration's Rayleigh quotient uses its last vector only.
     The difference matters when the top of the spectrum has no gap (σ₂ ≈ σ₁, wide random-like
     layers): in 400 Adam steps of 10 blocks of width 100 (2026-12-06), 6 Lanczos vectors left the
-    first guesses low 3.9 % of the time, with margins of 1–3 %, where 5 power products left them
-    low 18 % of the time with margins of 4–8 %, and the loss was lower (1.83 against 1.95).
+    first guesses low 3.9 % of the time, with margins of 1–6 % (mostly 1–3 %), where 5 power products
+    left them low 18 % of the time with margins of 4–8 % (the last minibatch's loss 1.86 against 1.95,
+    one seed).
     No reorthogonalisation: in so few steps lost orthogonality can only repeat converged Ritz
     values, and the guess needs no more (the Cholesky test certifies whatever μ it is handed). A
     breakdown (β ≈ 0, the start in an invariant subspace) leaves the next vectors ≈ 0, which add
@@ -316,7 +317,7 @@ def verified_single_square(
     mode until 2026-12-06) lags whenever the top of the spectrum has no gap: in 400 Adam steps of
     ``lipschitz_resnet(64, 10, 128, 2, bound="verified")`` (lr 5·10⁻³, batch 256, 2026-12-06) it fell
     back to the eigen-solve in 21–44 % of the steps of each map, with margins of 7.6–8 %; with the
-    Lanczos test behind it, in none, with margins of 1–2.3 %. Q has the certified value and the gradient
+    Lanczos test behind it, in none (margins 1–1.2 % for three maps, 8 % for one). Q has the certified value and the gradient
     of (1 + margin)·σ̂², σ̂ = ‖Wv‖ (the paper's power-mode gradient, as before).
 
     Returns:

@@ -30,6 +30,10 @@ def load_sources(
         StoreError: a folder has no ``results.db``, is ``out`` itself, is given twice, or holds a
             run of another experiment (named); CorruptStoreError: its database is unreadable.
     """
+    if isinstance(paths, (str, os.PathLike)):
+        raise TypeError(
+            f"`reuse` must be a sequence of run folders, got the single path {str(paths)!r}: pass [{str(paths)!r}]"
+        )
     sources: list[tuple[Path, dict[str, UnitRecord]]] = []
     seen: set[Path] = set()
     for raw in paths:
