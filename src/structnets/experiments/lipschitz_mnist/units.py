@@ -27,6 +27,23 @@ def deel_torchlip_available() -> bool:
         return False
 
 
+def deel_one_lipschitz_layer(layer: Any) -> bool:
+    """Whether ``layer`` of an exported deel-torchlip network is a parameter-free 1-Lipschitz map.
+
+    Allow-listed, never assumed: deel's sorting activations (``GroupSort``, ``GroupSort2``,
+    ``FullSort``: a permutation of the input on each linear region), pixel-unshuffle (a permutation
+    of the coordinates) and flattening. Containers count as themselves only through their children.
+    Any other layer has no certified constant here, so the certifiers refuse it.
+    """
+    from torch import nn
+
+    if isinstance(layer, (nn.PixelUnshuffle, nn.Flatten, nn.Identity)):
+        return True
+    from deel import torchlip
+
+    return isinstance(layer, (torchlip.GroupSort, torchlip.GroupSort2, torchlip.FullSort))
+
+
 def units(config: LipschitzMNISTConfig, finished: pd.DataFrame) -> list[Unit]:
     """Training units of every model × loss × lift × seed at each depth × width, then its timing unit."""
     result = []
@@ -159,7 +176,14 @@ def _deel_export(model: Any) -> Any:
         def lipschitz_bound(self) -> float:
             return 1.0
 
-    layers = [layer if isinstance(layer, nn.Linear) else OneLipschitz(layer) for layer in model.vanilla_export()]
+    layers: list[nn.Module] = []
+    for layer in model.vanilla_export():
+        if isinstance(layer, nn.Linear):
+            layers.append(layer)
+        elif deel_one_lipschitz_layer(layer):
+            layers.append(OneLipschitz(layer))
+        else:  # an unknown layer has no certified constant: refuse rather than assume 1
+            raise ValueError(f"deel-torchlip export: layer {layer!r} is neither Linear nor a known 1-Lipschitz map")
     return nn.Sequential(*layers).eval()
 
 
@@ -385,4 +409,4 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     return _run_train(params)
 
 
-__all__ = ["build", "deel_torchlip_available", "run_unit", "units"]
+__all__ = ["build", "deel_one_lipschitz_layer", "deel_torchlip_available", "run_unit", "units"]

@@ -10,7 +10,7 @@ import pandas as pd
 from ...analysis.certify import certify
 from ...protocol import JSONScalar, Unit
 from ...training.device import device_param, unit_device
-from ..lipschitz_mnist.units import _mnist, deel_torchlip_available
+from ..lipschitz_mnist.units import _mnist, deel_one_lipschitz_layer, deel_torchlip_available
 from ..lipschitz_moons.units import train_classifier
 from .config import LipschitzMNISTConvConfig
 
@@ -93,7 +93,9 @@ def _deel_certified(model: Any) -> Any:
 
     Its ``vanilla_export`` gives ``nn.Conv2d``/``nn.Linear`` layers; each convolution is certified
     with our every-size bound (:func:`structnets.conv_norms.conv_norm_bound`, zero padding),
-    each linear map with the certified spectral bound, GroupSort and reshapes with 1.
+    each linear map with the certified spectral bound, the allow-listed parameter-free maps
+    (:func:`~structnets.experiments.lipschitz_mnist.units.deel_one_lipschitz_layer`: GroupSort,
+    pixel-unshuffle, flattening) with 1; any other layer is refused with a ``ValueError``.
     """
     import math
     from fractions import Fraction
@@ -129,8 +131,10 @@ def _deel_certified(model: Any) -> Any:
                     value = float(conv_norm_bound(layer.weight.to(torch.float64)))
                 elif isinstance(layer, nn.Linear):
                     value = float(spectral_norm_bound(layer.weight.to(torch.float64)))
-                else:
-                    continue
+                elif isinstance(layer, nn.Sequential) or deel_one_lipschitz_layer(layer):
+                    continue  # a container's children are visited themselves; the allow-listed maps are 1-Lipschitz
+                else:  # an unknown layer has no certified constant: refuse rather than assume 1
+                    raise ValueError(f"deel layer {layer!r} has no certified Lipschitz constant here")
                 exact = Fraction(product) * Fraction(value)
                 product = product * value
                 if math.isfinite(product) and Fraction(product) < exact:

@@ -1,0 +1,111 @@
+"""The deel-torchlip baselines of lipschitz-mnist and lipschitz-mnist-conv (optional extra ``baselines``).
+
+Their certificates are ours, not deel's: the exported plain-torch network must compute what deel's
+network computes, its certified bound must be ≥ the measured Lipschitz constant after training that
+rewards steepness, and a layer with no certified constant must be refused (assuming 1 would
+undershoot). Skipped where ``deel-torchlip`` is not installed; ``make setup`` installs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from structnets.analysis import lipschitz_upper_bound
+from structnets.experiments import get
+from structnets.experiments.lipschitz_mnist import units as dense_units
+from structnets.experiments.lipschitz_mnist_conv import LipschitzMNISTConvConfig
+from structnets.experiments.lipschitz_mnist_conv import units as conv_units
+from structnets.nn import FlatToImage
+
+from .helpers import measured_lipschitz, train_for_steepness
+
+torchlip = pytest.importorskip("deel.torchlip")
+
+SLACK = 1 + 1e-5
+"""float32 measurement against a float64 certificate (as the experiments' own check)."""
+
+
+class _Scale(nn.Module):
+    """A parameter-free layer that is 3-Lipschitz: the certifiers must not take it as 1."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return 3 * input
+
+
+def _inputs(n: int = 32) -> torch.Tensor:
+    return torch.rand(n, 784, generator=torch.Generator().manual_seed(3))
+
+
+def test_deel_is_detected() -> None:
+    assert dense_units.deel_torchlip_available()
+
+
+def test_conv_export_computes_deels_network_and_its_certificate_covers_the_measured_constant() -> None:
+    torch.manual_seed(0)
+    model = conv_units.build({"model": "deel-torchlip-conv", "channels": [2, 4], "depths": [1, 1], "kernel_size": 3})
+    train_for_steepness(model, 784, steps=15, lr=0.05)
+    certified = conv_units._deel_certified(model)
+    x = _inputs()
+    with torch.no_grad():
+        torch.testing.assert_close(certified(x), model.eval()(x), rtol=1e-5, atol=1e-5)
+    bound = lipschitz_upper_bound(certified)
+    measured = measured_lipschitz(certified, 784)
+    assert 0.5 < measured <= bound * SLACK, (measured, bound)
+    # every convolution is certified on its operator (zero padding), never on the reshaped kernel alone
+    convs = [m for m in certified.modules() if isinstance(m, nn.Conv2d)]
+    assert len(convs) == 4 and all(c.padding == "same" for c in convs if c.kernel_size == (3, 3))
+
+
+def test_conv_certifier_refuses_an_unknown_layer() -> None:
+    with pytest.warns(UserWarning, match="not a Lipschitz layer"):  # deel itself only warns
+        inner = torchlip.Sequential(torchlip.SpectralConv2d(1, 2, 3, padding="same"), _Scale(), nn.Flatten(),
+                                    torchlip.SpectralLinear(2 * 28 * 28, 10))  # fmt: skip
+    certified = conv_units._deel_certified(nn.Sequential(FlatToImage(1, 28, 28), inner))
+    with pytest.raises(ValueError, match="_Scale"):
+        lipschitz_upper_bound(certified)
+
+
+def test_conv_certifier_refuses_a_strided_convolution() -> None:
+    inner = torchlip.Sequential(torchlip.SpectralConv2d(1, 2, 3, stride=2), nn.Flatten(),
+                                torchlip.SpectralLinear(2 * 13 * 13, 10))  # fmt: skip
+    certified = conv_units._deel_certified(nn.Sequential(FlatToImage(1, 28, 28), inner))
+    with pytest.raises(ValueError, match="stride-1"):
+        lipschitz_upper_bound(certified)
+
+
+def test_dense_export_computes_deels_network_and_its_certificate_covers_the_measured_constant() -> None:
+    torch.manual_seed(0)
+    model = dense_units._deel_mlp(784, 10, 16, 3)
+    train_for_steepness(model, 784, steps=15, lr=0.05)
+    exported = dense_units._deel_export(model)
+    x = _inputs()
+    with torch.no_grad():
+        torch.testing.assert_close(exported(x), model.eval()(x), rtol=1e-5, atol=1e-5)
+    bound = lipschitz_upper_bound(exported)
+    measured = measured_lipschitz(exported, 784)
+    assert 0.5 < measured <= bound * SLACK, (measured, bound)
+
+
+def test_dense_export_refuses_an_unknown_layer() -> None:
+    with pytest.warns(UserWarning, match="not a Lipschitz layer"):  # deel itself only warns
+        model = torchlip.Sequential(torchlip.SpectralLinear(784, 8), _Scale(), torchlip.SpectralLinear(8, 10))
+    with pytest.raises(ValueError, match="_Scale"):
+        dense_units._deel_export(model)
+
+
+def test_a_deel_conv_unit_trains_and_is_certified_by_our_bound(uci_data: Path) -> None:
+    experiment = get("lipschitz-mnist-conv")
+    small = dataclasses.replace(LipschitzMNISTConvConfig.quick(), models=("deel-torchlip-conv",), channels=(2, 4), depths=(0, 1), epochs=1,
+                                max_train=128, max_test=64, ascent_steps=2, batch_size=64)  # fmt: skip
+    (unit,) = experiment.units(small, pd.DataFrame())
+    assert unit.key == "train/deel-torchlip-conv/seed=0"
+    row = experiment.run_unit(dict(unit.params))
+    assert row["model"] == "deel-torchlip-conv" and row["n_train"] == 128 and row["n_test"] == 64
+    assert 0 < row["lipschitz_lower"] <= row["lipschitz_upper"] * SLACK
+    assert 0 <= row["certified_1.58"] <= row["certified_1"] <= row["certified_0.5"] <= row["accuracy"] <= 1
