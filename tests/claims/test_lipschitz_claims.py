@@ -205,6 +205,10 @@ def test_conv_target_reads_the_mean_over_seeds_not_the_best_seed() -> None:
     assert low.verdict == NOT_REPRODUCED and "62.60 %" in low.ours and "missed" in low.ours
     # clean accuracy below 97.5 % fails the target although certified accuracy meets it
     assert evidence("004-conv-mnist-certified", _conv_runs([0.64] * 5, [0.974] * 5)).verdict == NOT_REPRODUCED
+    # a mean of 63 % from widely spread seeds is not significantly above GloRo's 62.8 % (rule `above_reference`)
+    spread = evidence("004-conv-mnist-certified", _conv_runs([0.655, 0.62, 0.64, 0.615, 0.62], [0.976] * 5))
+    assert spread.verdict == NOT_REPRODUCED and "63.00 %" in spread.ours and "target met" in spread.ours
+    assert "not above GloRo's 62.8 %" in spread.ours and "Student's t" in spread.test
     # one seed meeting the target is not enough seeds (policy `enough_seeds`)
     one = evidence("004-conv-mnist-certified", _conv_runs([0.64], [0.98]))
     assert one.verdict == NOT_REPRODUCED and "target met" in one.ours and "1 seed(s) < 5" in one.ours

@@ -20,7 +20,8 @@ beyond the margin. "A beats B across cells": one pooled stratified test (van Elt
 epochs, exact stratified Mantel–Haenszel for successes) plus every cell's direction. A performance
 claim: refuted when the interval of the measured ratio lies entirely beyond the claim, hardware
 stated. A trained-network claim: the configuration is fixed before the run (never chosen on the
-test set) and measured over ≥ 5 seeds. A density claim: the error still falls over the upper half
+test set) and measured over ≥ 5 seeds; one that beats a published number does so by the one-sided
+95 % lower bound of its mean over seeds. A density claim: the error still falls over the upper half
 of the grid. Exact constructions: exact inequalities, "exact" meaning within the network's own
 float64 rounding bound. **not tested**: no run of the experiment was given, or its run has no unit
 that bears on the claim. ``tests/claims/test_rules_simulation.py`` measures each rule's error

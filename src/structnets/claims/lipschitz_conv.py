@@ -50,7 +50,7 @@ def _certified(results: pd.DataFrame, config: Any) -> Evidence:
 
 
 def _beats_published(results: pd.DataFrame, config: Any) -> Evidence:
-    from ..experiments.lipschitz_mnist_conv.config import TARGET_CERTIFIED, TARGET_CLEAN
+    from ..experiments.lipschitz_mnist_conv.config import PUBLISHED, TARGET_CERTIFIED, TARGET_CLEAN
 
     ours = _ours(results)
     column = "certified_1.58"
@@ -60,25 +60,36 @@ def _beats_published(results: pd.DataFrame, config: Any) -> Evidence:
     if ours.empty:
         return not_tested("no gradient-step-conv model certified ≤ 1")
     # The one configuration of the preset, fixed before the run: the mean over its seeds, never the
-    # best seed on the test set (policy `enough_seeds`).
+    # best seed on the test set (policy `enough_seeds`), and better than the best published number
+    # by a one-sided test over the seeds (rule `above_reference`), not by the point estimate alone.
+    best_name, _, _, best_published = max(PUBLISHED, key=lambda row: row[3])
+    reference = best_published / 100
     certs, cleans = ours[column].to_numpy(float), ours["accuracy"].to_numpy(float)
     cert, clean, seeds = float(certs.mean()), float(cleans.mean()), len(ours)
     full = bool((ours["n_test"].astype(int) == 10000).all() and (ours["n_train"].astype(int) == 60000).all())
     met = cert >= TARGET_CERTIFIED and clean >= TARGET_CLEAN
+    above, lower = rules.above_reference(certs, reference)
     enough = rules.enough_seeds(seeds)
-    verdict = REPRODUCED if met and full and enough else NOT_REPRODUCED
+    verdict = REPRODUCED if met and above and full and enough else NOT_REPRODUCED
     per_seed = ", ".join(f"{100 * c:.2f} / {100 * a:.2f}" for c, a in zip(certs, cleans))
+    bound = f"{100 * lower:.2f} %" if np.isfinite(lower) else "none (one seed)"
     return Evidence(
         f"mean of {seeds} seed(s): {100 * cert:.2f} % certified at ε = 1.58, clean {100 * clean:.2f} % "
         f"(per seed certified / clean: {per_seed}; n_train {int(ours['n_train'].iloc[0])}, n_test "
         f"{int(ours['n_test'].iloc[0])}, {int(ours['epochs'].iloc[0])} epochs); target "
         + ("met" if met else "missed")
+        + f"; one-sided {100 * (1 - rules.ALPHA):.0f} % lower bound of the mean {bound} "
+        + ("above" if above else "not above")
+        + f" {best_name}'s {best_published:g} %"
         + ("" if enough else f"; {seeds} seed(s) < {rules.MIN_SEEDS}"),
         verdict,
-        f"the preset's one configuration (fixed before the run), mean over ≥ {rules.MIN_SEEDS} seeds: certified "
-        f"accuracy at ε = 1.58 ≥ {100 * TARGET_CERTIFIED:.0f} % (above GloRo's 62.8 %) with clean ≥ "
-        f"{100 * TARGET_CLEAN:.1f} % on all 10,000 test rows after training on all 60,000: reproduced; else not "
-        "reproduced (a missed target contradicts no theorem)",
+        f"the preset's one configuration (fixed before the run), over ≥ {rules.MIN_SEEDS} seeds, on all 10,000 "
+        f"test rows after training on all 60,000: the mean certified accuracy at ε = 1.58 ≥ "
+        f"{100 * TARGET_CERTIFIED:.0f} % and the mean clean accuracy ≥ {100 * TARGET_CLEAN:.1f} % (the issue's "
+        f"targets), and the one-sided {100 * (1 - rules.ALPHA):.0f} % lower confidence bound of the mean certified "
+        f"accuracy (Student's t over seeds) above {best_name}'s {best_published:g} %, so a network only as good "
+        f"as {best_name} is called better with probability ≤ {rules.ALPHA:g}: reproduced; else not reproduced "
+        "(a missed target contradicts no theorem)",
         seeds,
         keys_of(ours),
     )

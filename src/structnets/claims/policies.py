@@ -61,6 +61,11 @@ POLICIES: tuple[Policy, ...] = (
         "",
     ),
     Policy(
+        '**"beats a published number"** (`above_reference`)',
+        "a trained-network claim (fixed configuration, ≥ 5 seeds) whose one-sided (1 − α) lower confidence bound of the mean over seeds (Student's t) lies above the published number, with the claim's own targets met by the means: reproduced; else not reproduced (a missed target contradicts no theorem).",
+        '5 seeds, a true mean equal to the published 62.8 %: called better 4.2 % at seed sd 0.3 and 0.6 points (the replaced rule, "the mean ≥ 63 %": 5.9 % and 22 %); a true 63.5 %, sd 0.3: found 99.4 %',
+    ),
+    Policy(
         "**density claim** (error → 0, no rate) (`still_falling`)",
         'the error still falls over the upper half of the grid (replicates: a significantly negative slope; one value per size: every step down), not only "last < first".',
         "a curve flat after depth 4: not falling",

@@ -27,6 +27,9 @@ draws where the right verdict is known. The rules (``docs/claims.md``, "Policies
   interval of the measured ratio lies entirely beyond the claim.
 * :func:`enough_seeds` — the configuration is fixed before the run (the paper's, never chosen on
   the test set) and measured over at least :data:`MIN_SEEDS` seeds.
+* :func:`above_reference` — "our trained networks beat a published number": the one-sided lower
+  confidence bound of the mean over seeds above the reference, so a configuration whose true mean
+  equals the reference is called better with probability ≤ α.
 * :func:`still_falling` — a density claim (error → 0, no rate): the error still falls over the
   upper half of the grid, not only between its ends.
 
@@ -517,6 +520,35 @@ def performance_ratio(
 def enough_seeds(seeds: int, minimum: int = MIN_SEEDS) -> bool:
     """Whether a configuration fixed before the run was measured over at least ``minimum`` seeds."""
     return int(seeds) >= minimum
+
+
+def above_reference(values: ArrayLike, reference: float, *, alpha: float = ALPHA) -> tuple[bool, float]:
+    """Decide "the mean over seeds exceeds ``reference``" by a one-sided t-test.
+
+    The (1 − α) lower confidence bound of the mean, x̄ − t_{1−α, k−1}·s/√k over the k seeds
+    (Student's t; seeds are independent trainings on the same test set, so the seed-to-seed spread
+    is the variance that matters when comparing with a published number on that test set). With
+    fewer than two seeds there is no spread to estimate and nothing is significant.
+
+    Args:
+        values: (k,) one measurement per seed (e.g. certified accuracy).
+        reference: the number to beat (e.g. a published accuracy, in the same units).
+        alpha: the test's size.
+
+    Returns:
+        (significant, lower): whether the lower bound is above ``reference``, and the bound
+        (−∞ for k < 2).
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    if not math.isfinite(reference):
+        raise ValueError(f"`reference` must be finite, got {reference}")
+    if values.size and not np.isfinite(values).all():
+        raise ValueError("`values` must be finite")
+    k = values.size
+    if k < 2:
+        return False, -math.inf
+    lower = float(values.mean() - stats.t.ppf(1 - alpha, k - 1) * values.std(ddof=1) / math.sqrt(k))
+    return lower > reference, lower
 
 
 def still_falling(x: ArrayLike, y: ArrayLike, *, alpha: float = ALPHA) -> tuple[bool, float]:
