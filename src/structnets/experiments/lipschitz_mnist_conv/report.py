@@ -61,27 +61,41 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConvConfig) -> str:
 
 
 def target_lines(results: pd.DataFrame, config: LipschitzMNISTConvConfig, quick: bool) -> list[str]:
-    """The target at ε = 1.58, met or missed by how much, for the best certified (L ≤ 1) model of ours."""
+    """The target at ε = 1.58, met or missed by how much, by the mean over the seeds of our one configuration.
+
+    The preset is one configuration fixed before the run, so the target is read from the mean over
+    its seeds, never from the best seed on the test set (as the ``004-conv-mnist-certified`` claim).
+    A seed whose certificate is above 1 is not certified at all and is counted, by name, as a miss.
+    """
     column = f"certified_{TARGET_RADIUS:g}"
     if results.empty or column not in results:
         return []
-    ours = results[(results["model"] == "gradient-step-conv") & (results["lipschitz_upper"] <= 1.0)]
+    ours = results[results["model"] == "gradient-step-conv"]
     if ours.empty:
+        return []
+    uncertified = sorted(int(seed) for seed in ours.loc[~(ours["lipschitz_upper"] <= 1.0), "seed"])
+    if len(uncertified) == len(ours):
         return ["No model of ours certified ≤ 1.", ""]
-    best = ours.loc[ours[column].idxmax()]
-    cert, clean = 100 * float(best[column]), 100 * float(best["accuracy"])
+    certified = ours[ours["lipschitz_upper"] <= 1.0]
+    certs, cleans = 100 * certified[column].astype(float), 100 * certified["accuracy"].astype(float)
+    cert, clean = float(certs.mean()), float(cleans.mean())
+    spread = f" (seeds {certs.min():.2f}–{certs.max():.2f})" if len(certified) > 1 else ""
+    what = f"mean of {len(certified)} seed(s): {cert:.2f}% certified{spread}, {clean:.2f}% clean"
     if quick:
         goal = 100 * TARGET_QUICK
-        verdict = "met" if cert >= goal else f"missed by {goal - cert:.2f} points"
-        return [f"Target (quick preset): ≥ {goal:.0f}% certified at ε = {TARGET_RADIUS:g}: {cert:.2f}% "
-                f"(clean {clean:.2f}%): **{verdict}**.", ""]  # fmt: skip
+        verdict = "met" if cert >= goal and not uncertified else f"missed by {goal - cert:.2f} points"
+        if uncertified:
+            verdict = f"missed: seed(s) {uncertified} not certified ≤ 1"
+        return [f"Target (quick preset): ≥ {goal:.0f}% certified at ε = {TARGET_RADIUS:g}, {what}: **{verdict}**.", ""]
     goal, goal_clean = 100 * TARGET_CERTIFIED, 100 * TARGET_CLEAN
     misses = [f"certified by {goal - cert:.2f} points"] if cert < goal else []
     misses += [f"clean by {goal_clean - clean:.2f} points"] if clean < goal_clean else []
+    misses += [f"seed(s) {uncertified} not certified ≤ 1"] if uncertified else []
     verdict = "met" if not misses else "missed: " + ", ".join(misses)
-    return [f"Target (full preset): ≥ {goal:.0f}% certified at ε = {TARGET_RADIUS:g} with clean ≥ {goal_clean:.1f}%: "
-            f"{cert:.2f}% certified, {clean:.2f}% clean, L ≤ {float(best['lipschitz_upper']):.7g}: **{verdict}** "
-            "(GloRo 62.8%, BCOP-Large 57.05%).", ""]  # fmt: skip
+    return [f"Target (full preset): ≥ {goal:.0f}% certified at ε = {TARGET_RADIUS:g} with clean ≥ {goal_clean:.1f}%, "
+            f"{what}, L ≤ {float(certified['lipschitz_upper'].max()):.7g}: **{verdict}** "
+            "(GloRo 62.8%, BCOP-Large 57.05%; the claims row `004-conv-mnist-certified` also asks ≥ 5 seeds and "
+            "a one-sided test against GloRo).", ""]  # fmt: skip
 
 
 __all__ = ["report", "target_lines"]
