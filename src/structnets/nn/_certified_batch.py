@@ -12,6 +12,7 @@ it is handed was computed for its weight *as it is now* and falls back to its ow
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -48,7 +49,7 @@ class _Entry:
 
 
 def _same_tensor_content(stored: torch.Tensor, current: torch.Tensor) -> bool:
-    current = current.detach()
+    # torch.equal reads values only (no autograd, no detach needed)
     return (
         stored.dtype == current.dtype
         and stored.shape == current.shape
@@ -363,7 +364,7 @@ class CertifiedBatch:
             # factor 2: the straight-through difference value − surrogate would not be exact, Sterbenz) or
             # whose gradient is not finite is a failed test, as in "verified"; its gradient is set to 0 so
             # that an unused row cannot turn into 0·∞ = NaN.
-            usable = (surrogate + (value - surrogate) == value) & torch.isfinite(slope) & torch.isfinite(inverse)
+            usable = (surrogate + (value - surrogate) == value) & (slope.abs() < math.inf) & (inverse.abs() < math.inf)
             zero = torch.zeros((), dtype=dtype, device=device)
             plan = _Plan(
                 value, torch.where(usable, slope, zero), torch.where(usable, inverse, zero), order, factor, usable
