@@ -17,10 +17,12 @@ import torch
 from torch import nn
 
 from structnets.analysis import lipschitz_upper_bound
+from structnets.conv_norms import conv_norm_bound
 from structnets.experiments import get
 from structnets.experiments.lipschitz_mnist import units as dense_units
 from structnets.experiments.lipschitz_mnist_conv import LipschitzMNISTConvConfig
 from structnets.experiments.lipschitz_mnist_conv import units as conv_units
+from structnets.functional import spectral_norm_bound
 from structnets.nn import FlatToImage
 
 from .helpers import measured_lipschitz, train_for_steepness
@@ -62,9 +64,43 @@ def test_conv_export_computes_deels_network_and_its_certificate_covers_the_measu
     train_for_steepness(model, 784, steps=15, lr=0.05)
     certified = conv_units._deel_certified(model)
     _assert_export_equal_and_certified(model, certified)
-    # the exported convolutions keep deel's zero "same" padding, a case our every-size bound covers
+    # the exported convolutions keep deel's zero "same" padding; each is certified for its input size
+    # (28 × 28, then 14 × 14 after the down-sampling), as ours are: never looser than our every-size
+    # bound, and above each layer's own measured operator norm at that size
     convs = [m for m in certified.modules() if isinstance(m, nn.Conv2d)]
     assert len(convs) == 4 and all(c.padding == "same" for c in convs if c.kernel_size == (3, 3))
+    every_size = 1.0
+    for conv, size in zip(convs, (28, 28, 14, 14), strict=True):
+        weight = conv.weight.detach().to(torch.float64)
+        sized = float(conv_norm_bound(weight, "zeros", input_size=size))
+        every_size *= float(conv_norm_bound(weight, "zeros"))
+        assert _conv_operator_norm(conv, size) <= sized * SLACK
+    linear = [m for m in certified.modules() if isinstance(m, nn.Linear)]
+    every_size *= float(spectral_norm_bound(linear[0].weight.detach().to(torch.float64)))
+    assert lipschitz_upper_bound(certified) <= every_size * (1 + 1e-12)
+
+
+def _conv_operator_norm(conv: nn.Conv2d, size: int) -> float:
+    """‖conv‖₂ on size × size inputs (no bias), measured by power iteration on the operator through autograd."""
+    x = torch.randn(1, conv.in_channels, size, size, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    weight = conv.weight.detach().to(torch.float64)
+    for _ in range(300):
+        x = x / x.norm()
+        y = nn.functional.conv2d(x, weight, padding=conv.padding)
+        x = torch.nn.functional.conv_transpose2d(y, weight, padding=conv.kernel_size[0] // 2)
+    return float(x.norm().sqrt())
+
+
+def test_conv_certifier_refuses_another_input_size_and_a_padding_it_does_not_cover() -> None:
+    model = conv_units.build({"model": "deel-torchlip-conv", "channels": [2, 4], "depths": [1, 1], "kernel_size": 3})
+    certified = conv_units._deel_certified(model)
+    with pytest.raises(ValueError, match="1×28×28"):  # its convolutions are certified for 28 × 28 and 14 × 14
+        certified[1](torch.zeros(2, 1, 14, 14))
+    # padding 3 > k − 1 = 2 puts outputs outside the full convolution the per-size bound covers
+    inner = torchlip.Sequential(torchlip.SpectralConv2d(1, 2, 3, padding=3), nn.Flatten(),
+                                torchlip.SpectralLinear(2 * 32 * 32, 10))  # fmt: skip
+    with pytest.raises(ValueError, match="padding"):
+        lipschitz_upper_bound(conv_units._deel_certified(nn.Sequential(FlatToImage(1, 28, 28), inner)))
 
 
 def test_conv_certifier_refuses_an_unknown_layer() -> None:

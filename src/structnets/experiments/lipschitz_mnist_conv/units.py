@@ -91,11 +91,17 @@ def _deel_convnet(channels: list[int], depths: list[int], kernel_size: int) -> A
 def _deel_certified(model: Any) -> Any:
     """deel's network, exported to plain torch, wrapped so our certifier sees Π of its layers' bounds.
 
-    Its ``vanilla_export`` gives ``nn.Conv2d``/``nn.Linear`` layers; each convolution is certified
-    with our every-size bound (:func:`structnets.conv_norms.conv_norm_bound`, zero padding),
-    each linear map with the certified spectral bound, the allow-listed parameter-free maps
+    Its ``vanilla_export`` gives ``nn.Conv2d``/``nn.Linear`` layers. Each convolution is certified
+    for the one input size it sees (recorded by a forward pass at the image size of ``model[0]``, a
+    :class:`~structnets.nn.FlatToImage`), with the per-size bound our own network is certified
+    with (:func:`structnets.conv_norms.conv_norm_bound` with ``input_size``: the circular norm on
+    the (n + k − 1)-grid, which bounds the zero-padded convolution for any padding ≤ k − 1 per
+    side); the wrapper refuses inputs of another size. Each linear map gets the certified spectral
+    bound, the allow-listed parameter-free maps
     (:func:`~structnets.experiments.lipschitz_mnist.units.deel_one_lipschitz_layer`: GroupSort,
-    pixel-unshuffle, flattening) with 1; any other layer is refused with a ``ValueError``.
+    pixel-unshuffle, flattening) 1; any other layer is refused with a ``ValueError``. (Until
+    2026-12-06 the convolutions had our every-size bound, up to 1 % looser per layer than the
+    per-size one ours get: the baseline's certificate must not be looser than ours.)
     """
     import math
     from fractions import Fraction
@@ -106,12 +112,34 @@ def _deel_certified(model: Any) -> Any:
     from ...conv_norms import conv_norm_bound
     from ...functional import spectral_norm_bound
 
+    flat, inner = model[0], model[1]
+    exported = inner.vanilla_export()
+    image = (flat.channels, flat.height, flat.width)
+    sizes: dict[int, tuple[int, int]] = {}
+
+    def record(layer: nn.Module, args: tuple[Any, ...]) -> None:
+        sizes[id(layer)] = (int(args[0].shape[-2]), int(args[0].shape[-1]))
+
+    hooks = [m.register_forward_pre_hook(record) for m in exported.modules() if isinstance(m, nn.Conv2d)]
+    try:
+        parameter = next(exported.parameters())
+        with torch.no_grad():
+            exported.eval()(torch.zeros(1, *image, dtype=parameter.dtype, device=parameter.device))
+    finally:
+        for hook in hooks:
+            hook.remove()
+
     class Certified(nn.Module):
         def __init__(self, inner: nn.Module) -> None:
             super().__init__()
             self.inner = inner
 
         def forward(self, input: Any) -> Any:
+            if tuple(input.shape[-3:]) != image:
+                raise ValueError(
+                    f"`input` must be {image[0]}×{image[1]}×{image[2]} images (the certificate is for that size), "
+                    f"got shape {tuple(input.shape)}"
+                )
             return self.inner(input)
 
         @torch.no_grad()
@@ -119,16 +147,23 @@ def _deel_certified(model: Any) -> Any:
             product = 1.0
             for layer in self.inner.modules():
                 if isinstance(layer, nn.Conv2d):
+                    kernel = layer.kernel_size
+                    padding = (kernel[0] // 2, kernel[1] // 2) if layer.padding == "same" else layer.padding
                     if (
                         layer.stride != (1, 1)
                         or layer.dilation != (1, 1)
                         or layer.groups != 1
-                        or layer.padding_mode not in ("zeros", "circular")
+                        or layer.padding_mode != "zeros"
+                        or isinstance(padding, str)
+                        or any(p > k - 1 for p, k in zip(padding, kernel, strict=True))
+                        or id(layer) not in sizes
                     ):
                         raise ValueError(
-                            f"deel layer {layer} is not a stride-1 ungrouped zero/circular-padded convolution"
+                            f"deel layer {layer} is not a stride-1 ungrouped zero-padded convolution "
+                            "(padding ≤ kernel − 1) seen at one input size"
                         )
-                    value = float(conv_norm_bound(layer.weight.to(torch.float64)))
+                    weight = layer.weight.to(torch.float64)
+                    value = float(conv_norm_bound(weight, "zeros", input_size=sizes[id(layer)]))
                 elif isinstance(layer, nn.Linear):
                     value = float(spectral_norm_bound(layer.weight.to(torch.float64)))
                 elif isinstance(layer, nn.Sequential) or deel_one_lipschitz_layer(layer):
@@ -141,8 +176,7 @@ def _deel_certified(model: Any) -> Any:
                     product = math.nextafter(product, math.inf)
             return product
 
-    flat, inner = model[0], model[1]
-    return nn.Sequential(flat, Certified(inner.vanilla_export())).eval()
+    return nn.Sequential(flat, Certified(exported)).eval()
 
 
 def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
