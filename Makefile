@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The published baselines the experiments compare against (extra `structnets[baselines]`), installed
 # apart from the environment: importable by the tests only, so that a run never switches on their
-# hours-long units (deel-torchlip's conv net: about 2.7 h of one core per seed at the full budget).
+# hour-long units (deel-torchlip's conv net: about 53 min of 2 cores per seed at the full budget).
 BASELINES := $(VENV)/baselines
 
 # Verified data files live beside the project root; never copy them into the repository.
