@@ -94,3 +94,17 @@ def test_the_target_is_read_from_the_mean_over_seeds_not_the_best_seed() -> None
     # a seed whose certificate is above 1 is named as a miss, never dropped silently
     (line, _) = target_lines(_rows([0.64, 0.64], [0.98, 0.98], [0.9999, 1.02]), full, quick=False)
     assert "mean of 1 seed(s)" in line and "seed(s) [1] not certified ≤ 1" in line
+
+
+def test_the_report_describes_the_models_the_run_has() -> None:
+    """A folder of the deel baseline alone is not described as our network (nor ours as deel's)."""
+    report = get("lipschitz-mnist-conv").report
+    empty = pd.DataFrame()
+    deel_only = report(empty, dataclasses.replace(SMALL, models=("deel-torchlip-conv",))).splitlines()[2]
+    ours_only = report(empty, SMALL).splitlines()[2]
+    both = report(empty, dataclasses.replace(SMALL, models=("gradient-step-conv", "deel-torchlip-conv"))).splitlines()[
+        2
+    ]
+    assert "SpectralConv2d" in deel_only and "lipschitz_convnet" not in deel_only
+    assert "lipschitz_convnet" in ours_only and "SpectralConv2d" not in ours_only
+    assert "lipschitz_convnet" in both and "SpectralConv2d" in both and "epochs" in both
