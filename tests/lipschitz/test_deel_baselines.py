@@ -144,3 +144,40 @@ def test_a_deel_conv_unit_trains_and_is_certified_by_our_bound(uci_data: Path) -
     assert row["model"] == "deel-torchlip-conv" and row["n_train"] == 128 and row["n_test"] == 64
     assert 0 < row["lipschitz_lower"] <= row["lipschitz_upper"] * SLACK
     assert 0 <= row["certified_1.58"] <= row["certified_1"] <= row["certified_0.5"] <= row["accuracy"] <= 1
+
+
+def test_conv_certifier_counts_a_layer_called_twice_and_refuses_other_containers() -> None:
+    """The product runs over calls: a convolution applied twice (norm 2) contributes 2 · 2, not 2."""
+    conv = nn.Conv2d(1, 1, 3, padding=1, bias=False)
+    with torch.no_grad():
+        conv.weight.zero_()
+        conv.weight[0, 0, 1, 1] = 2.0  # 2 × identity: operator norm exactly 2 at every size
+
+    class Chain(nn.Sequential):  # stands in for a deel network whose export keeps a shared layer
+        def vanilla_export(self) -> nn.Sequential:
+            return nn.Sequential(*self)
+
+    head = nn.Linear(784, 10)
+    certified = conv_units._deel_certified(nn.Sequential(FlatToImage(1, 28, 28), Chain(conv, conv, nn.Flatten(), head)))
+    head_bound = float(spectral_norm_bound(head.weight.detach().to(torch.float64)))
+    assert lipschitz_upper_bound(certified) >= 4.0 * head_bound * (1 - 1e-12)
+    assert measured_lipschitz(certified, 784) <= lipschitz_upper_bound(certified) * SLACK
+
+    # deel 1.0.5's own export keeps a layer used twice only once: it does not compute the network
+    with pytest.warns(UserWarning, match="not a Lipschitz layer"):  # deel itself only warns
+        inner = torchlip.Sequential(conv, conv, nn.Flatten(), torchlip.SpectralLinear(784, 10))
+    with pytest.raises(ValueError, match="does not compute its network"):
+        conv_units._deel_certified(nn.Sequential(FlatToImage(1, 28, 28), inner))
+
+    class Residual(nn.Module):  # x + f(x): its children alone do not bound it
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Identity()
+
+        def forward(self, input: torch.Tensor) -> torch.Tensor:
+            return input + self.body(input)
+
+    with pytest.raises(ValueError, match="Residual"):
+        conv_units._deel_certified(
+            nn.Sequential(FlatToImage(1, 28, 28), Chain(Residual(), nn.Flatten(), nn.Linear(784, 10)))
+        )

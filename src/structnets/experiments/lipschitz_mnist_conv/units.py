@@ -97,7 +97,8 @@ def _deel_certified(model: Any) -> Any:
     with (:func:`structnets.conv_norms.conv_norm_bound` with ``input_size``: the circular norm on
     the (n + k − 1)-grid, which bounds the zero-padded convolution for any padding ≤ k − 1 per
     side); the wrapper refuses inputs of another size. Each linear map gets the certified spectral
-    bound, the allow-listed parameter-free maps
+    bound. The product runs over the layers' *calls* in one forward pass (a layer used twice counts
+    twice), so only chains of ``nn.Sequential`` are accepted; the allow-listed parameter-free maps
     (:func:`~structnets.experiments.lipschitz_mnist.units.deel_one_lipschitz_layer`: GroupSort,
     pixel-unshuffle, flattening) 1; any other layer is refused with a ``ValueError``. (Until
     2026-12-06 the convolutions had our every-size bound, up to 1 % looser per layer than the
@@ -115,19 +116,36 @@ def _deel_certified(model: Any) -> Any:
     flat, inner = model[0], model[1]
     exported = inner.vanilla_export()
     image = (flat.channels, flat.height, flat.width)
-    sizes: dict[int, tuple[int, int]] = {}
+    for layer in exported.modules():
+        # a container computes more than its children (a residual sum, a branch): only plain chains
+        if next(layer.children(), None) is not None and type(layer) is not nn.Sequential:
+            raise ValueError(f"deel container {type(layer).__name__} is not a plain nn.Sequential chain")
+    # every leaf call in order, with its input size: a layer called twice counts twice in the product
+    calls: list[tuple[nn.Module, tuple[int, int]]] = []
 
     def record(layer: nn.Module, args: tuple[Any, ...]) -> None:
-        sizes[id(layer)] = (int(args[0].shape[-2]), int(args[0].shape[-1]))
+        calls.append((layer, (int(args[0].shape[-2]), int(args[0].shape[-1]))))
 
-    hooks = [m.register_forward_pre_hook(record) for m in exported.modules() if isinstance(m, nn.Conv2d)]
+    leaves = [m for m in exported.modules() if next(m.children(), None) is None]
+    hooks = [m.register_forward_pre_hook(record) for m in leaves]
+    parameter = next(exported.parameters())
+    probe = torch.rand(4, *image, generator=torch.Generator().manual_seed(0)).to(parameter.device, parameter.dtype)
     try:
-        parameter = next(exported.parameters())
         with torch.no_grad():
-            exported.eval()(torch.zeros(1, *image, dtype=parameter.dtype, device=parameter.device))
+            computed = exported.eval()(probe)
     finally:
         for hook in hooks:
             hook.remove()
+    was_training = inner.training
+    try:
+        with torch.no_grad():
+            expected = inner.eval()(probe)
+    finally:
+        inner.train(was_training)
+    # the certificate is of the export: it must compute deel's network (deel 1.0.5's export keeps a
+    # layer used twice only once, for instance)
+    if computed.shape != expected.shape or not torch.allclose(computed, expected, rtol=1e-4, atol=1e-5):
+        raise ValueError("deel's vanilla_export does not compute its network (e.g. a layer used twice): not certified")
 
     class Certified(nn.Module):
         def __init__(self, inner: nn.Module) -> None:
@@ -145,7 +163,7 @@ def _deel_certified(model: Any) -> Any:
         @torch.no_grad()
         def lipschitz_bound(self) -> float:
             product = 1.0
-            for layer in self.inner.modules():
+            for layer, size in calls:
                 if isinstance(layer, nn.Conv2d):
                     kernel = layer.kernel_size
                     padding = (kernel[0] // 2, kernel[1] // 2) if layer.padding == "same" else layer.padding
@@ -156,18 +174,16 @@ def _deel_certified(model: Any) -> Any:
                         or layer.padding_mode != "zeros"
                         or isinstance(padding, str)
                         or any(p > k - 1 for p, k in zip(padding, kernel, strict=True))
-                        or id(layer) not in sizes
                     ):
                         raise ValueError(
                             f"deel layer {layer} is not a stride-1 ungrouped zero-padded convolution "
-                            "(padding ≤ kernel − 1) seen at one input size"
+                            "(padding ≤ kernel − 1)"
                         )
-                    weight = layer.weight.to(torch.float64)
-                    value = float(conv_norm_bound(weight, "zeros", input_size=sizes[id(layer)]))
+                    value = float(conv_norm_bound(layer.weight.to(torch.float64), "zeros", input_size=size))
                 elif isinstance(layer, nn.Linear):
                     value = float(spectral_norm_bound(layer.weight.to(torch.float64)))
-                elif isinstance(layer, nn.Sequential) or deel_one_lipschitz_layer(layer):
-                    continue  # a container's children are visited themselves; the allow-listed maps are 1-Lipschitz
+                elif deel_one_lipschitz_layer(layer):
+                    continue  # the allow-listed parameter-free maps are 1-Lipschitz
                 else:  # an unknown layer has no certified constant: refuse rather than assume 1
                     raise ValueError(f"deel layer {layer!r} has no certified Lipschitz constant here")
                 exact = Fraction(product) * Fraction(value)
