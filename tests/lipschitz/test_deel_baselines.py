@@ -181,3 +181,12 @@ def test_conv_certifier_counts_a_layer_called_twice_and_refuses_other_containers
         conv_units._deel_certified(
             nn.Sequential(FlatToImage(1, 28, 28), Chain(Residual(), nn.Flatten(), nn.Linear(784, 10)))
         )
+
+
+def test_dense_export_must_compute_deels_network() -> None:
+    """deel 1.0.5's export keeps a layer used twice once: the dense certifier refuses what it cannot certify."""
+    shared = torchlip.SpectralLinear(16, 16)
+    model = torchlip.Sequential(torchlip.SpectralLinear(784, 16), shared, torchlip.GroupSort2(), shared,
+                                torchlip.SpectralLinear(16, 10))  # fmt: skip
+    with pytest.raises(ValueError, match="does not compute its network"):
+        dense_units._deel_export(model)

@@ -176,6 +176,8 @@ def _deel_export(model: Any) -> Any:
         def lipschitz_bound(self) -> float:
             return 1.0
 
+    import torch
+
     layers: list[nn.Module] = []
     for layer in model.vanilla_export():
         if isinstance(layer, nn.Linear):
@@ -184,7 +186,24 @@ def _deel_export(model: Any) -> Any:
             layers.append(OneLipschitz(layer))
         else:  # an unknown layer has no certified constant: refuse rather than assume 1
             raise ValueError(f"deel-torchlip export: layer {layer!r} is neither Linear nor a known 1-Lipschitz map")
-    return nn.Sequential(*layers).eval()
+    exported = nn.Sequential(*layers).eval()
+    # the certificate is of the export: it must compute deel's network (deel 1.0.5's export keeps a
+    # layer used twice only once, for instance)
+    first = next((layer for layer in layers if isinstance(layer, nn.Linear)), None)
+    if first is not None:
+        probe = torch.rand(4, first.in_features, generator=torch.Generator().manual_seed(0))
+        probe = probe.to(first.weight.device, first.weight.dtype)
+        was_training = model.training
+        try:
+            with torch.no_grad():
+                computed, expected = exported(probe), model.eval()(probe)
+        finally:
+            model.train(was_training)
+        if computed.shape != expected.shape or not torch.allclose(computed, expected, rtol=1e-4, atol=1e-5):
+            raise ValueError(
+                "deel's vanilla_export does not compute its network (e.g. a layer used twice): not certified"
+            )
+    return exported
 
 
 def _mnist(max_train: int | None, max_test: int | None, seed: int) -> tuple[Any, Any, Any, Any]:
