@@ -44,6 +44,25 @@ def deel_one_lipschitz_layer(layer: Any) -> bool:
     return isinstance(layer, (torchlip.GroupSort, torchlip.GroupSort2, torchlip.FullSort))
 
 
+def check_deel_export(model: Any, computed: Any, probe: Any) -> None:
+    """Refuse an export whose output ``computed`` on ``probe`` differs from deel's ``model`` (in eval mode).
+
+    Our certificate is of the export, so it must compute deel's network: deel-torchlip 1.0.5's
+    ``vanilla_export`` keeps a layer used twice only once, for instance. ``model``'s train/eval mode
+    is restored.
+    """
+    import torch
+
+    was_training = model.training
+    try:
+        with torch.no_grad():
+            expected = model.eval()(probe)
+    finally:
+        model.train(was_training)
+    if computed.shape != expected.shape or not torch.allclose(computed, expected, rtol=1e-4, atol=1e-5):
+        raise ValueError("deel's vanilla_export does not compute its network (e.g. a layer used twice): not certified")
+
+
 def units(config: LipschitzMNISTConfig, finished: pd.DataFrame) -> list[Unit]:
     """Training units of every model × loss × lift × seed at each depth × width, then its timing unit."""
     result = []
@@ -187,22 +206,12 @@ def _deel_export(model: Any) -> Any:
         else:  # an unknown layer has no certified constant: refuse rather than assume 1
             raise ValueError(f"deel-torchlip export: layer {layer!r} is neither Linear nor a known 1-Lipschitz map")
     exported = nn.Sequential(*layers).eval()
-    # the certificate is of the export: it must compute deel's network (deel 1.0.5's export keeps a
-    # layer used twice only once, for instance)
     first = next((layer for layer in layers if isinstance(layer, nn.Linear)), None)
     if first is not None:
         probe = torch.rand(4, first.in_features, generator=torch.Generator().manual_seed(0))
         probe = probe.to(first.weight.device, first.weight.dtype)
-        was_training = model.training
-        try:
-            with torch.no_grad():
-                computed, expected = exported(probe), model.eval()(probe)
-        finally:
-            model.train(was_training)
-        if computed.shape != expected.shape or not torch.allclose(computed, expected, rtol=1e-4, atol=1e-5):
-            raise ValueError(
-                "deel's vanilla_export does not compute its network (e.g. a layer used twice): not certified"
-            )
+        with torch.no_grad():
+            check_deel_export(model, exported(probe), probe)
     return exported
 
 

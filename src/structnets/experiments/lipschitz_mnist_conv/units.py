@@ -10,7 +10,7 @@ import pandas as pd
 from ...analysis.certify import certify
 from ...protocol import JSONScalar, Unit
 from ...training.device import device_param, unit_device
-from ..lipschitz_mnist.units import _mnist, deel_one_lipschitz_layer, deel_torchlip_available
+from ..lipschitz_mnist.units import _mnist, check_deel_export, deel_one_lipschitz_layer, deel_torchlip_available
 from ..lipschitz_moons.units import train_classifier
 from .config import LipschitzMNISTConvConfig
 
@@ -136,16 +136,7 @@ def _deel_certified(model: Any) -> Any:
     finally:
         for hook in hooks:
             hook.remove()
-    was_training = inner.training
-    try:
-        with torch.no_grad():
-            expected = inner.eval()(probe)
-    finally:
-        inner.train(was_training)
-    # the certificate is of the export: it must compute deel's network (deel 1.0.5's export keeps a
-    # layer used twice only once, for instance)
-    if computed.shape != expected.shape or not torch.allclose(computed, expected, rtol=1e-4, atol=1e-5):
-        raise ValueError("deel's vanilla_export does not compute its network (e.g. a layer used twice): not certified")
+    check_deel_export(inner, computed, probe)
 
     class Certified(nn.Module):
         def __init__(self, inner: nn.Module) -> None:
