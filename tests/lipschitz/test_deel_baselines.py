@@ -81,7 +81,7 @@ def test_conv_export_computes_deels_network_and_its_certificate_covers_the_measu
 
 
 def _conv_operator_norm(conv: nn.Conv2d, size: int) -> float:
-    """‖conv‖₂ on size × size inputs (no bias), measured by power iteration on the operator through autograd."""
+    """‖conv‖₂ on size × size inputs (no bias), measured by power iteration on the operator and its adjoint."""
     x = torch.randn(1, conv.in_channels, size, size, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     weight = conv.weight.detach().to(torch.float64)
     for _ in range(300):
@@ -181,6 +181,18 @@ def test_conv_certifier_counts_a_layer_called_twice_and_refuses_other_containers
         conv_units._deel_certified(
             nn.Sequential(FlatToImage(1, 28, 28), Chain(Residual(), nn.Flatten(), nn.Linear(784, 10)))
         )
+
+
+def test_conv_certificate_follows_layers_added_after_wrapping() -> None:
+    """The calls are recorded at every certification: a 5× layer appended to the export is counted."""
+    model = conv_units.build({"model": "deel-torchlip-conv", "channels": [2, 4], "depths": [1, 1], "kernel_size": 3})
+    certified = conv_units._deel_certified(model)
+    before = lipschitz_upper_bound(certified)
+    scale = nn.Linear(10, 10)
+    with torch.no_grad():
+        scale.weight.copy_(5 * torch.eye(10))
+    certified[1].inner.append(scale)
+    assert lipschitz_upper_bound(certified) >= 5 * before * (1 - 1e-12)
 
 
 def test_dense_export_must_compute_deels_network() -> None:

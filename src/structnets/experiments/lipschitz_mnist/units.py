@@ -182,6 +182,7 @@ def _deel_export(model: Any) -> Any:
     normalisation is a spectral-norm estimate followed by Björck iterations, so that product need
     not be ≤ 1.
     """
+    import torch
     from torch import nn
 
     class OneLipschitz(nn.Module):
@@ -194,8 +195,6 @@ def _deel_export(model: Any) -> Any:
 
         def lipschitz_bound(self) -> float:
             return 1.0
-
-    import torch
 
     layers: list[nn.Module] = []
     for layer in model.vanilla_export():

@@ -114,29 +114,40 @@ def _deel_certified(model: Any) -> Any:
     from ...functional import spectral_norm_bound
 
     flat, inner = model[0], model[1]
-    exported = inner.vanilla_export()
     image = (flat.channels, flat.height, flat.width)
-    for layer in exported.modules():
-        # a container computes more than its children (a residual sum, a branch): only plain chains
-        if next(layer.children(), None) is not None and type(layer) is not nn.Sequential:
-            raise ValueError(f"deel container {type(layer).__name__} is not a plain nn.Sequential chain")
-    # every leaf call in order, with its input size: a layer called twice counts twice in the product
-    calls: list[tuple[nn.Module, tuple[int, int]]] = []
 
-    def record(layer: nn.Module, args: tuple[Any, ...]) -> None:
-        calls.append((layer, (int(args[0].shape[-2]), int(args[0].shape[-1]))))
+    def leaf_calls(chain: nn.Module) -> list[tuple[nn.Module, tuple[int, int]]]:
+        """Every leaf call of one forward pass at the image size, in order, with its input size.
 
-    leaves = [m for m in exported.modules() if next(m.children(), None) is None]
-    hooks = [m.register_forward_pre_hook(record) for m in leaves]
+        Recorded afresh at every certification, so that a layer appended or replaced after wrapping
+        is counted; a layer called twice counts twice in the product.
+        """
+        for layer in chain.modules():
+            # a container computes more than its children (a residual sum, a branch): only plain chains
+            if next(layer.children(), None) is not None and type(layer) is not nn.Sequential:
+                raise ValueError(f"deel container {type(layer).__name__} is not a plain nn.Sequential chain")
+        calls: list[tuple[nn.Module, tuple[int, int]]] = []
+
+        def record(layer: nn.Module, args: tuple[Any, ...]) -> None:
+            calls.append((layer, (int(args[0].shape[-2]), int(args[0].shape[-1]))))
+
+        hooks = [m.register_forward_pre_hook(record) for m in chain.modules() if next(m.children(), None) is None]
+        parameter = next(chain.parameters(), None)
+        try:
+            with torch.no_grad():
+                chain(torch.zeros(1, *image, dtype=parameter.dtype if parameter is not None else None,
+                                  device=parameter.device if parameter is not None else None))  # fmt: skip
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return calls
+
+    exported = inner.vanilla_export().eval()
+    leaf_calls(exported)  # refuses a container before anything else runs
     parameter = next(exported.parameters())
     probe = torch.rand(4, *image, generator=torch.Generator().manual_seed(0)).to(parameter.device, parameter.dtype)
-    try:
-        with torch.no_grad():
-            computed = exported.eval()(probe)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    check_deel_export(inner, computed, probe)
+    with torch.no_grad():
+        check_deel_export(inner, exported(probe), probe)
 
     class Certified(nn.Module):
         def __init__(self, inner: nn.Module) -> None:
@@ -154,7 +165,7 @@ def _deel_certified(model: Any) -> Any:
         @torch.no_grad()
         def lipschitz_bound(self) -> float:
             product = 1.0
-            for layer, size in calls:
+            for layer, size in leaf_calls(self.inner):
                 if isinstance(layer, nn.Conv2d):
                     kernel = layer.kernel_size
                     padding = (kernel[0] // 2, kernel[1] // 2) if layer.padding == "same" else layer.padding
