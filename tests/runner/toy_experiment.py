@@ -14,6 +14,10 @@ worker processes, and they do not change the config a run is resumed with):
 * ``STRUCTNETS_TOY_CALL_LOG``: a directory; every ``run_unit`` call writes one file there, named
   after the unit key, so tests can count how often each unit ran.
 * ``STRUCTNETS_TOY_FAIL_KEYS``: comma-separated unit keys whose ``run_unit`` raises ``RuntimeError``.
+* ``STRUCTNETS_TOY_CHECKPOINTS``: a directory; every ``run_unit`` call appends a line
+  ``key<TAB>path`` naming its :func:`~structnets.runner.checkpoints.unit_checkpoint` (``None``
+  outside a run folder) to ``<dir>/log`` and writes a file at that path, as a training unit's
+  ``fit`` would after its first epoch.
 """
 
 from __future__ import annotations
@@ -119,6 +123,16 @@ class ToyExperiment:
         if log_dir:
             name = key.replace("/", "_") + f".{os.getpid()}.{uuid.uuid4().hex[:8]}"
             (Path(log_dir) / name).write_text(key)
+        checkpoint_log = os.environ.get("STRUCTNETS_TOY_CHECKPOINTS")
+        if checkpoint_log:
+            from structnets.runner.checkpoints import unit_checkpoint
+
+            path = unit_checkpoint()
+            with open(Path(checkpoint_log) / "log", "a") as f:
+                f.write(f"{key}\t{path}\n")
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(key)
         if params["sleep"]:
             time.sleep(params["sleep"])
         fail = os.environ.get("STRUCTNETS_TOY_FAIL_KEYS", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 import torch
@@ -207,6 +208,25 @@ class ConvBound:
     def reset(self) -> None:
         """Drop the cache (frees memory; a stale cache is never used). The power vectors stay: only a guess."""
         self._cache.reset()
+
+    def training_state(self) -> dict[str, Any]:
+        """What training carries outside the state dict: the per-frequency vectors and margin (they set the next guess), counters."""
+        return {
+            "verified_margin": self.verified_margin,
+            "verified_steps": self.verified_steps,
+            "exact_fallbacks": self.exact_fallbacks,
+            "cold_starts": self.cold_starts,
+            "vectors": None if self._vectors is None else self._vectors.detach().clone(),
+        }
+
+    def load_training_state(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`training_state` (a resumed :func:`~structnets.training.fit`)."""
+        self.verified_margin = float(state["verified_margin"])
+        self.verified_steps = int(state["verified_steps"])
+        self.exact_fallbacks = int(state["exact_fallbacks"])
+        self.cold_starts = int(state["cold_starts"])
+        vectors = state["vectors"]
+        self._vectors = None if vectors is None else vectors.clone()
 
     def compute(self, weight: torch.Tensor) -> torch.Tensor:
         return conv_squared_norm_bound(weight, self.padding_mode, self.input_size)

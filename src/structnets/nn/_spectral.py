@@ -6,7 +6,7 @@ The maths (certified spectral-norm bounds, safe rounding, power iteration) is pu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import torch
@@ -163,6 +163,20 @@ class CertifiedBound:
     def reset(self) -> None:
         """Drop the cache (only frees memory: a stale cache can never be used)."""
         self._cache.reset()
+
+    def training_state(self) -> dict[str, Any]:
+        """What training carries outside the state dict: the ``"verified"`` margin (it sets the next guess) and counters."""
+        return {
+            "verified_margin": self.verified_margin,
+            "verified_steps": self.verified_steps,
+            "exact_fallbacks": self.exact_fallbacks,
+        }
+
+    def load_training_state(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`training_state` (a resumed :func:`~structnets.training.fit`)."""
+        self.verified_margin = float(state["verified_margin"])
+        self.verified_steps = int(state["verified_steps"])
+        self.exact_fallbacks = int(state["exact_fallbacks"])
 
     def is_certified(self, training: bool) -> bool:
         """Whether the bound a forward pass uses now is certified (not the training-mode power estimate)."""

@@ -23,9 +23,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..protocol import Experiment
+from .checkpoints import checkpoint_file, checkpointing
 from .errors import BackendUnavailableError, ExperimentError
 from .info import available_cpus
 from .store import UnitRecord, dumps, dumps_row, utc_now
@@ -79,13 +81,21 @@ def clean_result(key: str, result: Any) -> dict[str, Any]:
     return json.loads(dumps_row(out))
 
 
-def execute_unit(experiment: Experiment, key: str, params: Mapping[str, Any]) -> Outcome:
-    """Run one unit and time it; never raises for errors inside ``run_unit``."""
+def execute_unit(
+    experiment: Experiment, key: str, params: Mapping[str, Any], checkpoints: Path | None = None
+) -> Outcome:
+    """Run one unit and time it; never raises for errors inside ``run_unit``.
+
+    ``checkpoints``: the run folder's checkpoint folder; the unit then finds its own file there
+    through :func:`~structnets.runner.checkpoints.unit_checkpoint`.
+    """
     started = utc_now()
     t0 = time.perf_counter()
+    path = None if checkpoints is None else checkpoint_file(checkpoints, key, params)
     try:
         # A fresh copy, so that run_unit sees exactly what a worker process would.
-        result = clean_result(key, experiment.run_unit(json.loads(dumps(dict(params)))))
+        with checkpointing(path):
+            result = clean_result(key, experiment.run_unit(json.loads(dumps(dict(params)))))
     except Exception as e:  # noqa: BLE001 - reported to the runner with its traceback
         return Outcome(key, error=f"{type(e).__name__}: {e}", traceback=tb.format_exc())
     wall = time.perf_counter() - t0
@@ -137,7 +147,13 @@ def set_threads(threads: int) -> int:
     return set_torch_threads(threads, environment=True)
 
 
-def worker_execute(ref: ExperimentRef, key: str, params: Mapping[str, Any], threads: int | None = None) -> Outcome:
+def worker_execute(
+    ref: ExperimentRef,
+    key: str,
+    params: Mapping[str, Any],
+    threads: int | None = None,
+    checkpoints: Path | None = None,
+) -> Outcome:
     """Entry point in worker processes: find the experiment from ``ref`` and run one unit.
 
     ``threads``: torch threads for this unit (Ray tasks, which share no initializer); ``None``
@@ -153,7 +169,7 @@ def worker_execute(ref: ExperimentRef, key: str, params: Mapping[str, Any], thre
             experiment = _WORKER_CACHE[ref] = resolve_experiment(ref)
     else:
         experiment = ref
-    return execute_unit(experiment, key, params)
+    return execute_unit(experiment, key, params, checkpoints)
 
 
 class Backend(abc.ABC):
@@ -161,6 +177,8 @@ class Backend(abc.ABC):
 
     name: str
     jobs: int | None
+    #: the run folder's checkpoint folder (set by the runner; None: units keep no checkpoint)
+    checkpoints: Path | None = None
 
     @abc.abstractmethod
     def run(self, units: Sequence[tuple[str, Mapping[str, Any]]]) -> Iterator[Outcome]:
@@ -198,7 +216,7 @@ class InProcessBackend(Backend):
         for key, params in units:
             if self._cancelled:
                 return
-            yield execute_unit(self._experiment, key, params)
+            yield execute_unit(self._experiment, key, params, self.checkpoints)
 
     def cancel_pending(self) -> None:
         self._cancelled = True
@@ -308,7 +326,7 @@ class ProcessPoolBackend(Backend):
         pool = self._ensure_pool()
         keys: dict[Future[Outcome], str] = {}
         for key, params in units:
-            keys[pool.submit(worker_execute, self._ref, key, dict(params))] = key
+            keys[pool.submit(worker_execute, self._ref, key, dict(params), None, self.checkpoints)] = key
         self._futures = list(keys)
         for future in as_completed(keys):
             if future.cancelled():

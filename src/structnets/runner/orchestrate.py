@@ -7,6 +7,8 @@ Run folder layout (docs/design.md, "Runner")::
     results.csv     key + result columns, one row per unit
     table.md        experiment.report(results, config)
     figures/*.png   experiment.figures(results, config, ...)
+    checkpoints/    while a unit runs: its training checkpoint (fit(checkpoint=...)), deleted once
+                    its result is committed; a killed run's unit resumes from it (:mod:`.checkpoints`)
     .structnets.lock  present while a run holds the folder (pid, host, start); see :mod:`.lock`
 
 Order of units. ``units(config, finished)`` is called exactly as an uninterrupted run would call it:
@@ -35,6 +37,7 @@ import pandas as pd
 from .. import atomic_io
 from ..protocol import FIGURE_FORMATS, Experiment, ProgressCallback, figure_format_context
 from .backends import Backend, make_backend
+from .checkpoints import CHECKPOINTS, discard, remove_if_empty
 from .config import config_from_json, config_to_json, validate_config
 from .device import apply_device
 from .errors import ChangedUnitsError, CorruptStoreError, MixedRunWarning, RunnerError, StoreError, UnitFailedError
@@ -294,6 +297,8 @@ def _run_locked(
         if schedule.changed and not rerun_changed:
             backend_obj.close()
             raise ChangedUnitsError(out, exp.name, schedule.changed)
+        if backend_obj.name == "local":  # a Ray task may run on another machine: no shared folder
+            backend_obj.checkpoints = out / CHECKPOINTS
         session_id = store.begin_session(
             backend=backend, jobs=backend_obj.jobs or 0, host=socket.gethostname(), pid=os.getpid()
         )
@@ -329,6 +334,7 @@ def _run_locked(
                     if outcome.record is not None:
                         # A changed unit's old row is replaced in the one transaction that stores the new one.
                         store.add(outcome.record, replace=outcome.key in records)
+                        discard(backend_obj.checkpoints, outcome.key, outcome.record.params)
                         records[outcome.key] = outcome.record
                         session.units_run += 1
                         session.done += 1
@@ -346,6 +352,7 @@ def _run_locked(
             backend_obj.close()
             frame = schedule.frame(records)
             write_outputs(exp, config, frame, out)
+            remove_if_empty(out / CHECKPOINTS)
             session.status = "finished"
         except KeyboardInterrupt:
             session.status = "interrupted"

@@ -133,6 +133,21 @@ class FusedAdam:
         for p in self.params:
             p.grad = None
 
+    def state_dict(self) -> dict[str, Any]:
+        """The moments and the step count (for ``fit``'s checkpoints); lr and weight decay are ``fit``'s arguments."""
+        return {"exp_avg": list(self.exp_avg), "exp_avg_sq": list(self.exp_avg_sq), "step": self.step_count}
+
+    @torch.no_grad()
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Copy :meth:`state_dict` back (same parameters, shapes and order)."""
+        for name in ("exp_avg", "exp_avg_sq"):
+            mine, theirs = getattr(self, name), state[name]
+            if len(theirs) != len(mine) or any(a.shape != b.shape for a, b in zip(mine, theirs, strict=True)):
+                raise ValueError(f"the saved Adam state `{name}` does not match the parameters")
+            for a, b in zip(mine, theirs, strict=True):
+                a.copy_(b)
+        self.step_count.copy_(state["step"])
+
     @torch.no_grad()
     def step(self) -> None:
         index: range | list[int]

@@ -10,7 +10,9 @@ the loop never touches global RNG or thread settings.
 from __future__ import annotations
 
 import math
+import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ import torch
 from torch import nn
 
 from .._validation import MAX_STEPS, check_choice, check_int, check_real
+from . import checkpoint as _checkpoint
 from ._adam import (  # re-exported: benchmarks and tests reach them here
     OPTIMIZERS,
     OptimizerFactory,
@@ -174,6 +177,7 @@ def fit(
     warmup_epochs: int | None = None,
     warmup_steps: int | None = None,
     min_lr: float = 0.0,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> FitResult:
     """Train ``model`` in place by minibatch gradient descent on ``loss``; return the history.
 
@@ -230,6 +234,15 @@ def fit(
         warmup_epochs: W = ``warmup_epochs`` × steps per epoch, for ``"warmup_cosine"`` (>= 1).
         warmup_steps: W in optimiser steps instead (>= 1); exactly one of the two, W <= T.
         min_lr: η_min, the floor of the cosine schedules, in [0, η].
+        checkpoint: a file to save the training state to after every epoch, and to resume from
+            when it exists (:mod:`structnets.training.checkpoint`): the same call after a kill
+            continues at the first unfinished epoch and ends, on the CPU, with the weights of an
+            uninterrupted run, bit for bit. ``callback`` is not called again for the epochs
+            already done; ``wall_time`` adds the time the earlier calls recorded. A file of another
+            training (data, model shapes or options differ) is refused (ValueError); an unreadable
+            one is reported by a ``RuntimeWarning`` and training starts from the first epoch. The
+            file is left in place (a finished checkpoint trains no further epoch); delete it to
+            start afresh.
 
     Returns:
         a :class:`FitResult`; the trained weights are in ``model`` (its train/eval mode is left
@@ -245,6 +258,7 @@ def fit(
         )
     )  # fmt: skip
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
+    checkpoint_path = _checkpoint.check_checkpoint_path(checkpoint)
     schedule, min_lr = check_schedule(schedule, warmup_epochs, warmup_steps, min_lr)
     if not callable(optimizer) and min_lr > lr:
         raise ValueError(f"`min_lr` must be <= `lr`={lr}, got {min_lr}")
@@ -301,9 +315,39 @@ def fit(
     check_scalar = target_kind is None  # a callable loss: check its first value is a scalar
     global_step = 0
 
+    first_epoch, elapsed = 0, 0.0
+    identity: dict[str, Any] = {}
+    if checkpoint_path is not None:
+        identity = _checkpoint.fingerprint(
+            model, data=_checkpoint.data_digest(X_t, y_t, X_val, y_val), loss=loss, epochs=epochs,
+            batch_size=step, lr=lr, weight_decay=weight_decay, optimizer=optimizer, schedule=schedule,
+            warmup_epochs=warmup_epochs, warmup_steps=warmup_steps, min_lr=min_lr, seed=seed,
+            patience=patience, min_delta=min_delta,
+        )  # fmt: skip
+        saved = _load_checkpoint(checkpoint_path, identity)
+        if saved is not None:
+            model.load_state_dict(saved["model"])
+            _checkpoint.load_training_state(model, saved["training_state"])
+            opt.load_state_dict(saved["optimizer"])
+            if scheduler is not None:
+                scheduler.load_state_dict(saved["scheduler"])
+            generator.set_state(saved["generator"])
+            torch.set_rng_state(saved["torch_rng"])
+            if device.type == "cuda" and saved.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state(saved["cuda_rng"], device)
+            train_hist, val_hist = list(saved["train_loss"]), list(saved["val_loss"])
+            best_loss, best_epoch, stale = float(saved["best_loss"]), int(saved["best_epoch"]), int(saved["stale"])
+            if best_state is not None:
+                with torch.no_grad():
+                    for mine, theirs in zip(best_state, saved["best_state"], strict=True):
+                        mine.copy_(theirs)
+            stopped_early, diverged = bool(saved["stopped_early"]), bool(saved["diverged"])
+            global_step, elapsed = int(saved["global_step"]), float(saved["elapsed"])
+            first_epoch = epochs if saved["finished"] else int(saved["next_epoch"])
+
     was_training = model.training
     model.train()
-    for epoch in range(epochs):
+    for epoch in range(first_epoch, epochs):
         if step < n:
             perm = torch.randperm(n, generator=generator).to(device)
             X_ep, y_ep = X_t[perm], y_t[perm]
@@ -345,10 +389,26 @@ def fit(
             stale += 1
         if callback is not None:
             callback(epoch, logs)
-        if diverged:
-            break
-        if patience is not None and stale >= patience:
+        stop = diverged or (patience is not None and stale >= patience)
+        if patience is not None and stale >= patience and not diverged:
             stopped_early = epoch + 1 < epochs
+        if checkpoint_path is not None:
+            _checkpoint.save(
+                checkpoint_path,
+                {
+                    "fingerprint": identity, "next_epoch": epoch + 1, "finished": stop or epoch + 1 == epochs,
+                    "global_step": global_step, "model": model.state_dict(),
+                    "training_state": _checkpoint.training_state(model), "optimizer": opt.state_dict(),
+                    "scheduler": None if scheduler is None else scheduler.state_dict(),
+                    "generator": generator.get_state(), "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                    "train_loss": train_hist, "val_loss": val_hist, "best_loss": best_loss,
+                    "best_epoch": best_epoch, "stale": stale, "best_state": best_state,
+                    "stopped_early": stopped_early, "diverged": diverged,
+                    "elapsed": elapsed + synchronized_clock() - start,
+                },
+            )  # fmt: skip
+        if stop:
             break
 
     restored = False
@@ -370,8 +430,27 @@ def fit(
         stopped_early=stopped_early,
         restored_best=restored,
         diverged=diverged,
-        wall_time=synchronized_clock() - start,
+        wall_time=elapsed + synchronized_clock() - start,
     )
+
+
+def _load_checkpoint(path: Any, identity: dict[str, Any]) -> dict[str, Any] | None:
+    """The saved state for this training, None (no file, or an unusable one: warned), or ValueError (another training's)."""
+    try:
+        saved = _checkpoint.load(path)
+    except _checkpoint.CheckpointUnusable as e:
+        warnings.warn(f"`checkpoint`: {e}; training starts from the first epoch", RuntimeWarning, stacklevel=3)
+        return None
+    if saved is None:
+        return None
+    if saved["fingerprint"] != identity:
+        theirs = saved["fingerprint"]
+        differ = sorted(k for k in set(theirs) | set(identity) if theirs.get(k) != identity.get(k))
+        raise ValueError(
+            f"`checkpoint`={str(path)!r} was written by another training (differs in: {', '.join(differ)}); "
+            "delete it or give another path"
+        )
+    return saved
 
 
 def evaluate(

@@ -234,6 +234,7 @@ def _mnist(max_train: int | None, max_test: int | None, seed: int) -> tuple[Any,
 
 
 def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
+    from ...runner.checkpoints import unit_checkpoint
     from ...training.fit import seeded
     from ...training.losses import certified_loss
 
@@ -257,7 +258,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     )
     seconds = train_classifier(
         model, X_train, y_train, epochs=int(params["epochs"]), batch_size=int(params["batch_size"]),
-        lr=float(params["lr"]), seed=seed, loss=loss,
+        lr=float(params["lr"]), seed=seed, loss=loss, checkpoint=unit_checkpoint(),
     )  # fmt: skip
     radii = list(params["radii"])
     if model_name in ("deel-torchlip", "unconstrained"):

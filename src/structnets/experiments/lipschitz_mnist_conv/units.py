@@ -201,6 +201,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     """Train one network with the margin loss, then certify it on the test rows."""
     import warnings
 
+    from ...runner.checkpoints import unit_checkpoint
     from ...training.fit import seeded
     from ...training.losses import certified_loss
 
@@ -218,7 +219,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     loss = certified_loss("margin-ce", margin=float(params["margin"]), temperature=float(params["temperature"]))
     seconds = train_classifier(
         model, X_train, y_train, epochs=int(params["epochs"]), batch_size=int(params["batch_size"]),
-        lr=float(params["lr"]), seed=seed, loss=loss,
+        lr=float(params["lr"]), seed=seed, loss=loss, checkpoint=unit_checkpoint(),
     )  # fmt: skip
     radii = list(params["radii"])
     if params["model"] == "deel-torchlip-conv":

@@ -58,6 +58,7 @@ def train_classifier(
     temperature: float = 1.0,
     seed: int,
     loss: Any = None,
+    checkpoint: Any = None,
 ) -> float:
     """Train ``model`` in place with Adam + cosine schedule on ``loss``; return seconds per epoch.
 
@@ -80,6 +81,9 @@ def train_classifier(
             :func:`structnets.training.losses.certified_loss`), or a name of
             :data:`structnets.training.losses.CERTIFIED_LOSSES` (with its default options); None
             keeps CE(T·z, y).
+        checkpoint: a file to save the training state to after every epoch and to resume from
+            (``fit``'s ``checkpoint``; the experiments pass
+            :func:`structnets.runner.checkpoints.unit_checkpoint`), or None.
 
     Returns:
         mean wall-clock seconds per epoch; the model is left in eval mode.
@@ -109,6 +113,7 @@ def train_classifier(
         seed=seed,
         optimizer=lambda parameters: torch.optim.Adam(parameters, lr=lr),
         schedule=lambda optimizer: torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps),
+        checkpoint=checkpoint,
     )
     model.eval()
     return result.wall_time / result.epochs_run

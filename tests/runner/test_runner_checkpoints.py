@@ -1,0 +1,64 @@
+"""Units' checkpoint files: one per unit in ``checkpoints/``, kept while the unit is unfinished, deleted once committed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import toy_experiment
+
+from structnets import runner
+from structnets.runner.checkpoints import CHECKPOINTS, checkpoint_file, unit_checkpoint
+
+
+def _log(folder: Path) -> list[tuple[str, str]]:
+    lines = (folder / "log").read_text().splitlines()
+    return [tuple(line.split("\t")) for line in lines]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_unit_gets_its_own_file_which_is_deleted_when_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    monkeypatch.setenv("STRUCTNETS_TOY_CHECKPOINTS", str(log))
+    out = tmp_path / "run"
+    config = toy_experiment.ToyConfig.quick()
+    runner.run("toy", config, out, jobs=jobs, registry=toy_experiment.REGISTRY)
+    calls = _log(log)
+    keys = [key for key, _ in calls]
+    assert len(keys) == len(set(keys)) == 6
+    paths = [Path(path) for _, path in calls]
+    assert all(path.parent == out / CHECKPOINTS and path.suffix == ".ckpt" for path in paths)
+    assert len(set(paths)) == len(paths)
+    assert not (out / CHECKPOINTS).exists()  # every file deleted with its commit, then the empty folder
+
+
+def test_a_failed_unit_keeps_its_checkpoint_for_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    monkeypatch.setenv("STRUCTNETS_TOY_CHECKPOINTS", str(log))
+    monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=1/seed=0")
+    out = tmp_path / "run"
+    config = toy_experiment.ToyConfig.quick()
+    with pytest.raises(runner.UnitFailedError):
+        runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
+    kept = list((out / CHECKPOINTS).iterdir())
+    failed = dict(_log(log))["stage1/arm=1/seed=0"]
+    assert kept == [Path(failed)]
+    monkeypatch.delenv("STRUCTNETS_TOY_FAIL_KEYS")
+    runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
+    assert [line for line in _log(log) if line[0] == "stage1/arm=1/seed=0"] == [("stage1/arm=1/seed=0", failed)] * 2
+    assert not (out / CHECKPOINTS).exists()
+
+
+def test_changed_params_get_another_file(tmp_path: Path) -> None:
+    params = {"lr": 1e-3, "seed": 0}
+    assert checkpoint_file(tmp_path, "train/a", params) == checkpoint_file(tmp_path, "train/a", dict(params))
+    assert checkpoint_file(tmp_path, "train/a", params) != checkpoint_file(tmp_path, "train/a", {**params, "lr": 2e-3})
+    assert checkpoint_file(tmp_path, "train/a", params) != checkpoint_file(tmp_path, "train/b", params)
+
+
+def test_outside_a_run_there_is_no_checkpoint() -> None:
+    assert unit_checkpoint() is None
