@@ -62,3 +62,29 @@ def test_changed_params_get_another_file(tmp_path: Path) -> None:
 
 def test_outside_a_run_there_is_no_checkpoint() -> None:
     assert unit_checkpoint() is None
+
+
+def test_a_finished_run_deletes_orphans_and_keeps_foreign_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file of no unit (a unit rerun with changed params, a cut write) is deleted when the run finishes."""
+    log = tmp_path / "log"
+    log.mkdir()
+    monkeypatch.setenv("STRUCTNETS_TOY_CHECKPOINTS", str(log))
+    monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=0/seed=0")
+    out = tmp_path / "run"
+    config = toy_experiment.ToyConfig.quick()
+    with pytest.raises(runner.UnitFailedError):
+        runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
+    folder = out / CHECKPOINTS
+    (folder / "0123abcd.ckpt").write_text("old params")
+    (folder / ".0123abcd.ckpt.x1y2.tmp").write_text("cut short")
+    monkeypatch.delenv("STRUCTNETS_TOY_FAIL_KEYS")
+    runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
+    assert not folder.exists()
+
+    (out / CHECKPOINTS).mkdir()
+    (out / CHECKPOINTS / "notes.txt").write_text("mine")
+    (out / CHECKPOINTS / "0123abcd.ckpt").write_text("old params")
+    runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
+    assert [p.name for p in (out / CHECKPOINTS).iterdir()] == ["notes.txt"]

@@ -219,14 +219,14 @@ class ConvBound:
             "vectors": None if self._vectors is None else self._vectors.detach().clone(),
         }
 
-    def load_training_state(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`training_state` (a resumed :func:`~structnets.training.fit`)."""
+    def load_training_state(self, state: Mapping[str, Any], device: torch.device | None = None) -> None:
+        """Restore :meth:`training_state` (a resumed :func:`~structnets.training.fit`), the vectors on ``device``."""
         self.verified_margin = float(state["verified_margin"])
         self.verified_steps = int(state["verified_steps"])
         self.exact_fallbacks = int(state["exact_fallbacks"])
         self.cold_starts = int(state["cold_starts"])
         vectors = state["vectors"]
-        self._vectors = None if vectors is None else vectors.clone()
+        self._vectors = None if vectors is None else vectors.to(device=device, copy=True)
 
     def compute(self, weight: torch.Tensor) -> torch.Tensor:
         return conv_squared_norm_bound(weight, self.padding_mode, self.input_size)

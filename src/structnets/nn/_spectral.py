@@ -172,8 +172,8 @@ class CertifiedBound:
             "exact_fallbacks": self.exact_fallbacks,
         }
 
-    def load_training_state(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`training_state` (a resumed :func:`~structnets.training.fit`)."""
+    def load_training_state(self, state: Mapping[str, Any], device: torch.device | None = None) -> None:
+        """Restore :meth:`training_state` (a resumed :func:`~structnets.training.fit`; ``device`` is not used)."""
         self.verified_margin = float(state["verified_margin"])
         self.verified_steps = int(state["verified_steps"])
         self.exact_fallbacks = int(state["exact_fallbacks"])

@@ -58,12 +58,21 @@ def discard(folder: Path | None, key: str, params: Mapping[str, Any]) -> None:
         checkpoint_file(folder, key, params).unlink(missing_ok=True)
 
 
-def remove_if_empty(folder: Path) -> None:
-    """Remove ``folder`` when no checkpoint is left in it (a finished run; not while units may write)."""
+def remove_all(folder: Path) -> None:
+    """Delete every checkpoint in ``folder`` and the folder: the run is finished, no unit is in flight.
+
+    What is left then belongs to no unit of the run (a unit whose params changed with
+    ``--rerun-changed`` left its old file, or a write was cut short): nothing can resume from it.
+    Only this module's files are touched (``*.ckpt`` and their temporary ``.*.ckpt.*`` siblings).
+    """
+    if not folder.is_dir():
+        return
+    for path in [*folder.glob("*.ckpt"), *folder.glob(".*.ckpt.*")]:
+        path.unlink(missing_ok=True)
     try:
         folder.rmdir()
-    except OSError:  # absent, or not empty
+    except OSError:  # a file someone else put there: leave the folder
         pass
 
 
-__all__ = ["CHECKPOINTS", "checkpoint_file", "checkpointing", "discard", "remove_if_empty", "unit_checkpoint"]
+__all__ = ["CHECKPOINTS", "checkpoint_file", "checkpointing", "discard", "remove_all", "unit_checkpoint"]

@@ -37,7 +37,7 @@ import pandas as pd
 from .. import atomic_io
 from ..protocol import FIGURE_FORMATS, Experiment, ProgressCallback, figure_format_context
 from .backends import Backend, make_backend
-from .checkpoints import CHECKPOINTS, discard, remove_if_empty
+from .checkpoints import CHECKPOINTS, discard, remove_all
 from .config import config_from_json, config_to_json, validate_config
 from .device import apply_device
 from .errors import ChangedUnitsError, CorruptStoreError, MixedRunWarning, RunnerError, StoreError, UnitFailedError
@@ -352,7 +352,7 @@ def _run_locked(
             backend_obj.close()
             frame = schedule.frame(records)
             write_outputs(exp, config, frame, out)
-            remove_if_empty(out / CHECKPOINTS)
+            remove_all(out / CHECKPOINTS)
             session.status = "finished"
         except KeyboardInterrupt:
             session.status = "interrupted"

@@ -4,8 +4,8 @@ Every experiment trains through these names (``docs/design.md``, Layout: ``train
 
 ``fit(model, X, y, *, loss="mse", epochs=100, batch_size=128, lr=1e-3, weight_decay=0.0,
 optimizer="adam", validation_fraction=0.0, validation_data=None, patience=None, min_delta=0.0,
-seed=0, callback=None, schedule="constant", warmup_epochs=None, warmup_steps=None, min_lr=0.0)
--> FitResult``
+seed=0, callback=None, schedule="constant", warmup_epochs=None, warmup_steps=None, min_lr=0.0,
+checkpoint=None) -> FitResult``
     Trains ``model`` in place. Each epoch: one permutation of the rows from a generator seeded
     with ``seed``, one optimiser step per slice of ``batch_size`` rows. ``loss``: ``"mse"``,
     ``"cross_entropy"`` or any ``(output, target) -> scalar``. ``optimizer``: ``"adam"``,
@@ -15,6 +15,9 @@ seed=0, callback=None, schedule="constant", warmup_epochs=None, warmup_steps=Non
     ``warmup_epochs`` × steps-per-epoch steps, then the cosine over T − W), or
     ``optimizer -> torch.optim.lr_scheduler.LRScheduler``, stepped after every optimiser step.
     With a validation set the best epoch's weights are restored; ``patience`` stops early.
+    ``checkpoint``: a file the whole training state is saved to after every epoch and resumed
+    from (:mod:`structnets.training.checkpoint`): a killed run, called again, ends with the
+    weights of an uninterrupted one, bit for bit on the CPU.
     ``evaluate(model, X, y, loss=...)`` gives the mean loss; ``seeded(seed)`` seeds a block
     (model construction) and restores the global RNG. Closed forms: ``cosine_lr``,
     ``warmup_cosine_lr`` (:mod:`structnets.training.schedules`).

@@ -78,7 +78,10 @@ def load_training_state(model: nn.Module, state: Mapping[str, Mapping[str, Any]]
             f"the checkpoint's certified layers {sorted(state)} are not the model's {sorted(expected)}"
         )
     for name, values in state.items():
-        modules[name]._bound.load_training_state(values)  # type: ignore[union-attr]
+        # saved tensors come back on the CPU: put them where the layer computes
+        first = next(modules[name].parameters(), None)
+        device = None if first is None else first.device
+        modules[name]._bound.load_training_state(values, device)  # type: ignore[union-attr]
 
 
 def data_digest(*tensors: torch.Tensor | None) -> str:

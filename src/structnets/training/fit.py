@@ -242,7 +242,8 @@ def fit(
             training (data, model shapes or options differ) is refused (ValueError); an unreadable
             one is reported by a ``RuntimeWarning`` and training starts from the first epoch. The
             file is left in place (a finished checkpoint trains no further epoch); delete it to
-            start afresh.
+            start afresh. A resumed call sets torch's global RNG to its state at the end of the
+            saved epoch (for models that draw from it, such as dropout).
 
     Returns:
         a :class:`FitResult`; the trained weights are in ``model`` (its train/eval mode is left
