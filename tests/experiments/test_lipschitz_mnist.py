@@ -136,3 +136,22 @@ def test_cuda_on_a_machine_without_one_is_refused_before_any_unit(tmp_path: Path
     assert not (tmp_path / "run" / "results.db").exists()
     units = get("lipschitz-mnist").units(SMALL, pd.DataFrame())
     assert all("device" not in unit.params for unit in units)  # CPU params as before the field existed
+
+
+@pytest.mark.parametrize("bound", ["verified", "verified-batched"])
+def test_trains_with_the_certified_every_step_bounds(
+    finished: tuple[Path, pd.DataFrame], tmp_path: Path, bound: str
+) -> None:
+    """``--set bound=verified-batched`` (and ``verified``): every training step certified, the model certified ≤ 1."""
+    config = dataclasses.replace(
+        SMALL, models=("gradient-step",), bound=bound, timing_pairs=0, cost_rounds=0, depths=(2,), widths=(16,)
+    )
+    results = runner.run(get("lipschitz-mnist"), config, tmp_path / "run", jobs=1)
+    (row,) = results[results["stage"] == "train"].itertuples()
+    assert row.bound == bound
+    assert 0 < row.lipschitz_lower <= row.lipschitz_upper * (1 + 1e-5) and row.lipschitz_upper <= 1 + 1e-6
+
+
+def test_unknown_bound_is_refused() -> None:
+    with pytest.raises(ValueError, match="bound"):
+        dataclasses.replace(SMALL, bound="spectral")

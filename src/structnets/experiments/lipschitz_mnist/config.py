@@ -36,6 +36,8 @@ PUBLISHED: tuple[tuple[str, str, float | None, float], ...] = (
 # The certified-accuracy targets: full preset at ε = 1.58, quick preset at ε = 1.58.
 TARGET_CERTIFIED, TARGET_CLEAN, TARGET_QUICK = 0.55, 0.97, 0.25
 TARGET_RADIUS = 1.58
+# Training-time bound modes a run may train with (`bound`).
+TRAINING_BOUNDS: tuple[str, ...] = ("exact", "verified", "verified-batched", "power")
 # Training-time bound modes whose step cost the timing units measure against unconstrained steps.
 TIMED_BOUNDS: tuple[str, ...] = ("exact", "power")
 
@@ -77,7 +79,11 @@ class LipschitzMNISTConfig:
         cost_rounds: rounds of the ``constraint-cost`` unit; each times both networks once at every depth
             (0: no such unit).
         bound: spectral bound used while training the constrained models: ``"exact"`` (default;
-            certified at every step) or ``"power"``; evaluation always uses the exact bound.
+            certified at every step), ``"verified"`` or ``"verified-batched"`` (certified at every
+            step by a warm guess and a Cholesky test, the exact bound where the test fails; the
+            second tests all maps together, ``structnets.nn.CertifiedBatch``: the cheapest
+            certified step, see ``benchmarks/README.md``) or ``"power"`` (the paper's uncertified
+            estimate while training); evaluation always uses the exact bound.
         device: where units train, certify and time: ``"cpu"`` (default), ``"cuda"``
             (``"cuda:N"``) or ``"auto"`` (``structnets run --device``; the runner resolves ``auto``
             and checks ``cuda`` before any unit runs). Data, seeds and initial weights do not
@@ -160,7 +166,7 @@ class LipschitzMNISTConfig:
             )
         for depth in self.cost_depths:
             check_int("cost_depths", depth, low=1)
-        check_choice("bound", self.bound, ("exact", "power"))
+        check_choice("bound", self.bound, TRAINING_BOUNDS)
         check_device(self.device)
 
 
