@@ -31,7 +31,10 @@ _CURRENT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("structne
 def unit_checkpoint() -> Path | None:
     """The checkpoint file of the unit running now, or None when there is none to keep.
 
-    For ``run_unit`` code: pass it to :func:`structnets.training.fit` as ``checkpoint=``.
+    For ``run_unit`` code: pass it to :func:`structnets.training.fit` as ``checkpoint=``. One file
+    holds one training (``fit`` refuses a file of another): a unit that trains twice names a second
+    file beside it, e.g. ``path.with_suffix(".finetune.ckpt")`` (deleted with the rest when the run
+    finishes).
     """
     return _CURRENT.get()
 

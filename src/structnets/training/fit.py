@@ -236,8 +236,8 @@ def fit(
         min_lr: η_min, the floor of the cosine schedules, in [0, η].
         checkpoint: a file to save the training state to after every epoch, and to resume from
             when it exists (:mod:`structnets.training.checkpoint`): the same call after a kill
-            continues at the first unfinished epoch and ends, on the CPU, with the weights of an
-            uninterrupted run, bit for bit. ``callback`` is not called again for the epochs
+            continues at the first unfinished epoch and ends, on the CPU and with the same number
+            of threads, with the weights of an uninterrupted run, bit for bit. ``callback`` is not called again for the epochs
             already done; ``wall_time`` adds the time the earlier calls recorded. A file of another
             training (data, model shapes or options differ) is refused (ValueError); an unreadable
             one is reported by a ``RuntimeWarning`` and training starts from the first epoch. The
