@@ -196,3 +196,86 @@ def test_wall_time_adds_the_earlier_calls(tmp_path):
     result = fit(_dense(), X, y, loss=certified_loss("margin-ce", margin=0.5), epochs=3, batch_size=16,
                  checkpoint=path)  # fmt: skip
     assert result.wall_time > spent
+
+
+@pytest.mark.parametrize("bound", ["power", "verified", "exact"])
+def test_calling_again_after_the_last_save_changes_nothing(tmp_path, bound):
+    """A kill after the last epoch's save (before fit returns): the call again gives the same state, power vectors too.
+
+    The best-weights restore once copied into the state-dict tensors read at entry, while the layers had
+    replaced their power-vector buffers by new tensors: the resumed call restored them, the first did not.
+    """
+    X, y = _data(80, 12, 3)
+    options = dict(loss="cross_entropy", epochs=4, batch_size=16, seed=1, lr=2e-2, validation_fraction=0.25)
+
+    def build():
+        with seeded(0):
+            return lipschitz_resnet(12, 3, 16, 2, bound=bound)
+
+    path = tmp_path / "fit.ckpt"
+    first = build()
+    fit(first, X, y, checkpoint=path, **options)
+    again = build()
+    fit(again, X, y, checkpoint=path, **options)
+    _same_weights(again, first)
+
+
+def test_state_that_cannot_be_saved_is_refused_before_training(tmp_path):
+    class Holder:  # a LambdaLR's callable object: its __dict__ (with a lambda) goes into state_dict()
+        def __init__(self):
+            self.f = lambda step: 1.0
+
+        def __call__(self, step):
+            return self.f(step)
+
+    X, y = _data(32, 20, 4)
+    model = _dense()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    path = tmp_path / "fit.ckpt"
+    with pytest.raises(ValueError, match=r"`checkpoint`: the training state cannot be saved"):
+        fit(model, X, y, loss="cross_entropy", epochs=2, batch_size=16, checkpoint=path,
+            schedule=lambda o: torch.optim.lr_scheduler.LambdaLR(o, Holder()))  # fmt: skip
+    assert not path.exists()
+    for k, v in model.state_dict().items():  # nothing trained
+        assert torch.equal(v, before[k]), k
+
+
+def test_state_the_safe_loader_refuses_is_refused_before_training(tmp_path):
+    import numpy as np
+
+    class Warm:  # plain class: its NumPy scalar goes into the scheduler's state_dict()
+        def __init__(self):
+            self.length = np.float64(5.0)
+
+        def __call__(self, step):
+            return min(1.0, (step + 1) / float(self.length))
+
+    X, y = _data(32, 20, 4)
+    with pytest.raises(ValueError, match=r"cannot be saved and read back"):
+        fit(_dense(), X, y, loss="cross_entropy", epochs=2, batch_size=16, checkpoint=tmp_path / "fit.ckpt",
+            schedule=lambda o: torch.optim.lr_scheduler.LambdaLR(o, Warm()))  # fmt: skip
+
+
+def test_other_bound_mode_is_refused(tmp_path):
+    X, y = _data(64, 20, 4)
+    path = tmp_path / "fit.ckpt"
+    with seeded(0):
+        exact = lipschitz_resnet(20, 4, 16, 2, bound="exact")
+    fit(exact, X, y, loss="cross_entropy", epochs=2, batch_size=16, checkpoint=path)
+    with seeded(0):
+        power = lipschitz_resnet(20, 4, 16, 2, bound="power")
+    with pytest.raises(ValueError, match=r"another training.*bounds"):
+        fit(power, X, y, loss="cross_entropy", epochs=2, batch_size=16, checkpoint=path)
+
+
+def test_complete_looking_file_without_a_key_is_unusable(tmp_path):
+    X, y = _data(64, 20, 4)
+    path = tmp_path / "fit.ckpt"
+    fit(_dense(), X, y, loss="cross_entropy", epochs=2, batch_size=16, checkpoint=path)
+    state = ckpt.load(path)
+    del state["generator"]
+    ckpt.save(path, state)  # a valid checksum and format, an incomplete state
+    with pytest.raises(ckpt.CheckpointUnusable, match="missing: generator"):
+        ckpt.load(path)
+    with pytest.warns(RuntimeWarning, match="missing: generator"):
+        fit(_dense(), X, y, loss="cross_entropy", epochs=2, batch_size=16, checkpoint=path)

@@ -33,6 +33,14 @@ from torch import nn
 
 from .. import atomic_io
 
+#: What ``fit`` saves (and needs back).
+KEYS = frozenset(
+    (
+        "fingerprint", "next_epoch", "finished", "global_step", "model", "training_state", "optimizer", "scheduler",
+        "generator", "torch_rng", "cuda_rng", "train_loss", "val_loss", "best_loss", "best_epoch", "stale",
+        "best_state", "stopped_early", "diverged", "elapsed",
+    )
+)  # fmt: skip
 #: The first bytes of every checkpoint file.
 MAGIC = b"structnets fit checkpoint\n"
 FORMAT = 1
@@ -98,9 +106,19 @@ def data_digest(*tensors: torch.Tensor | None) -> str:
 
 
 def fingerprint(model: nn.Module, **options: Any) -> dict[str, Any]:
-    """What a checkpoint must agree on to be resumed: the options given, and the model's tensors' names, shapes, dtypes."""
+    """What a checkpoint must agree on to be resumed: the options given, the model's tensors' names, shapes and
+    dtypes, and its certified layers' bound modes.
+
+    Not the model's weights: a resumed call may hand ``fit`` a freshly built model or the very object a
+    kill interrupted (partly trained). The file names the training; give each training its own.
+    """
     shapes = {name: [list(t.shape), str(t.dtype)] for name, t in model.state_dict().items()}
-    return {**{key: _plain(value) for key, value in options.items()}, "model": shapes}
+    modes = {
+        name: str(getattr(module._bound, "mode", "?"))
+        for name, module in model.named_modules()
+        if getattr(module, "_bound", None) is not None
+    }
+    return {**{key: _plain(value) for key, value in options.items()}, "model": shapes, "bounds": modes}
 
 
 def _plain(value: Any) -> Any:
@@ -113,11 +131,31 @@ def _plain(value: Any) -> Any:
     return "callable"
 
 
-def save(path: Path, state: Mapping[str, Any]) -> None:
-    """Write ``state`` to ``path`` atomically, with a header holding its SHA-256."""
+def _serialize(state: Mapping[str, Any]) -> bytes:
     buffer = io.BytesIO()
     torch.save(dict(state), buffer)
-    payload = buffer.getvalue()
+    return buffer.getvalue()
+
+
+def check_round_trip(state: Mapping[str, Any]) -> None:
+    """Refuse (ValueError naming ``checkpoint``) a state that cannot be saved, or read back with ``weights_only=True``.
+
+    An optimiser's or scheduler's ``state_dict()`` may hold what ``torch.save`` cannot pickle (a
+    ``LambdaLR`` whose callable object keeps a lambda) or what the safe loader refuses (a NumPy scalar):
+    training would then fail after its first epoch, or never resume. ``fit`` calls this first.
+    """
+    try:
+        torch.load(io.BytesIO(_serialize(state)), map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any failure means the checkpoint could not be used
+        raise ValueError(
+            f"`checkpoint`: the training state cannot be saved and read back ({type(e).__name__}: {e}); "
+            "an optimiser or scheduler holding a lambda, a NumPy scalar or another object is not supported"
+        ) from e
+
+
+def save(path: Path, state: Mapping[str, Any]) -> None:
+    """Write ``state`` to ``path`` atomically, with a header holding its SHA-256."""
+    payload = _serialize(state)
     header = json.dumps({"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)})
     atomic_io.write_bytes(path, MAGIC + header.encode() + b"\n" + payload, parents=True)
 
@@ -148,8 +186,9 @@ def load(path: Path) -> dict[str, Any] | None:
         raise
     except Exception as e:  # noqa: BLE001 - any failure to parse means the file cannot be used
         raise CheckpointUnusable(f"{path} cannot be read back: {type(e).__name__}: {e}") from e
-    if not isinstance(state, dict) or "fingerprint" not in state:
-        raise CheckpointUnusable(f"{path} holds no fit state")
+    missing = sorted(KEYS - set(state)) if isinstance(state, dict) else sorted(KEYS)
+    if missing:
+        raise CheckpointUnusable(f"{path} holds no complete fit state (missing: {', '.join(missing)})")
     return state
 
 

@@ -239,8 +239,13 @@ def fit(
             continues at the first unfinished epoch and ends, on the CPU and with the same number
             of threads, with the weights of an uninterrupted run, bit for bit. ``callback`` is not called again for the epochs
             already done; ``wall_time`` adds the time the earlier calls recorded. A file of another
-            training (data, model shapes or options differ) is refused (ValueError); an unreadable
-            one is reported by a ``RuntimeWarning`` and training starts from the first epoch. The
+            training (data, model shapes, bound modes or options differ) is refused (ValueError);
+            the initial weights are not compared (a resumed call may pass a freshly built model or
+            the partly trained object a kill interrupted), so give each training its own file. An
+            unreadable one is reported by a ``RuntimeWarning`` and training starts from the first
+            epoch; an optimiser or scheduler whose state cannot be saved and read back (a lambda, a
+            NumPy scalar) is refused before the first step. Before the first epoch ends there is
+            nothing to resume: a retry then starts from the model's weights as they are. The
             file is left in place (a finished checkpoint trains no further epoch); delete it to
             start afresh. A resumed call sets torch's global RNG to its state at the end of the
             saved epoch (for models that draw from it, such as dropout).
@@ -307,8 +312,9 @@ def fit(
     )
 
     monitor = "val_loss" if X_val is not None else "train_loss"
-    live = list(model.state_dict().values())  # detached views sharing the parameters' storage
-    best_state = [t.detach().clone() for t in live] if X_val is not None else None
+    # read at every use: a layer may replace a buffer (a power vector) by a new tensor in its forward,
+    # and a list taken now would then copy into, and restore, the old one
+    best_state = [t.detach().clone() for t in model.state_dict().values()] if X_val is not None else None
     best_loss, best_epoch, stale = math.inf, 0, 0
     train_hist: list[float] = []
     val_hist: list[float] = []
@@ -326,6 +332,10 @@ def fit(
             patience=patience, min_delta=min_delta,
         )  # fmt: skip
         saved = _load_checkpoint(checkpoint_path, identity)
+        # what cannot be saved, or read back, must fail now, not after the first epoch
+        _checkpoint.check_round_trip(
+            {"optimizer": opt.state_dict(), "scheduler": None if scheduler is None else scheduler.state_dict()}
+        )
         if saved is not None:
             model.load_state_dict(saved["model"])
             _checkpoint.load_training_state(model, saved["training_state"])
@@ -384,7 +394,7 @@ def fit(
             best_loss, best_epoch, stale = current, epoch, 0
             if best_state is not None:
                 with torch.no_grad():
-                    for saved, tensor in zip(best_state, live, strict=True):
+                    for saved, tensor in zip(best_state, model.state_dict().values(), strict=True):
                         saved.copy_(tensor)
         else:
             stale += 1
@@ -415,7 +425,7 @@ def fit(
     restored = False
     if best_state is not None and math.isfinite(best_loss):
         with torch.no_grad():
-            for tensor, saved in zip(live, best_state, strict=True):
+            for tensor, saved in zip(model.state_dict().values(), best_state, strict=True):
                 tensor.copy_(saved)
         restored = True
     if not math.isfinite(best_loss):  # diverged in the first epoch: nothing better was seen
