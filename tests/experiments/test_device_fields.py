@@ -1,7 +1,7 @@
 """The ``device`` field of the experiments that train (``structnets run NAME --device``).
 
-For dlor-blindspot, dlor-sawtooth, dlor-universality, lipschitz-density and lowrank-compress: the
-config refuses a bad device naming ``device``; ``device="cpu"`` leaves every unit's key and params as
+For dlor-blindspot, dlor-sawtooth, dlor-universality, lipschitz-density, lipschitz-mnist-conv and
+lowrank-compress: the config refuses a bad device naming ``device``; ``device="cpu"`` leaves every unit's key and params as
 the default config's (old run folders resume); a tiny unit gives bit-identical results with the
 default, ``"cpu"`` and ``"auto"`` (on a machine without CUDA: ``auto`` means the CPU); and
 ``--device cuda`` without CUDA is a one-line error before the run folder exists. CUDA itself is not
@@ -50,6 +50,12 @@ TINY: dict[str, tuple[dict[str, Any], list[str], tuple[str, ...]]] = {
              eval_per_axis_1d=33),
         ["1d-K3-s0/trained/depth=1"],
         ("seconds",),
+    ),
+    "lipschitz-mnist-conv": (
+        dict(channels=(2, 4), depths=(0, 1), head_width=8, head_depth=1, epochs=1, max_train=128, max_test=64,
+             ascent_steps=2, batch_size=64),
+        ["train/gradient-step-conv/seed=0"],
+        ("seconds_per_epoch",),
     ),
     "lowrank-compress": (
         dict(datasets=("iris",), ratios=(0.5,), seeds=(0,), width=8, depth=2, epochs=3, finetune_epochs=2,
