@@ -88,3 +88,13 @@ def test_a_finished_run_deletes_orphans_and_keeps_foreign_files(
     (out / CHECKPOINTS / "0123abcd.ckpt").write_text("old params")
     runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
     assert [p.name for p in (out / CHECKPOINTS).iterdir()] == ["notes.txt"]
+
+
+def test_a_file_in_place_of_the_folder_is_refused_before_any_unit(tmp_path: Path, calls) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / CHECKPOINTS).write_text("not a folder")
+    with pytest.raises(runner.RunnerError, match="is not a folder"):
+        runner.run("toy", toy_experiment.ToyConfig.quick(), out, jobs=1, registry=toy_experiment.REGISTRY)
+    assert sum(calls().values()) == 0
+    assert (out / CHECKPOINTS).read_text() == "not a folder"

@@ -298,6 +298,12 @@ def _run_locked(
             backend_obj.close()
             raise ChangedUnitsError(out, exp.name, schedule.changed)
         if backend_obj.name == "local":  # a Ray task may run on another machine: no shared folder
+            if (out / CHECKPOINTS).exists() and not (out / CHECKPOINTS).is_dir():
+                backend_obj.close()
+                raise RunnerError(
+                    f"{out / CHECKPOINTS} is not a folder: the units' training checkpoints go there; "
+                    "move the file away"
+                )
             backend_obj.checkpoints = out / CHECKPOINTS
         session_id = store.begin_session(
             backend=backend, jobs=backend_obj.jobs or 0, host=socket.gethostname(), pid=os.getpid()
