@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,9 @@ def test_each_unit_gets_its_own_file_which_is_deleted_when_committed(
     assert not (out / CHECKPOINTS).exists()  # every file deleted with its commit, then the empty folder
 
 
-def test_a_failed_unit_keeps_its_checkpoint_for_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_unit_keeps_its_checkpoint_for_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     log = tmp_path / "log"
     log.mkdir()
     monkeypatch.setenv("STRUCTNETS_TOY_CHECKPOINTS", str(log))
@@ -48,7 +51,10 @@ def test_a_failed_unit_keeps_its_checkpoint_for_the_next_run(tmp_path: Path, mon
     failed = dict(_log(log))["stage1/arm=1/seed=0"]
     assert kept == [Path(failed)]
     monkeypatch.delenv("STRUCTNETS_TOY_FAIL_KEYS")
-    runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
+    with caplog.at_level(logging.INFO, logger="structnets.runner"):
+        runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
+    resumed = [r.getMessage() for r in caplog.records if "resumes from its training checkpoint" in r.getMessage()]
+    assert resumed == [f"stage1/arm=1/seed=0 resumes from its training checkpoint in {out / CHECKPOINTS}"]
     assert [line for line in _log(log) if line[0] == "stage1/arm=1/seed=0"] == [("stage1/arm=1/seed=0", failed)] * 2
     assert not (out / CHECKPOINTS).exists()
 

@@ -37,7 +37,7 @@ import pandas as pd
 from .. import atomic_io
 from ..protocol import FIGURE_FORMATS, Experiment, ProgressCallback, figure_format_context
 from .backends import Backend, make_backend
-from .checkpoints import CHECKPOINTS, discard, remove_all
+from .checkpoints import CHECKPOINTS, checkpoint_file, discard, remove_all
 from .config import config_from_json, config_to_json, validate_config
 from .device import apply_device
 from .errors import ChangedUnitsError, CorruptStoreError, MixedRunWarning, RunnerError, StoreError, UnitFailedError
@@ -301,8 +301,7 @@ def _run_locked(
             if (out / CHECKPOINTS).exists() and not (out / CHECKPOINTS).is_dir():
                 backend_obj.close()
                 raise RunnerError(
-                    f"{out / CHECKPOINTS} is not a folder: the units' training checkpoints go there; "
-                    "move the file away"
+                    f"{out / CHECKPOINTS} is not a folder: the units' training checkpoints go there; move the file away"
                 )
             backend_obj.checkpoints = out / CHECKPOINTS
         session_id = store.begin_session(
@@ -336,6 +335,10 @@ def _run_locked(
                 if not pending:
                     break
                 failure = None
+                if backend_obj.checkpoints is not None:
+                    for key, params in pending:
+                        if checkpoint_file(backend_obj.checkpoints, key, params).exists():
+                            logger.info("%s resumes from its training checkpoint in %s", key, backend_obj.checkpoints)
                 for outcome in backend_obj.run(pending):
                     if outcome.record is not None:
                         # A changed unit's old row is replaced in the one transaction that stores the new one.
