@@ -54,6 +54,7 @@ bench: setup
 	$(PY) benchmarks/rates_refiners.py
 	$(PY) benchmarks/adam_step.py
 	$(PY) benchmarks/certificate_cache.py
+	$(PY) benchmarks/fit_checkpoint.py
 	$(PY) benchmarks/forward_rounding.py
 	$(PY) benchmarks/ensemble_trainer.py
 	$(PY) benchmarks/dlor_seed_batched.py

@@ -25,6 +25,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
             ["--batch", "2", "--pairs", "1", "--no-every-size"],
             "| 64 | 7×7 | sized | verified |",
         ),
+        ("fit_checkpoint.py", ["--rows", "256", "--epochs", "1", "--pairs", "1"], "with / without a checkpoint"),
         (
             "rates_refiners.py",
             ["--parameters", "20", "--lbfgs", "20", "--lm", "5", "--adam", "5", "--points", "32"],
