@@ -36,21 +36,27 @@ def test_each_unit_gets_its_own_file_which_is_deleted_when_committed(
     assert not (out / CHECKPOINTS).exists()  # every file deleted with its commit, then the empty folder
 
 
-def test_a_failed_unit_keeps_its_checkpoint_for_the_next_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def _failed_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str) -> tuple[Path, Path]:
+    """(run folder, toy checkpoint log) of a quick toy run whose unit ``key`` failed; later runs do not fail."""
     log = tmp_path / "log"
     log.mkdir()
     monkeypatch.setenv("STRUCTNETS_TOY_CHECKPOINTS", str(log))
-    monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=1/seed=0")
+    monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", key)
     out = tmp_path / "run"
-    config = toy_experiment.ToyConfig.quick()
     with pytest.raises(runner.UnitFailedError):
-        runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
+        runner.run("toy", toy_experiment.ToyConfig.quick(), out, jobs=1, registry=toy_experiment.REGISTRY)
+    monkeypatch.delenv("STRUCTNETS_TOY_FAIL_KEYS")
+    return out, log
+
+
+def test_a_failed_unit_keeps_its_checkpoint_for_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    out, log = _failed_run(tmp_path, monkeypatch, "stage1/arm=1/seed=0")
+    config = toy_experiment.ToyConfig.quick()
     kept = list((out / CHECKPOINTS).iterdir())
     failed = dict(_log(log))["stage1/arm=1/seed=0"]
     assert kept == [Path(failed)]
-    monkeypatch.delenv("STRUCTNETS_TOY_FAIL_KEYS")
     with caplog.at_level(logging.INFO, logger="structnets.runner"):
         runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
     resumed = [r.getMessage() for r in caplog.records if "resumes from its training checkpoint" in r.getMessage()]
@@ -74,18 +80,11 @@ def test_a_finished_run_deletes_orphans_and_keeps_foreign_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file of no unit (a unit rerun with changed params, a cut write) is deleted when the run finishes."""
-    log = tmp_path / "log"
-    log.mkdir()
-    monkeypatch.setenv("STRUCTNETS_TOY_CHECKPOINTS", str(log))
-    monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=0/seed=0")
-    out = tmp_path / "run"
+    out, _ = _failed_run(tmp_path, monkeypatch, "stage1/arm=0/seed=0")
     config = toy_experiment.ToyConfig.quick()
-    with pytest.raises(runner.UnitFailedError):
-        runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
     folder = out / CHECKPOINTS
     (folder / "0123abcd.ckpt").write_text("old params")
     (folder / ".0123abcd.ckpt.x1y2.tmp").write_text("cut short")
-    monkeypatch.delenv("STRUCTNETS_TOY_FAIL_KEYS")
     runner.run("toy", config, out, jobs=1, registry=toy_experiment.REGISTRY)
     assert not folder.exists()
 
