@@ -212,3 +212,16 @@ def test_conv_target_reads_the_mean_over_seeds_not_the_best_seed() -> None:
     # one seed meeting the target is not enough seeds (policy `enough_seeds`)
     one = evidence("004-conv-mnist-certified", _conv_runs([0.64], [0.98]))
     assert one.verdict == NOT_REPRODUCED and "target met" in one.ours and "1 seed(s) < 5" in one.ours
+
+
+def test_a_certified_point_broken_by_the_attack_refutes_the_conv_certificate() -> None:
+    runs = _conv_runs([0.632, 0.634], [0.976, 0.978])
+    found = evidence("004-conv-one-lipschitz", runs)
+    assert found.verdict == REPRODUCED and "not attacked" in found.ours
+    runs["attack_points"] = [1000.0, 1000.0]
+    runs["attack_broken_0.5"], runs["attack_broken_1.58"] = [0.0, 0.0], [0.0, 0.0]
+    found = evidence("004-conv-one-lipschitz", runs)
+    assert found.verdict == REPRODUCED and "PGD broke 0 certified point(s) (2000 rows" in found.ours
+    runs.loc[1, "attack_broken_1.58"] = 1.0
+    found = evidence("004-conv-one-lipschitz", runs)
+    assert found.verdict == REFUTED and "PGD broke 1 certified point(s)" in found.ours

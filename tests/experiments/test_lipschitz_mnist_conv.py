@@ -108,3 +108,38 @@ def test_the_report_describes_the_models_the_run_has() -> None:
     assert "SpectralConv2d" in deel_only and "lipschitz_convnet" not in deel_only
     assert "lipschitz_convnet" in ours_only and "SpectralConv2d" not in ours_only
     assert "lipschitz_convnet" in both and "SpectralConv2d" in both and "epochs" in both
+
+
+def test_the_run_attacks_its_certified_points_and_none_breaks(finished: tuple[Path, pd.DataFrame]) -> None:
+    out, results = finished
+    row = results.iloc[0]
+    assert row["attack_points"] == min(SMALL.attack_points, SMALL.max_test)
+    for radius in SMALL.radii:
+        assert row[f"attack_broken_{radius:g}"] == 0
+        # certified ≤ accuracy under attack on the same rows
+        assert row[f"attack_certified_{radius:g}"] <= row[f"pgd_{radius:g}"]
+    table = (out / "table.md").read_text()
+    assert "No certified point was broken by the attack." in table
+
+
+def test_the_attack_table_names_a_broken_certificate_and_skips_older_rows() -> None:
+    from structnets.experiments.lipschitz_mnist_conv.report import attack_lines
+
+    rows = _rows([0.6, 0.6], [0.97, 0.97])
+    assert attack_lines(rows, (1.58,)) == []  # a run from before the attack: no table, no claim
+    rows["attack_points"] = [100.0, 100.0]
+    rows["attack_certified_1.58"], rows["pgd_1.58"], rows["attack_broken_1.58"] = [0.6, 0.6], [0.7, 0.55], [0.0, 3.0]
+    text = "\n".join(attack_lines(rows, (1.58,)))
+    assert "| gradient-step-conv (seed 1) | 100 | 60.0 / 55.0 / **3** |" in text
+    assert "**3 certified point(s) broken by the attack: a certificate is wrong.**" in text
+
+
+def test_attack_params_are_left_out_when_off() -> None:
+    from structnets.experiments.lipschitz_mnist_conv.units import attack_options, units
+
+    off = dataclasses.replace(SMALL, attack_points=0)
+    (unit,) = units(off, pd.DataFrame())
+    assert not any(key.startswith("attack_") for key in unit.params)
+    assert attack_options(unit.params)["attack_points"] == 0
+    with pytest.raises(ValueError, match="`attack_steps`"):
+        dataclasses.replace(SMALL, attack_steps=0)

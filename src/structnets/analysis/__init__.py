@@ -1,5 +1,6 @@
 """Pure measurement functions: cost (parameters, FLOPs, memory), and the tools each issue adds."""
 
+from .attack import AttackResult, pgd_l2
 from .bounds import (
     CoveringBound,
     PacBayesBound,
@@ -32,6 +33,7 @@ from .rates import SlopeFit, loglog_slope, minimax_exponent, relu_depth_cap_expo
 from .spectral import bottleneck_rank, effective_rank, numerical_rank, schatten_norm, singular_values, stable_rank
 
 __all__ = ["Cost", "LayerCost", "LeafCount", "cost", "register_counter"]
+__all__ += ["AttackResult", "pgd_l2"]
 __all__ += [
     "LipschitzBound",
     "certified_accuracy",

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from .._validation import MAX_STEPS, check_int, check_real
+from .attack import pgd_l2
 from .lipschitz import _real_array, certified_accuracy, lipschitz_lower_bound, lipschitz_upper_bound
 
 #: Rows evaluated per forward pass in :func:`certify` (bounds memory; the result does not depend on it).
@@ -84,6 +85,9 @@ def certify(
     probe: int = 256,
     lipschitz: float | None = None,
     trust_hooks: bool = False,
+    attack_points: int = 0,
+    attack_steps: int = 50,
+    attack_targets: int = 2,
 ) -> dict[str, float | str]:
     """Accuracy, certified accuracy at ``radii`` and Lipschitz bounds of a trained model (in eval mode).
 
@@ -107,6 +111,12 @@ def certify(
         trust_hooks: certify a model with forward hooks on the assumption that they change no
             output (see :func:`~structnets.analysis.lipschitz_upper_bound`); the row then holds
             ``lipschitz_assumptions``, one sentence per hook.
+        attack_points: attack the first ``attack_points`` test rows at every radius with
+            :func:`~structnets.analysis.attack.pgd_l2` (0: no attack). The empirical check of the
+            certificate: robust accuracy under the attack bounds the true one from above, certified
+            accuracy from below, and a certified point the attack breaks is a wrong certificate.
+        attack_steps, attack_targets: its gradient steps per run (≥ 1) and targeted runs against
+            the highest-scoring other classes (≥ 0), besides one untargeted run.
 
     The model is certified *before* its logits are computed, under the same rules as
     :func:`~structnets.analysis.lipschitz_upper_bound` (inside an autocast region: the rounded
@@ -115,13 +125,18 @@ def certify(
     Returns:
         ``accuracy``, ``lipschitz_upper``, ``lipschitz_lower``, ``lipschitz_used`` and
         ``certified_{ε:g}`` for every ε (fractions in [0, 1] and floats); with ``trust_hooks``
-        also ``lipschitz_assumptions`` (a string).
+        also ``lipschitz_assumptions`` (a string). With ``attack_points`` > 0 also
+        ``attack_points`` (the rows attacked, min(attack_points, n)) and, for every ε,
+        ``pgd_{ε:g}`` (accuracy under the attack on those rows), ``attack_certified_{ε:g}`` (certified
+        accuracy on the same rows) and ``attack_broken_{ε:g}`` (how many of them are certified at ε
+        yet broken by the attack: 0 unless the certificate is wrong).
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
         TypeError: ``X_test`` not a floating tensor, ``y_test`` not an integer tensor.
         ValueError: no radius or an ε ≤ 0 (naming ``radii``), ``X_test`` not (n, d) and finite,
-            ``y_test`` not (n,), ``lipschitz`` ≤ 0, ``ascent_steps`` outside [0, 10⁸] or ``probe`` < 1.
+            ``y_test`` not (n,), ``lipschitz`` ≤ 0, ``ascent_steps`` outside [0, 10⁸], ``probe`` < 1,
+            ``attack_points`` < 0, ``attack_steps`` outside [1, 10⁸] or ``attack_targets`` < 0.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
@@ -135,6 +150,9 @@ def certify(
     ascent_steps = check_int("ascent_steps", ascent_steps, low=0, high=MAX_STEPS)
     # rows beyond len(X_test) are never used; the cap only refuses absurd values up front
     probe = check_int("probe", probe, low=1, high=2**31 - 1)
+    attack_points = check_int("attack_points", attack_points, low=0, high=2**31 - 1)
+    attack_steps = check_int("attack_steps", attack_steps, low=1, high=MAX_STEPS)
+    attack_targets = check_int("attack_targets", attack_targets, low=0, high=MAX_STEPS)
     if lipschitz is not None:
         lipschitz = check_real("lipschitz", lipschitz, low=0.0, low_open=True)
     model.eval()
@@ -175,6 +193,35 @@ def certify(
         row["lipschitz_assumptions"] = "; ".join(upper.assumptions)
     for radius in radii:
         row[f"certified_{radius:g}"] = certified_accuracy(logits, y_test, float(radius), lipschitz=lipschitz)
+    if attack_points > 0:
+        row.update(
+            _attacked(model, X_test, y_test, logits, lipschitz, radii, attack_points, attack_steps, attack_targets)
+        )
+    return row
+
+
+def _attacked(
+    model: nn.Module,
+    X_test: torch.Tensor,
+    y_test: torch.Tensor,
+    logits: torch.Tensor,
+    lipschitz: float,
+    radii: Sequence[float],
+    points: int,
+    steps: int,
+    targets: int,
+) -> dict[str, float]:
+    """The attack columns of :func:`certify` on the first ``points`` rows (see its docstring)."""
+    count = min(points, len(X_test))
+    X, y = X_test[:count], y_test[:count]
+    radius = certified_radii(logits[:count], y, lipschitz)
+    row: dict[str, float] = {"attack_points": float(count)}
+    for eps in radii:
+        result = pgd_l2(model, X, y, float(eps), steps=steps, targets=targets)
+        certified = radius >= float(eps)
+        row[f"pgd_{eps:g}"] = result.robust_accuracy()
+        row[f"attack_certified_{eps:g}"] = float(certified.double().mean())
+        row[f"attack_broken_{eps:g}"] = float((certified & (result.margins.to(radius.device) < 0)).sum())
     return row
 
 

@@ -37,16 +37,32 @@ def _certified(results: pd.DataFrame, config: Any) -> Evidence:
     upper, lower = ours["lipschitz_upper"].to_numpy(float), ours["lipschitz_lower"].to_numpy(float)
     certified = int(np.sum(upper <= 1.0 + UPPER_SLACK))
     consistent = int(np.sum(lower <= upper * (1 + LOWER_RTOL)))
-    verdict = REPRODUCED if certified == consistent == len(ours) else REFUTED
+    broken, attacked = _attack_counts(ours)
+    verdict = REPRODUCED if certified == consistent == len(ours) and broken == 0 else REFUTED
+    attack = (
+        f"; ℓ₂ PGD broke {broken} certified point(s) ({attacked} rows attacked per radius in all)"
+        if attacked
+        else "; not attacked (a run from before the attack check)"
+    )
     return Evidence(
         f"certified ≤ 1 in {certified} of {len(ours)} models (max {upper.max():.7g}); measured lower bound ≤ "
-        f"certificate in {consistent} (max lower {lower.max():.4f})",
+        f"certificate in {consistent} (max lower {lower.max():.4f})" + attack,
         verdict,
         f"every trained convolutional model's certified upper bound ≤ 1 + {UPPER_SLACK:g} and its measured lower bound "
-        f"(Jacobian norms, ascent on secants) ≤ the certificate × (1 + {LOWER_RTOL:g}): reproduced; any failure refuted",
+        f"(Jacobian norms, ascent on secants) ≤ the certificate × (1 + {LOWER_RTOL:g}), and no point certified at a "
+        "radius broken by the run's ℓ₂ PGD attack at that radius: reproduced; any failure refuted",
         len(ours),
         keys_of(ours),
     )
+
+
+def _attack_counts(rows: pd.DataFrame) -> tuple[int, int]:
+    """Certified points the run's attack broke (all radii) and rows attacked (summed over models)."""
+    if "attack_points" not in rows.columns:
+        return 0, 0
+    attacked = rows[rows["attack_points"].fillna(0) > 0]
+    broken = sum(int(attacked[c].fillna(0).sum()) for c in attacked.columns if c.startswith("attack_broken_"))
+    return broken, int(attacked["attack_points"].sum()) if not attacked.empty else 0
 
 
 def _beats_published(results: pd.DataFrame, config: Any) -> Evidence:
