@@ -143,3 +143,31 @@ def test_attack_params_are_left_out_when_off() -> None:
     assert attack_options(unit.params)["attack_points"] == 0
     with pytest.raises(ValueError, match="`attack_steps`"):
         dataclasses.replace(SMALL, attack_steps=0)
+
+
+def test_the_trained_model_is_saved_and_loads_back_to_the_same_numbers(finished: tuple[Path, pd.DataFrame]) -> None:
+    import torch
+
+    from structnets.analysis import certify
+    from structnets.experiments.lipschitz_mnist.units import _mnist
+    from structnets.experiments.lipschitz_mnist_conv import trained_model
+
+    out, results = finished
+    row = results.iloc[0]
+    assert row["model_file"].startswith("models/") and (out / row["model_file"]).is_file()
+    net = trained_model(out, seed=0)
+    _, _, X_test, y_test = _mnist(SMALL.max_train, SMALL.max_test, 0)
+    again = certify(net, X_test, y_test, list(SMALL.radii), ascent_steps=0)
+    for column in ["accuracy", "lipschitz_upper", *[f"certified_{r:g}" for r in SMALL.radii]]:
+        assert again[column] == row[column], column
+    # a replaced file is refused, naming it
+    path = out / row["model_file"]
+    original = path.read_bytes()
+    try:
+        torch.save({"weight": torch.zeros(1)}, path)
+        with pytest.raises(ValueError, match="does not match the SHA-256"):
+            trained_model(out, seed=0)
+    finally:
+        path.write_bytes(original)
+    with pytest.raises(KeyError, match="seed=7"):
+        trained_model(out, seed=7)

@@ -138,6 +138,14 @@ class ToyExperiment:
         fail = os.environ.get("STRUCTNETS_TOY_FAIL_KEYS", "")
         if key in {k.strip() for k in fail.split(",") if k.strip()}:
             raise RuntimeError(f"toy failure requested for {key}")
+        saved: dict[str, JSONScalar] = {}
+        if os.environ.get("STRUCTNETS_TOY_MODELS"):  # save a small model seeded by the unit, as a training unit would
+            import torch
+
+            from structnets.runner.unit_models import save_unit_model
+
+            torch.manual_seed(1000 * int(params["arm"]) + int(params["seed"]))
+            saved = dict(save_unit_model(torch.nn.Linear(3, 2)))
         return {
             "stage": int(params["stage"]),
             "arm": int(params["arm"]),
@@ -145,6 +153,7 @@ class ToyExperiment:
             "value": params["scale"] * _draw(int(params["arm"]), int(params["seed"])),
             "label": params["label"],
             "device": params.get("device", "cpu"),
+            **saved,
         }
 
     def report(self, results: pd.DataFrame, config: ToyConfig) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..protocol import Experiment
 from .checkpoints import checkpoint_file, checkpointing
+from .unit_models import MODELS, model_file, saving_models
 from .errors import BackendUnavailableError, ExperimentError
 from .info import available_cpus
 from .store import UnitRecord, dumps, dumps_row, utc_now
@@ -87,14 +88,17 @@ def execute_unit(
     """Run one unit and time it; never raises for errors inside ``run_unit``.
 
     ``checkpoints``: the run folder's checkpoint folder; the unit then finds its own file there
-    through :func:`~structnets.runner.checkpoints.unit_checkpoint`.
+    through :func:`~structnets.runner.checkpoints.unit_checkpoint`, and its model file in the run
+    folder's ``models/`` through :func:`~structnets.runner.unit_models.unit_model_file`.
     """
     started = utc_now()
     t0 = time.perf_counter()
     path = None if checkpoints is None else checkpoint_file(checkpoints, key, params)
+    # the trained model's file, beside the checkpoints in the same run folder (kept after the run)
+    saved = None if checkpoints is None else model_file(checkpoints.parent / MODELS, key, params)
     try:
         # A fresh copy, so that run_unit sees exactly what a worker process would.
-        with checkpointing(path):
+        with checkpointing(path), saving_models(saved):
             result = clean_result(key, experiment.run_unit(json.loads(dumps(dict(params)))))
     except Exception as e:  # noqa: BLE001 - reported to the runner with its traceback
         return Outcome(key, error=f"{type(e).__name__}: {e}", traceback=tb.format_exc())

@@ -19,6 +19,7 @@ from typing import Any
 from .errors import StoreError
 from .outputs import RESULTS_DB
 from .store import ResultStore, UnitRecord, dumps
+from .unit_models import copy_unit_model
 
 
 def load_sources(
@@ -80,6 +81,7 @@ def take_reusable(
             row = rows.get(key)
             if row is not None and _canonical(row.params) == params:
                 store.add(row, replace=key in records)
+                copy_unit_model(path, store.path.parent, row.result)
                 records[key] = row
                 taken[path] = taken.get(path, 0) + 1
                 break

@@ -24,6 +24,7 @@ from ...protocol import FunctionExperiment
 from .. import run_experiment
 from . import figures, report, units
 from .config import MODELS, LipschitzMNISTConvConfig
+from .units import trained_model
 
 EXPERIMENT = FunctionExperiment(
     name="lipschitz-mnist-conv",
@@ -46,4 +47,4 @@ def run(
     return run_experiment(EXPERIMENT, config, out_dir, **runner_options)
 
 
-__all__ = ["EXPERIMENT", "MODELS", "LipschitzMNISTConvConfig", "run"]
+__all__ = ["EXPERIMENT", "MODELS", "LipschitzMNISTConvConfig", "run", "trained_model"]

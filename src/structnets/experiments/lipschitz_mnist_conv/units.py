@@ -101,6 +101,33 @@ def build(params: Mapping[str, Any]) -> Any:
     )  # fmt: skip
 
 
+def trained_model(run_dir: Any, seed: int = 0, model: str = "gradient-step-conv") -> Any:
+    """The network unit ``train/<model>/seed=<seed>`` of the run folder ``run_dir`` trained, in eval mode.
+
+    Rebuilt from the unit's stored params and loaded from the weights it saved in ``models/``
+    (checked against the SHA-256 its row records; :func:`structnets.runner.unit_models.load_unit_state`),
+    in the memory format it was trained and certified in. For example, to attack it yourself::
+
+        net = trained_model("runs/full36-lipschitz-mnist-conv")
+        X, y = ...  # MNIST test rows as flat (n, 784) float32 in [0, 1], as the unit reads them
+        structnets.analysis.pgd_l2(net, X, y, 1.58, steps=100, targets=9)
+
+    Raises:
+        KeyError, FileNotFoundError, ValueError: as ``load_unit_state`` (no such unit, no model saved,
+            a file that does not match its row).
+    """
+    import torch
+
+    from ...runner.unit_models import load_unit_state
+
+    params, state = load_unit_state(run_dir, f"train/{model}/seed={seed}")
+    net = build(params)
+    net.load_state_dict(state)
+    if params["model"] == "gradient-step-conv" and bool(params.get("channels_last", False)):
+        net = net.to(memory_format=torch.channels_last)
+    return net.eval()
+
+
 def _deel_convnet(channels: list[int], depths: list[int], kernel_size: int) -> Any:
     """deel-torchlip's convolutional 1-Lipschitz network of the same stages: SpectralConv2d + GroupSort2,
     ℓ₂-norm-preserving ``InvertibleDownSampling`` between stages, ``SpectralLinear`` head."""
@@ -233,6 +260,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     import warnings
 
     from ...runner.checkpoints import unit_checkpoint
+    from ...runner.unit_models import save_unit_model
     from ...training.fit import seeded
     from ...training.losses import certified_loss
 
@@ -252,6 +280,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         model, X_train, y_train, epochs=int(params["epochs"]), batch_size=int(params["batch_size"]),
         lr=float(params["lr"]), seed=seed, loss=loss, checkpoint=unit_checkpoint(),
     )  # fmt: skip
+    saved = save_unit_model(model)  # before certification: what the row's numbers were measured on
     radii = list(params["radii"])
     if params["model"] == "deel-torchlip-conv":
         with warnings.catch_warnings():
@@ -268,7 +297,8 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "parameters": sum(p.numel() for p in model.parameters()),
         "seconds_per_epoch": seconds,
         **row,
+        **saved,
     }
 
 
-__all__ = ["attack_options", "attack_params", "build", "run_unit", "units"]
+__all__ = ["attack_options", "attack_params", "build", "run_unit", "trained_model", "units"]
