@@ -6,8 +6,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-import toy_experiment
 import torch
+import toy_experiment
 
 from structnets import runner
 from structnets.runner.unit_models import MODELS, load_unit_state, model_file, save_unit_model

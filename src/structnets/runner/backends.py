@@ -28,10 +28,10 @@ from typing import Any
 
 from ..protocol import Experiment
 from .checkpoints import checkpoint_file, checkpointing
-from .unit_models import MODELS, model_file, saving_models
 from .errors import BackendUnavailableError, ExperimentError
 from .info import available_cpus
 from .store import UnitRecord, dumps, dumps_row, utc_now
+from .unit_models import MODELS, model_file, saving_models
 
 logger = logging.getLogger(__name__)
 
