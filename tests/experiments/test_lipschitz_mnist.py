@@ -155,3 +155,21 @@ def test_trains_with_the_certified_every_step_bounds(
 def test_unknown_bound_is_refused() -> None:
     with pytest.raises(ValueError, match="bound"):
         dataclasses.replace(SMALL, bound="spectral")
+
+
+def test_every_trained_network_is_attacked_and_saved(finished: tuple[Path, pd.DataFrame]) -> None:
+    import torch
+
+    from structnets.runner.unit_models import load_unit_state
+
+    out, results = finished
+    train = results[results["stage"] == "train"]
+    for _, row in train.iterrows():
+        assert row["attack_points"] == min(SMALL.attack_points, SMALL.max_test)
+        for radius in SMALL.radii:
+            # the unconstrained network is certified with its own (large) computed L: still a certificate
+            assert row[f"attack_broken_{radius:g}"] == 0
+            assert row[f"attack_certified_{radius:g}"] <= row[f"pgd_{radius:g}"] <= row["accuracy"] + 1e-12
+        params, state = load_unit_state(out, row["key"])
+        assert params["model"] == row["model"] and all(isinstance(t, torch.Tensor) for t in state.values())
+    assert "No certified point was broken by the attack." in (out / "table.md").read_text()

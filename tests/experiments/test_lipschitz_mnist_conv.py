@@ -123,19 +123,20 @@ def test_the_run_attacks_its_certified_points_and_none_breaks(finished: tuple[Pa
 
 
 def test_the_attack_table_names_a_broken_certificate_and_skips_older_rows() -> None:
-    from structnets.experiments.lipschitz_mnist_conv.report import attack_lines
+    from structnets.experiments.attack_check import attack_lines
 
     rows = _rows([0.6, 0.6], [0.97, 0.97])
     assert attack_lines(rows, (1.58,)) == []  # a run from before the attack: no table, no claim
     rows["attack_points"] = [100.0, 100.0]
     rows["attack_certified_1.58"], rows["pgd_1.58"], rows["attack_broken_1.58"] = [0.6, 0.6], [0.7, 0.55], [0.0, 3.0]
     text = "\n".join(attack_lines(rows, (1.58,)))
-    assert "| gradient-step-conv (seed 1) | 100 | 60.0 / 55.0 / **3** |" in text
+    assert "| gradient-step-conv (seed 1) | 100 | 60.0 / 55.0 / **3** |" in text  # no key column: model and seed
     assert "**3 certified point(s) broken by the attack: a certificate is wrong.**" in text
 
 
 def test_attack_params_are_left_out_when_off() -> None:
-    from structnets.experiments.lipschitz_mnist_conv.units import attack_options, units
+    from structnets.experiments.attack_check import attack_options
+    from structnets.experiments.lipschitz_mnist_conv.units import units
 
     off = dataclasses.replace(SMALL, attack_points=0)
     (unit,) = units(off, pd.DataFrame())

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..experiments.attack_check import attack_counts
 from ..experiments.lipschitz_moons.config import PAPER_TRAIN_FRACTION as PAPER_MOONS_FRACTION
 from . import rules, rules_trend
 from .evidence import (
@@ -56,15 +57,18 @@ def _certified(column: str, models: tuple[str, ...]) -> Evaluate:
         upper, lower = chosen["lipschitz_upper"].to_numpy(float), chosen["lipschitz_lower"].to_numpy(float)
         certified = int(np.sum(upper <= 1.0 + UPPER_SLACK))
         consistent = int(np.sum(lower <= upper * (1 + LOWER_RTOL)))
-        verdict = REPRODUCED if certified == len(chosen) and consistent == len(chosen) else REFUTED
+        broken, attacked = attack_counts(chosen)
+        verdict = REPRODUCED if certified == consistent == len(chosen) and broken == 0 else REFUTED
+        attack = f"; ℓ₂ PGD broke {broken} certified point(s) ({attacked} rows attacked per radius in all)"
         return Evidence(
             f"certified ≤ 1 in {certified} of {len(chosen)} models (max {upper.max():.7g}); measured lower bound "
-            f"≤ certificate in {consistent} (max lower {lower.max():.4f})",
+            f"≤ certificate in {consistent} (max lower {lower.max():.4f})" + (attack if attacked else ""),
             verdict,
             f"every trained model's certified upper bound (product of rounded-up layer certificates) ≤ 1 + "
             f"{UPPER_SLACK:g}, and its measured lower bound (Jacobian norms, ascent on secants) ≤ the certificate × "
-            f"(1 + {LOWER_RTOL:g}) (float32 measurement): all reproduced, any failure refuted (a certified bound that "
-            "fails, or a measurement above the certificate, contradicts the claim)",
+            f"(1 + {LOWER_RTOL:g}) (float32 measurement), and (where the run attacked its test rows) no point "
+            "certified at a radius broken by ℓ₂ PGD at that radius: all reproduced, any failure refuted (a certified "
+            "bound that fails, a measurement above the certificate, or a certified point broken contradicts the claim)",
             len(chosen),
             keys_of(chosen),
         )

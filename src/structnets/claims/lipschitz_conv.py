@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..experiments.attack_check import attack_counts
 from . import rules
 from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED, Claim, Evidence, keys_of, not_tested
 
@@ -37,7 +38,7 @@ def _certified(results: pd.DataFrame, config: Any) -> Evidence:
     upper, lower = ours["lipschitz_upper"].to_numpy(float), ours["lipschitz_lower"].to_numpy(float)
     certified = int(np.sum(upper <= 1.0 + UPPER_SLACK))
     consistent = int(np.sum(lower <= upper * (1 + LOWER_RTOL)))
-    broken, attacked = _attack_counts(ours)
+    broken, attacked = attack_counts(ours)
     verdict = REPRODUCED if certified == consistent == len(ours) and broken == 0 else REFUTED
     attack = (
         f"; ℓ₂ PGD broke {broken} certified point(s) ({attacked} rows attacked per radius in all)"
@@ -54,15 +55,6 @@ def _certified(results: pd.DataFrame, config: Any) -> Evidence:
         len(ours),
         keys_of(ours),
     )
-
-
-def _attack_counts(rows: pd.DataFrame) -> tuple[int, int]:
-    """Certified points the run's attack broke (all radii) and rows attacked (summed over models)."""
-    if "attack_points" not in rows.columns:
-        return 0, 0
-    attacked = rows[rows["attack_points"].fillna(0) > 0]
-    broken = sum(int(attacked[c].fillna(0).sum()) for c in attacked.columns if c.startswith("attack_broken_"))
-    return broken, int(attacked["attack_points"].sum()) if not attacked.empty else 0
 
 
 def _beats_published(results: pd.DataFrame, config: Any) -> Evidence:

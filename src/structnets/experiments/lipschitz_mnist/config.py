@@ -71,6 +71,12 @@ class LipschitzMNISTConfig:
             width (``004-mnist-accuracy`` needs ≥ 5 seeds); merged with ``seeds`` (``()`` in the quick
             preset).
         ascent_steps: gradient-ascent steps of the Lipschitz lower bound.
+        attack_points, attack_steps, attack_targets: the empirical check of every trained network's
+            certificate (:mod:`structnets.experiments.attack_check`): the first ``attack_points`` test
+            rows attacked at every radius by ℓ₂ PGD on the margin (one untargeted and
+            ``attack_targets`` targeted runs of ``attack_steps`` steps); accuracy under attack beside
+            certified accuracy on the same rows, and the certified points the attack broke (0 unless a
+            certificate is wrong). ``attack_points`` 0: no attack.
         timing_pairs: interleaved pairs of training steps in each timing unit (0: no timing).
         cost_depths: the depths of the ``constraint-cost`` unit, which times one training step of the
             ``fixed-width`` network (norm-constrained affine maps between the blocks, Theorem 4.1)
@@ -109,6 +115,9 @@ class LipschitzMNISTConfig:
     seeds: tuple[int, ...] = (0,)
     claim_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     ascent_steps: int = 50
+    attack_points: int = 1000
+    attack_steps: int = 50
+    attack_targets: int = 2
     timing_pairs: int = 30
     cost_depths: tuple[int, ...] = (2, 5, 10, 20)
     cost_rounds: int = 30
@@ -121,6 +130,7 @@ class LipschitzMNISTConfig:
         return cls(
             depths=(5,), widths=(100,), models=("gradient-step", "unconstrained", "deel-torchlip"), epochs=2,
             max_test=2000, ascent_steps=10, timing_pairs=15, claim_seeds=(), cost_depths=(1, 2, 4), cost_rounds=8,
+            attack_points=200, attack_steps=20, attack_targets=1,
         )  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -158,6 +168,9 @@ class LipschitzMNISTConfig:
         for seed in (*self.seeds, *self.claim_seeds):
             check_int("seeds", seed, low=0)
         check_int("ascent_steps", self.ascent_steps, low=0)
+        check_int("attack_points", self.attack_points, low=0)
+        check_int("attack_steps", self.attack_steps, low=1)
+        check_int("attack_targets", self.attack_targets, low=0)
         check_int("timing_pairs", self.timing_pairs, low=0)
         check_int("cost_rounds", self.cost_rounds, low=0)
         if self.cost_rounds > 0 and len(set(self.cost_depths)) < 2:

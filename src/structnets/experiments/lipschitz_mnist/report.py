@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..attack_check import attack_lines
 from .config import (
     PUBLISHED,
     TARGET_CERTIFIED,
@@ -84,6 +85,7 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConfig) -> str:
             "package `deel-torchlip` is installed).",
             "",
         ]
+    lines += attack_lines(train, config.radii)
     lines += _target_lines(train, config, quick)
     timing = results[results["stage"] == "timing"] if "stage" in results else results.iloc[0:0]
     if not timing.empty:

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...analysis.certify import certify
 from ...protocol import JSONScalar, Unit
 from ...training.device import device_param, unit_device
+from ..attack_check import attack_params, certify_unit
 from ..lipschitz_moons.units import train_classifier
 from .config import TIMED_BOUNDS, LipschitzMNISTConfig
 
@@ -77,6 +77,7 @@ def units(config: LipschitzMNISTConfig, finished: pd.DataFrame) -> list[Unit]:
         "max_train": config.max_train,
         "max_test": config.max_test,
         "ascent_steps": config.ascent_steps,
+        **attack_params(config),
         "bound": config.bound,
         **device_param(config.device),
     }
@@ -235,6 +236,7 @@ def _mnist(max_train: int | None, max_test: int | None, seed: int) -> tuple[Any,
 
 def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     from ...runner.checkpoints import unit_checkpoint
+    from ...runner.unit_models import save_unit_model
     from ...training.fit import seeded
     from ...training.losses import certified_loss
 
@@ -260,6 +262,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         model, X_train, y_train, epochs=int(params["epochs"]), batch_size=int(params["batch_size"]),
         lr=float(params["lr"]), seed=seed, loss=loss, checkpoint=unit_checkpoint(),
     )  # fmt: skip
+    saved = save_unit_model(model)  # before certification: what the row's numbers were measured on
     radii = list(params["radii"])
     if model_name in ("deel-torchlip", "unconstrained"):
         import warnings
@@ -268,9 +271,9 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         with warnings.catch_warnings():
             # expected: neither is certified ≤ 1; certified accuracy uses its computed bound (reported)
             warnings.simplefilter("ignore", UserWarning)
-            row = certify(evaluated, X_test, y_test, radii, ascent_steps=int(params["ascent_steps"]))
+            row = certify_unit(evaluated, X_test, y_test, radii, params)
     else:
-        row = certify(model, X_test, y_test, radii, ascent_steps=int(params["ascent_steps"]))
+        row = certify_unit(model, X_test, y_test, radii, params)
     return {
         "stage": "train",
         "model": model_name,
@@ -286,6 +289,7 @@ def _run_train(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         "parameters": sum(p.numel() for p in model.parameters()),
         "seconds_per_epoch": seconds,
         **row,
+        **saved,
     }
 
 

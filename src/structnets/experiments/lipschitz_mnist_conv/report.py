@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..attack_check import attack_lines
 from .config import PUBLISHED, TARGET_CERTIFIED, TARGET_CLEAN, TARGET_QUICK, TARGET_RADIUS, LipschitzMNISTConvConfig
 
 
@@ -73,45 +74,6 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConvConfig) -> str:
     return "\n".join(lines)
 
 
-def attack_lines(results: pd.DataFrame, radii: tuple[float, ...]) -> list[str]:
-    """The empirical check of the certificates: accuracy under ℓ₂ PGD beside certified accuracy, same rows.
-
-    Certified accuracy is a lower bound of the robust accuracy and accuracy under an attack an upper
-    one; a certified point the attack breaks is a counterexample to the certificate and is named
-    in bold. Rows of units run without the attack (older runs, ``attack_points`` 0) are left out.
-    """
-    if results.empty or "attack_points" not in results:
-        return []
-    attacked = results[results["attack_points"].notna() & (results["attack_points"] > 0)]
-    if attacked.empty:
-        return []
-    header = ["model", "rows attacked"] + [f"{r:g}: certified % / PGD % / broken" for r in radii]
-    lines = [
-        "Empirical check: ℓ₂ PGD on the margin (Madry et al. 2018; one untargeted and targeted runs against the "
-        "highest-scoring other classes, step 2.5ε/steps, no clipping to [0, 1]: a certificate covers the whole "
-        "ball) on the first test rows. Certified ≤ robust ≤ accuracy under attack; a certified point the attack "
-        "breaks would be a wrong certificate.",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-    ]
-    broken_total = 0
-    for _, row in attacked.sort_values(["model", "seed"]).iterrows():
-        cells = [f"{row['model']} (seed {int(row['seed'])})", f"{int(row['attack_points'])}"]
-        for r in radii:
-            broken = int(row[f"attack_broken_{r:g}"])
-            broken_total += broken
-            mark = f"**{broken}**" if broken else "0"
-            cells.append(f"{100 * row[f'attack_certified_{r:g}']:.1f} / {100 * row[f'pgd_{r:g}']:.1f} / {mark}")
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    if broken_total:
-        lines += [f"**{broken_total} certified point(s) broken by the attack: a certificate is wrong.**", ""]
-    else:
-        lines += ["No certified point was broken by the attack.", ""]
-    return lines
-
-
 def target_lines(results: pd.DataFrame, config: LipschitzMNISTConvConfig, quick: bool) -> list[str]:
     """The target at ε = 1.58, met or missed by how much, by the mean over the seeds of our one configuration.
 
@@ -150,4 +112,4 @@ def target_lines(results: pd.DataFrame, config: LipschitzMNISTConvConfig, quick:
             "a one-sided test against GloRo).", ""]  # fmt: skip
 
 
-__all__ = ["attack_lines", "report", "target_lines"]
+__all__ = ["report", "target_lines"]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from ...analysis.certify import certify
 from ...protocol import JSONScalar, Unit
 from ...training.device import device_param, unit_device
+from ..attack_check import attack_params, certify_unit
 from ..lipschitz_mnist.units import _mnist, check_deel_export, deel_one_lipschitz_layer, deel_torchlip_available
 from ..lipschitz_moons.units import train_classifier
 from .config import LipschitzMNISTConvConfig
@@ -49,36 +49,6 @@ def units(config: LipschitzMNISTConvConfig, finished: pd.DataFrame) -> list[Unit
         for seed in config.seeds:
             result.append(Unit(key=f"train/{model}/seed={seed}", params={"model": model, "seed": seed, **common}))
     return result
-
-
-def attack_params(config: Any) -> dict[str, int]:
-    """The attack's unit params (none when ``attack_points`` is 0, so that such units keep their earlier keys)."""
-    if not config.attack_points:
-        return {}
-    return {
-        "attack_points": config.attack_points,
-        "attack_steps": config.attack_steps,
-        "attack_targets": config.attack_targets,
-    }
-
-
-def attack_options(params: Mapping[str, Any]) -> dict[str, int]:
-    """``certify``'s attack keywords from a unit's params (a unit without them is not attacked)."""
-    return {
-        "attack_points": int(params.get("attack_points", 0)),
-        "attack_steps": int(params.get("attack_steps", 50)),
-        "attack_targets": int(params.get("attack_targets", 2)),
-    }
-
-
-def _certify(model: Any, X_test: Any, y_test: Any, radii: list[float], params: Mapping[str, Any]) -> dict[str, Any]:
-    """``certify`` with the unit's ascent steps and attack."""
-    attack = attack_options(params)
-    return certify(
-        model, X_test, y_test, radii, ascent_steps=int(params["ascent_steps"]),
-        attack_points=attack["attack_points"], attack_steps=attack["attack_steps"],
-        attack_targets=attack["attack_targets"],
-    )  # fmt: skip
 
 
 def build(params: Mapping[str, Any]) -> Any:
@@ -285,9 +255,9 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     if params["model"] == "deel-torchlip-conv":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # deel's product of bounds may exceed 1 (reported)
-            row = _certify(_deel_certified(model).to(device), X_test, y_test, radii, params)
+            row = certify_unit(_deel_certified(model).to(device), X_test, y_test, radii, params)
     else:
-        row = _certify(model, X_test, y_test, radii, params)
+        row = certify_unit(model, X_test, y_test, radii, params)
     return {
         "model": str(params["model"]),
         "seed": seed,
@@ -301,4 +271,4 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     }
 
 
-__all__ = ["attack_options", "attack_params", "build", "run_unit", "trained_model", "units"]
+__all__ = ["build", "run_unit", "trained_model", "units"]
