@@ -173,3 +173,19 @@ def test_every_trained_network_is_attacked_and_saved(finished: tuple[Path, pd.Da
         params, state = load_unit_state(out, row["key"])
         assert params["model"] == row["model"] and all(isinstance(t, torch.Tensor) for t in state.values())
     assert "No certified point was broken by the attack." in (out / "table.md").read_text()
+
+
+def test_a_trained_network_loads_back_to_the_same_numbers(finished: tuple[Path, pd.DataFrame]) -> None:
+    from structnets.analysis import certify
+    from structnets.experiments.lipschitz_mnist import trained_model
+    from structnets.experiments.lipschitz_mnist.units import _mnist
+
+    out, results = finished
+    row = results.set_index("key").loc["train/gradient-step/margin-ce/orthogonal/depth=1/width=8/seed=0"]
+    net = trained_model(out, row.name)
+    _, _, X_test, y_test = _mnist(SMALL.max_train, SMALL.max_test, 0)
+    again = certify(net, X_test, y_test, list(SMALL.radii), ascent_steps=0)
+    for column in ["accuracy", "lipschitz_upper", *[f"certified_{r:g}" for r in SMALL.radii]]:
+        assert again[column] == row[column], column
+    with pytest.raises(ValueError, match="training unit"):
+        trained_model(out, "timing/depth=1/width=8")

@@ -44,7 +44,7 @@ from ...protocol import FunctionExperiment
 from .. import run_experiment
 from . import figures, report, units
 from .config import MODELS, PUBLISHED, TIMED_BOUNDS, LipschitzMNISTConfig
-from .units import build, deel_torchlip_available
+from .units import build, deel_torchlip_available, trained_model
 
 EXPERIMENT = FunctionExperiment(
     name="lipschitz-mnist",
@@ -77,4 +77,5 @@ __all__ = [
     "build",
     "deel_torchlip_available",
     "run",
+    "trained_model",
 ]

@@ -146,6 +146,32 @@ def units(config: LipschitzMNISTConfig, finished: pd.DataFrame) -> list[Unit]:
     return result
 
 
+def trained_model(run_dir: Any, key: str) -> Any:
+    """The network a ``train/...`` unit of the run folder ``run_dir`` trained, in eval mode.
+
+    Rebuilt from the unit's stored params with :func:`build` and loaded from the weights it saved
+    in ``models/`` (checked against the SHA-256 its row records;
+    :func:`structnets.runner.unit_models.load_unit_state`). The deel-torchlip network is deel's own
+    module (certify its ``vanilla_export``, as the unit does).
+
+    Raises:
+        ValueError: ``key`` is not a training unit, or the unit saved no model or its file does not match.
+        KeyError, FileNotFoundError: as ``load_unit_state``.
+    """
+    from ...runner.unit_models import load_unit_state
+
+    if not str(key).startswith("train/"):
+        raise ValueError(f"`key` must name a training unit (train/...), got {key!r}")
+    params, state = load_unit_state(run_dir, key)
+    lift = params.get("lift", "norm-constrained")
+    net = build(
+        params["model"], int(params["depth"]), int(params["width"]), params.get("bound", "exact"),
+        lift if lift in ("norm-constrained", "orthogonal") else "norm-constrained", bool(params.get("maxmin", False)),
+    )  # fmt: skip
+    net.load_state_dict(state)
+    return net.eval()
+
+
 def build(
     model: str, depth: int, width: int, bound: str = "exact", lift: str = "norm-constrained", maxmin: bool = False
 ) -> Any:
