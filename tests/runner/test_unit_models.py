@@ -74,3 +74,17 @@ def test_bad_folders_keys_and_files_are_refused_by_name(tmp_path: Path, monkeypa
     path.unlink()
     with pytest.raises(FileNotFoundError):
         load_unit_state(out, key)
+
+
+@pytest.mark.parametrize("name", ["../results.db", "models/../results.db", "/etc/passwd", "models/sub/x.pt", "x.pt"])
+def test_a_row_naming_a_file_outside_models_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv("STRUCTNETS_TOY_MODELS", "1")
+    out = tmp_path / "run"
+    runner.run("toy", toy_experiment.ToyConfig.quick(), out, registry=toy_experiment.REGISTRY)
+    with sqlite3.connect(out / "results.db") as conn:
+        (key,) = conn.execute("SELECT key FROM results LIMIT 1").fetchone()
+        conn.execute("UPDATE results SET result = json_set(result, '$.model_file', ?) WHERE key = ?", (name, key))
+    with pytest.raises(ValueError, match="not a file of its models/ folder"):
+        load_unit_state(out, key)

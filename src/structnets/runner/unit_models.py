@@ -74,6 +74,17 @@ def save_unit_model(model: nn.Module) -> dict[str, str | None]:
     return {"model_file": f"{MODELS}/{path.name}", "model_sha256": hashlib.sha256(payload).hexdigest()}
 
 
+def _is_model_name(name: str) -> bool:
+    """A run folder is data: a row may only name a file directly inside its ``models/`` folder."""
+    parts = name.split("/")
+    return (
+        len(parts) == 2
+        and parts[0] == MODELS
+        and re.fullmatch(r"[A-Za-z0-9_.=-]+\.pt", parts[1]) is not None
+        and ".." not in parts[1]
+    )
+
+
 def copy_unit_model(source_dir: Path, target_dir: Path, result: Mapping[str, Any]) -> None:
     """Copy the model file a reused row names from its run folder into ``target_dir`` (atomically).
 
@@ -81,7 +92,7 @@ def copy_unit_model(source_dir: Path, target_dir: Path, result: Mapping[str, Any
     the new folder stands alone. A missing source file is left missing (loading it then says so).
     """
     name = result.get("model_file")
-    if not isinstance(name, str) or source_dir.resolve() == target_dir.resolve():
+    if not isinstance(name, str) or not _is_model_name(name) or source_dir.resolve() == target_dir.resolve():
         return
     try:
         payload = (source_dir / name).read_bytes()
@@ -118,6 +129,8 @@ def load_unit_state(run_dir: str | Path, key: str) -> tuple[dict[str, Any], dict
         raise ValueError(
             f"unit {key!r} of {folder} saved no model (run outside a run folder, or before models were saved)"
         )
+    if not _is_model_name(name):
+        raise ValueError(f"unit {key!r} of {folder} names the model file {name!r}, not a file of its {MODELS}/ folder")
     path = folder / name
     payload = path.read_bytes()
     if hashlib.sha256(payload).hexdigest() != digest:
