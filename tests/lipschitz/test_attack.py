@@ -169,3 +169,22 @@ def test_bad_labels_are_named() -> None:
         certify(model_x, x_[:5], y_[:5], [0.1], ascent_steps=0, attack_points=-1)
     with pytest.raises(ValueError, match="`attack_targets`"):
         certify(model_x, x_[:5], y_[:5], [0.1], ascent_steps=0, attack_points=5, attack_targets=-1)
+
+
+def test_odd_but_valid_calls_work_and_bad_ones_are_named() -> None:
+    import numpy as np
+
+    model = _linear(3, 2, 0)
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    with torch.no_grad():
+        y = model(x).argmax(dim=1)
+    by_tensor = pgd_l2(model, x, y, 0.1, steps=3)
+    assert not by_tensor.points.requires_grad  # the inputs' graph is not carried along
+    by_uint64 = pgd_l2(model, x, y.numpy().astype(np.uint64), 0.1, steps=3)
+    assert torch.equal(by_uint64.margins, by_tensor.margins)
+    with pytest.raises(TypeError, match="`labels`"):
+        pgd_l2(model, x, np.array(["a", "b", "a", "b"]), 0.1)
+    with pytest.raises(ValueError, match="`model` must map"):
+        pgd_l2(lambda t: t.sum(), x, y, 0.1)
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
+        pgd_l2(model, x.detach(), y, 0.1)

@@ -35,8 +35,9 @@ class AttackResult:
     """What :func:`pgd_l2` found for each point.
 
     Attributes:
-        points: (n, d) the most adversarial point seen for each input (the input itself when nothing
-            lowered its margin), each with ‖point − x‖₂ ≤ ε checked in float64.
+        points: (n, d) the most adversarial point seen for each input, in the model's dtype (the input
+            itself when nothing lowered its margin), each with ‖point − x‖₂ ≤ ε checked in float64
+            against the input as given (steps are taken in a ball smaller by the rounding of x + δ).
         margins: (n,) float64 margin at ``points``: f_y − max_{j≠y} f_j (one logit: f for class 1,
             −f for class 0). Negative: the prediction changed (the attack succeeded).
         eps: the radius ε.
@@ -102,7 +103,7 @@ def pgd_l2(
         targets: targeted runs per point, against the highest-scoring other classes (≥ 0; at most
             k − 1 are used).
         step_size: ℓ₂ length of each step (> 0); None: 2.5·ε/steps (Madry et al.'s choice).
-        seed: seeds the random starts.
+        seed: seeds the random starts (row i's start of restart r depends on (seed, r, i) alone).
 
     Returns:
         :class:`AttackResult`: per point, the most adversarial point found and its float64 margin.
@@ -110,7 +111,9 @@ def pgd_l2(
     Raises:
         TypeError: ``model`` not callable, ``inputs`` not real, ``labels`` not integers.
         ValueError: ``eps``, ``steps``, ``restarts``, ``targets`` or ``step_size`` out of range; shapes that do not
-            match; labels outside the model's classes.
+            match; labels outside the model's classes; ``inputs`` that the cast to the model's dtype
+            moves by more than ε; model outputs of another shape than (n, k) or (n,).
+        RuntimeError: called inside ``torch.inference_mode()`` (the attack needs gradients).
     """
     if not callable(model):
         raise TypeError(f"`model` must be callable (n, d) -> (n, k), got {type(model).__name__}")
@@ -122,18 +125,25 @@ def pgd_l2(
         step_size = 2.5 * eps / steps
     step_size = check_real("step_size", step_size, low=0.0, low_open=True)
     seed = check_int("seed", seed, low=0, high=2**63 - 1)
-    x = _points(inputs, "inputs")
-    y = _labels(labels, x.shape[0]).to(x.device)
+    if torch.is_inference_mode_enabled():
+        raise RuntimeError("pgd_l2 differentiates the model: call it outside torch.inference_mode()")
+    given = _points(inputs, "inputs").detach()
+    y = _labels(labels, given.shape[0]).to(given.device)
     params = list(getattr(model, "parameters", lambda: [])())
-    if params:
-        x = x.to(params[0].dtype)
-    generator = torch.Generator().manual_seed(seed)
+    x = given.to(params[0].dtype) if params else given
+    # the ball is the one around the inputs given: a cast that moves a point by more than ε is refused
+    moved = torch.linalg.vector_norm(x.double() - given.double(), dim=1)
+    if bool((moved > eps).any()):
+        raise ValueError(
+            f"`inputs` cast to the model's dtype {x.dtype} move a point by {float(moved.max()):.3g} > `eps`={eps:g}: "
+            "pass inputs the model's dtype represents, or a larger radius"
+        )
     points, margins = [], []
     for start in range(0, x.shape[0], ATTACK_CHUNK):
+        part = slice(start, start + ATTACK_CHUNK)
         chunk_points, chunk_margins = _attack_chunk(
-            model, x[start : start + ATTACK_CHUNK], y[start : start + ATTACK_CHUNK], eps, steps, restarts,
-            targets, step_size, generator,
-        )  # fmt: skip
+            model, x[part], given[part], y[part], eps, steps, restarts, targets, step_size, seed, start
+        )
         points.append(chunk_points)
         margins.append(chunk_margins)
     return AttackResult(torch.cat(points), torch.cat(margins), eps)
@@ -141,7 +151,13 @@ def pgd_l2(
 
 def _labels(labels: object, n: int) -> torch.Tensor:
     """``labels`` as an (n,) int64 tensor, or an error naming it."""
-    y = labels if torch.is_tensor(labels) else torch.as_tensor(np.asarray(labels))
+    if torch.is_tensor(labels):
+        y = labels
+    else:
+        array = np.asarray(labels)
+        if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+            raise TypeError(f"`labels` must hold integer class indices, got dtype {array.dtype}")
+        y = torch.as_tensor(array.astype(np.int64) if np.issubdtype(array.dtype, np.integer) else array)
     if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
         raise TypeError(f"`labels` must hold integer class indices, got dtype {y.dtype}")
     if y.shape != (n,):
@@ -154,19 +170,32 @@ def _labels(labels: object, n: int) -> torch.Tensor:
 def _attack_chunk(
     model: Callable[[torch.Tensor], torch.Tensor],
     x: torch.Tensor,
+    given: torch.Tensor,
     y: torch.Tensor,
     eps: float,
     steps: int,
     restarts: int,
     targets: int,
     step_size: float,
-    generator: torch.Generator,
+    seed: int,
+    first_row: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    radius = eps * _SHRINK
     tiny = torch.finfo(x.dtype).tiny
+    given64 = given.double()
+    # x + δ is rounded in the model's dtype, by at most u·(‖x‖ + ‖δ‖) in ℓ₂: step inside a ball smaller
+    # by that much (and by 2⁻²⁰ε), so that the rounded point stays in the ε-ball of the given input;
+    # every candidate is also checked in float64 against the given input before it is kept
+    unit = torch.finfo(x.dtype).eps / 2
+    slack = 1.01 * unit * (torch.linalg.vector_norm(x.double(), dim=1, keepdim=True) + eps)
+    radius = (eps * _SHRINK - slack).clamp_min(0.0).to(x.dtype)
     with torch.no_grad():
         logits = model(x)
-    one_logit = logits.dim() == 1 or logits.shape[1] == 1
+    one_logit = logits.dim() == 1 or (logits.dim() == 2 and logits.shape[1] == 1)
+    if not one_logit and (logits.dim() != 2 or logits.shape[0] != x.shape[0]):
+        raise ValueError(
+            f"`model` must map ({x.shape[0]}, {x.shape[1]}) inputs to ({x.shape[0]}, k) logits or "
+            f"({x.shape[0]},) one logit, got shape {tuple(logits.shape)}"
+        )
     classes = 2 if one_logit else logits.shape[1]
     if int(y.max()) >= classes:
         raise ValueError(f"`labels` must be class indices in [0, {classes - 1}], got {int(y.max())}")
@@ -179,27 +208,27 @@ def _attack_chunk(
     for run, target in enumerate(runs):
         if run == 0 or target is not None:
             delta = torch.zeros_like(x)
-        else:  # uniform in the ball: a uniform direction, radius ε·U^{1/d}
-            direction = torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
-            direction /= torch.linalg.vector_norm(direction, dim=1, keepdim=True).clamp_min(tiny)
-            scale = torch.rand(x.shape[0], 1, generator=generator, dtype=x.dtype).pow(1.0 / x.shape[1])
-            delta = direction * (radius * scale.to(x.device))
+        else:
+            delta = _random_starts(x, radius, seed, run, first_row)
         for step in range(steps + 1):
             delta.requires_grad_(True)
             with torch.enable_grad():
-                z = model(x + delta)
+                point = x + delta
+                z = model(point)
                 margin = _margins(z, y)
                 if step < steps:
-                    loss = (
-                        margin if target is None else z.gather(1, y[:, None])[:, 0] - z.gather(1, target[:, None])[:, 0]
+                    chosen = (
+                        z.gather(1, y[:, None])[:, 0] - z.gather(1, target[:, None])[:, 0]
+                        if target is not None
+                        else margin
                     )
-                    (gradient,) = torch.autograd.grad(loss.sum(), delta)
-            delta = delta.detach()
-            # keep the lowest margin seen, at a point checked to lie in the closed ball (float64)
-            inside = torch.linalg.vector_norm(delta.double(), dim=1) <= eps
+                    (gradient,) = torch.autograd.grad(chosen.sum(), delta)
+            delta, point = delta.detach(), point.detach()
+            # keep the lowest margin seen, at a point checked to lie in the closed ball of the given input
+            inside = torch.linalg.vector_norm(point.double() - given64, dim=1) <= eps
             better = inside & (margin.detach().double() < best_margin)
             best_margin = torch.where(better, margin.detach().double(), best_margin)
-            best_point = torch.where(better[:, None], x + delta, best_point)
+            best_point = torch.where(better[:, None], point, best_point)
             if step == steps:
                 break
             norm = torch.linalg.vector_norm(gradient, dim=1, keepdim=True)
@@ -207,6 +236,20 @@ def _attack_chunk(
             length = torch.linalg.vector_norm(delta, dim=1, keepdim=True)
             delta = delta * torch.clamp(radius / length.clamp_min(tiny), max=1.0)
     return best_point, best_margin
+
+
+def _random_starts(x: torch.Tensor, radius: torch.Tensor, seed: int, run: int, first_row: int) -> torch.Tensor:
+    """Uniform points of each row's ball (a uniform direction, radius r·U^{1/d}), drawn per row from
+    (seed, run, row index): a row's start depends on nothing else (not the chunking, not the other rows)."""
+    n, d = x.shape
+    directions = torch.empty(n, d, dtype=x.dtype)
+    scales = torch.empty(n, 1, dtype=x.dtype)
+    for i in range(n):
+        generator = torch.Generator().manual_seed(((seed * 2**20 + run) * 2**31 + first_row + i) % 2**63)
+        directions[i] = torch.randn(d, generator=generator, dtype=x.dtype)
+        scales[i] = torch.rand(1, generator=generator, dtype=x.dtype)
+    directions /= torch.linalg.vector_norm(directions, dim=1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+    return directions.to(x.device) * (radius * scales.pow(1.0 / d).to(x.device))
 
 
 __all__ = ["ATTACK_CHUNK", "AttackResult", "pgd_l2"]

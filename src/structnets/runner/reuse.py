@@ -80,8 +80,9 @@ def take_reusable(
         for path, rows in sources:
             row = rows.get(key)
             if row is not None and _canonical(row.params) == params:
-                store.add(row, replace=key in records)
+                # the model file first: a kill between the two then leaves no row without its file
                 copy_unit_model(path, store.path.parent, row.result)
+                store.add(row, replace=key in records)
                 records[key] = row
                 taken[path] = taken.get(path, 0) + 1
                 break

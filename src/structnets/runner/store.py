@@ -413,6 +413,12 @@ def _bad_row(path: Path, key: str, problem: str) -> CorruptStoreError:
     return CorruptStoreError(path, f"row {_shown(key)} {problem}; {fix}")
 
 
+#: Result columns a row may lack where the other rows of its kind have them: the saved model's file and
+#: checksum (:mod:`.unit_models`) came with a later version, and a folder may hold rows from before
+#: (resumed, or taken with ``--reuse``).
+OPTIONAL_COLUMNS = frozenset({"model_file", "model_sha256"})
+
+
 def check_records(path: Path, records: Mapping[str, UnitRecord]) -> None:
     """Refuse malformed stored rows, naming the row and the column.
 
@@ -453,7 +459,7 @@ def check_records(path: Path, records: Mapping[str, UnitRecord]) -> None:
                     kinds.setdefault(column, {}).setdefault(kind, []).append(record.key)
         for record in group:
             for column, count in counts.items():
-                if count == len(group) - 1 and column not in record.result:
+                if count == len(group) - 1 and column not in record.result and column not in OPTIONAL_COLUMNS:
                     raise _bad_row(
                         path,
                         record.key,

@@ -85,6 +85,14 @@ def _is_model_name(name: str) -> bool:
     )
 
 
+def _plain_file_inside(path: Path, folder: Path) -> bool:
+    """``path`` is a plain file (no symbolic link) that resolves inside ``folder/models``."""
+    try:
+        return not path.is_symlink() and path.is_file() and path.resolve().parent == (folder / MODELS).resolve()
+    except OSError:
+        return False
+
+
 def copy_unit_model(source_dir: Path, target_dir: Path, result: Mapping[str, Any]) -> None:
     """Copy the model file a reused row names from its run folder into ``target_dir`` (atomically).
 
@@ -94,8 +102,11 @@ def copy_unit_model(source_dir: Path, target_dir: Path, result: Mapping[str, Any
     name = result.get("model_file")
     if not isinstance(name, str) or not _is_model_name(name) or source_dir.resolve() == target_dir.resolve():
         return
+    source = source_dir / name
+    if not _plain_file_inside(source, source_dir):
+        return
     try:
-        payload = (source_dir / name).read_bytes()
+        payload = source.read_bytes()
     except FileNotFoundError:
         return
     atomic_io.write_bytes(target_dir / name, payload, parents=True)
@@ -132,6 +143,8 @@ def load_unit_state(run_dir: str | Path, key: str) -> tuple[dict[str, Any], dict
     if not _is_model_name(name):
         raise ValueError(f"unit {key!r} of {folder} names the model file {name!r}, not a file of its {MODELS}/ folder")
     path = folder / name
+    if path.exists() and not _plain_file_inside(path, folder):
+        raise ValueError(f"{path} is a link or not a plain file inside {folder / MODELS}: not read")
     payload = path.read_bytes()
     if hashlib.sha256(payload).hexdigest() != digest:
         raise ValueError(f"{path} does not match the SHA-256 its unit's row records (replaced, truncated or edited)")
