@@ -247,3 +247,16 @@ def test_the_cli_default_is_a_pool_of_single_threaded_workers(
         workers = {w for (w,) in conn.execute("SELECT worker FROM results")}
     if backends_module.default_jobs() > 1:
         assert f"pid:{os.getpid()}" not in workers  # units ran in worker processes
+
+
+def test_the_cli_default_gives_a_one_unit_run_every_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose first stage has fewer units than CPUs gets that many workers (with cpus // workers threads
+    each), not one single-threaded worker per CPU with all but one idle."""
+    monkeypatch.setattr(backends_module, "available_cpus", lambda: 2)
+    out = tmp_path / "one"
+    config = ["--set", "arms=1", "--set", "seeds=0", "--set", "repeats=1"]
+    assert main(["run", TOY, "--quick", *config, "--out", str(out), "--no-progress"]) == 0
+    assert json.loads((out / "run_info.json").read_text())["jobs"] == 1
+    many = tmp_path / "many"
+    assert main(["run", TOY, "--quick", "--out", str(many), "--no-progress"]) == 0
+    assert json.loads((many / "run_info.json").read_text())["jobs"] == 2
