@@ -188,3 +188,9 @@ def test_odd_but_valid_calls_work_and_bad_ones_are_named() -> None:
         pgd_l2(lambda t: t.sum(), x, y, 0.1)
     with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
         pgd_l2(model, x.detach(), y, 0.1)
+
+
+def test_a_one_logit_output_of_the_wrong_length_is_refused() -> None:
+    x = torch.zeros(4, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="`model` must map"):
+        pgd_l2(lambda t: t[:2, 0], x, torch.zeros(4, dtype=torch.long), 0.1)

@@ -88,3 +88,12 @@ def test_a_row_naming_a_file_outside_models_is_refused(
         conn.execute("UPDATE results SET result = json_set(result, '$.model_file', ?) WHERE key = ?", (name, key))
     with pytest.raises(ValueError, match="not a file of its models/ folder"):
         load_unit_state(out, key)
+
+
+@pytest.mark.parametrize("key", ["train/a..b/seed=0", "..", "lr=0.5/x", "../../etc"])
+def test_every_key_gets_a_name_that_loads(tmp_path: Path, key: str) -> None:
+    """The names the runner writes are names ``load_unit_state`` accepts (dots in keys, ``..``)."""
+    from structnets.runner.unit_models import _is_model_name
+
+    path = model_file(tmp_path / MODELS, key, {"lr": 0.5})
+    assert path.parent == tmp_path / MODELS and _is_model_name(f"{MODELS}/{path.name}")

@@ -25,8 +25,8 @@ from .lipschitz import _points
 
 #: Rows attacked per forward/backward pass (bounds memory; the result does not depend on it).
 ATTACK_CHUNK = 1024
-#: The projection radius is ε(1 − 2⁻²⁰): float rounding of the rescaled step can then never put a
-#: point outside the closed ε-ball (each point is checked in float64 as well).
+#: The projection radius is ε(1 − 2⁻²⁰), less the rounding of x + δ in the model's dtype (see
+#: ``_attack_chunk``); every kept point is also checked in float64 against the input as given.
 _SHRINK = 1.0 - 2.0**-20
 
 
@@ -191,7 +191,7 @@ def _attack_chunk(
     with torch.no_grad():
         logits = model(x)
     one_logit = logits.dim() == 1 or (logits.dim() == 2 and logits.shape[1] == 1)
-    if not one_logit and (logits.dim() != 2 or logits.shape[0] != x.shape[0]):
+    if logits.dim() not in (1, 2) or logits.shape[0] != x.shape[0]:
         raise ValueError(
             f"`model` must map ({x.shape[0]}, {x.shape[1]}) inputs to ({x.shape[0]}, k) logits or "
             f"({x.shape[0]},) one logit, got shape {tuple(logits.shape)}"

@@ -36,15 +36,13 @@ def attack_options(params: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
-def certify_unit(
-    model: Any, X_test: Any, y_test: Any, radii: list[float], params: Mapping[str, Any], **options: Any
-) -> dict[str, Any]:
-    """``certify`` with the unit's ascent steps and attack (the keywords ``certify`` takes besides)."""
+def certify_unit(model: Any, X_test: Any, y_test: Any, radii: list[float], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``certify`` with the unit's ascent steps and attack."""
     attack = attack_options(params)
     return certify(
         model, X_test, y_test, radii, ascent_steps=int(params["ascent_steps"]),
         attack_points=attack["attack_points"], attack_steps=attack["attack_steps"],
-        attack_targets=attack["attack_targets"], **options,
+        attack_targets=attack["attack_targets"],
     )  # fmt: skip
 
 

@@ -36,7 +36,7 @@ _CURRENT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("structne
 def model_file(folder: Path, key: str, params: Mapping[str, Any]) -> Path:
     """The model file of unit ``key`` with ``params`` in ``folder``: the key made file-safe, and a hash."""
     digest = hashlib.sha256(dumps({"key": key, "params": dict(params)}).encode()).hexdigest()[:12]
-    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "-", key).strip("-.")[:80] or "unit"
+    slug = re.sub(r"[^A-Za-z0-9_=-]+", "-", key).strip("-")[:80] or "unit"  # no dots: never "..", never hidden
     return folder / f"{slug}-{digest}.pt"
 
 
@@ -77,12 +77,7 @@ def save_unit_model(model: nn.Module) -> dict[str, str | None]:
 def _is_model_name(name: str) -> bool:
     """A run folder is data: a row may only name a file directly inside its ``models/`` folder."""
     parts = name.split("/")
-    return (
-        len(parts) == 2
-        and parts[0] == MODELS
-        and re.fullmatch(r"[A-Za-z0-9_.=-]+\.pt", parts[1]) is not None
-        and ".." not in parts[1]
-    )
+    return len(parts) == 2 and parts[0] == MODELS and re.fullmatch(r"[A-Za-z0-9_=-]+\.pt", parts[1]) is not None
 
 
 def _plain_file_inside(path: Path, folder: Path) -> bool:
