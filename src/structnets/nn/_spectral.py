@@ -105,6 +105,10 @@ def _top_vector_by_gram(weight: torch.Tensor) -> torch.Tensor:
     """A unit top right-singular vector of W from the eigh of the smaller Gram matrix (cheaper than an SVD)."""
     w = weight.to(torch.float64)
     rows, cols = w.shape
+    if not bool(torch.isfinite(w).all()):
+        # eigh fails on NaN/inf ("ill-conditioned"): keep the layer computing NaN as "exact" does, for
+        # lipschitz_bound to refuse by name (only on the exact fallback, which reads the host anyway)
+        return torch.full((cols,), cols**-0.5, dtype=weight.dtype, device=weight.device)
     if rows < cols:
         top = torch.linalg.eigh(w @ w.T)[1][:, -1]
         vector = w.T @ top
