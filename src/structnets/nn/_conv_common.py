@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, cast
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils import parametrize
 
 from .._validation import check_choice, check_int
 from ..conv_norms import PADDING_MODES, conv_squared_norm_bound
+from ..functional import division_scale
 from ._conv_verified import training_conv_square
 from ._spectral import VERIFIED_MARGIN_MAX, ContentCache, _is_transformed
 
@@ -43,15 +46,7 @@ def check_conv_options(
     """Refuse stride ≠ 1, dilation ≠ 1, groups ≠ 1 and a kernel larger than a given input size, by name."""
     mode = check_choice("padding_mode", padding_mode, PADDING_MODES)
     for name, value in unsupported.items():
-        if isinstance(value, (tuple, list)):
-            ok = all(v == 1 and not isinstance(v, bool) for v in value)
-        else:
-            ok = value == 1 and not isinstance(value, bool)
-        if not ok:
-            raise ValueError(
-                f"`{name}` must be 1, got {value!r}: the certificate covers stride-1, undilated, ungrouped "
-                "convolutions only (down-sample with InvertibleDownsample)"
-            )
+        check_unit_option(name, value, pair=name != "groups")
     if input_size is not None and (kernel_size[0] > input_size[0] or kernel_size[1] > input_size[1]):
         raise ValueError(f"`kernel_size` {kernel_size} must not exceed `input_size` {input_size}")
     return mode
@@ -299,13 +294,66 @@ class ConvGeometry:
         self._bound.reset()
 
 
-def require_finite(module: nn.Module, name: str) -> None:
-    """Raise ValueError naming the first non-finite parameter of ``module`` (no certificate exists then)."""
-    for parameter_name, parameter in module.named_parameters(recurse=False):
-        if not bool(torch.isfinite(parameter.detach()).all()):
-            raise ValueError(
-                f"{name} `{parameter_name}` has non-finite entries: the layer computes NaN, no certificate"
-            )
+def one_read(module: nn.Module) -> AbstractContextManager[None]:
+    """A context in which every read of a parametrized tensor of ``module`` gives one tensor.
+
+    A ``torch.nn.utils.parametrize`` parametrization is evaluated at every read, and a random one
+    (weight dropout in training mode) hands each read another tensor: the convolution, the bound
+    and the adjoint of one call would use three kernels, none of them certified together (‖J‖₂ =
+    1.34 measured for a gradient-step block). ``parametrize.cached()`` evaluates each once per call;
+    an unparametrized module (the common case, and ``torch.compile``'s) enters nothing.
+    """
+    return parametrize.cached() if parametrize.is_parametrized(module) else nullcontext()
+
+
+def require_finite(module: nn.Module, name: str) -> bool:
+    """Raise ValueError naming the first non-finite tensor the forward reads; return whether every read agrees.
+
+    The tensors are read as the forward reads them (``getattr``): a tensor behind a
+    ``torch.nn.utils.parametrize`` parametrization is its parametrization's output, which can be
+    non-finite with finite parameters (±inf from an overflow: the layer computes NaN, no
+    certificate). A parametrized tensor is read twice: False when the reads differ (a random
+    parametrization such as weight dropout in training mode, which hands every read another
+    tensor), so the caller can certify every realisation rather than the one it read.
+    """
+    names = [key for key, value in module._parameters.items() if value is not None]
+    parametrized = parametrize.is_parametrized(module)
+    if parametrized:
+        names += [key for key in cast(Any, module).parametrizations if key not in names]
+    agree = True
+    with torch.no_grad():
+        for key in names:
+            tensor = getattr(module, key)
+            if tensor is None:
+                continue
+            if not bool(torch.isfinite(tensor.detach()).all()):
+                raise ValueError(f"{name} `{key}` has non-finite entries: the layer computes NaN, no certificate")
+            if parametrized and parametrize.is_parametrized(module, key):
+                again = getattr(module, key)
+                agree = agree and again.shape == tensor.shape and bool(torch.equal(again, tensor))
+    return agree
+
+
+def rounding_scale(bound: torch.Tensor, weight: torch.Tensor, taps: int) -> torch.Tensor:
+    """The divisor s of a norm-constrained conv layer's A = fl(V / s): ‖fl(V/s)‖_op ≤ 1 for the A it uses.
+
+    :func:`structnets.functional.division_scale` with T = ``taps`` (the argument is there).
+    """
+    return division_scale(bound, weight, taps)
+
+
+def check_unit_option(name: str, value: object, pair: bool = True) -> None:
+    """``value`` must be the int 1 (or, with ``pair``, a pair of 1s): what the certificate covers, else an error naming it.
+
+    Spellings torch reads otherwise or rejects ((1,), (), 1.0, True, a triple) are refused too.
+    """
+    entries = value if pair and isinstance(value, (tuple, list)) and len(value) == 2 else (value,)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v == 1 for v in entries):
+        spelled = "1 or (1, 1)" if pair else "1"
+        raise ValueError(
+            f"`{name}` must be {spelled}, got {value!r}: the certificate covers stride-1, undilated, ungrouped "
+            "convolutions only (down-sample with InvertibleDownsample)"
+        )
 
 
 __all__ = [
@@ -315,12 +363,15 @@ __all__ = [
     "ConvGeometry",
     "check_conv_options",
     "check_image",
+    "check_unit_option",
     "conv_same",
     "conv_same_adjoint",
     "kernel_pair",
+    "one_read",
     "plain_adjoint",
     "plain_conv",
     "require_finite",
+    "rounding_scale",
     "same_pads",
     "size_pair",
 ]

@@ -20,6 +20,7 @@ from ._conv_common import (
     conv_same,
     conv_same_adjoint,
     kernel_pair,
+    one_read,
     plain_adjoint,
     plain_conv,
     require_finite,
@@ -155,9 +156,10 @@ class GradientStepConv2d(ValidatedStep, ConvGeometry, CertifiedCheckpointMixin, 
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         check_image(input, self.channels, self.kernel_size, self.input_size)
-        hidden = torch.relu(conv_same(input, self.weight, self.bias, self.padding_mode))
-        # scale the kernel, not the (N, c, H, W) activations: fewer flops
-        return input + conv_same_adjoint(hidden, self.weight * -self.tau(), self.padding_mode)
+        with one_read(self):
+            hidden = torch.relu(conv_same(input, self.weight, self.bias, self.padding_mode))
+            # scale the kernel, not the (N, c, H, W) activations: fewer flops
+            return input + conv_same_adjoint(hidden, self.weight * -self.tau(), self.padding_mode)
 
     def lipschitz_bound(self) -> float:
         """Certified ℓ₂ Lipschitz constant of the layer as it computes now: 1 (τ‖W‖_op² ≤ 2).
@@ -167,6 +169,8 @@ class GradientStepConv2d(ValidatedStep, ConvGeometry, CertifiedCheckpointMixin, 
         Raises:
             ValueError: W, b or θ has non-finite entries, or s left [0, 2].
         """
+        # every realisation of a random parametrization is one weight W with τ(W)‖W‖_op² ≤ 2 (the forward
+        # reads one W per call, :func:`one_read`), so 1 holds for each: no need to know which one it draws
         require_finite(self, "GradientStepConv2d")
         if self.step_logit is None:
             self._check_step()  # a step written behind the property
@@ -179,12 +183,13 @@ class GradientStepConv2d(ValidatedStep, ConvGeometry, CertifiedCheckpointMixin, 
     @torch.no_grad()
     def export(self) -> ResidualExport:
         """Plain torch layers with identical outputs: ``x + Conv2d(−τWᵀ)(ReLU(Conv2d(W, b)(x)))``."""
-        tau = self.tau().detach()
-        body = nn.Sequential(
-            plain_conv(self.weight, self.bias, self.padding_mode),
-            nn.ReLU(),
-            plain_adjoint(self.weight * -tau, self.padding_mode),
-        )
+        with one_read(self):
+            tau = self.tau().detach()
+            body = nn.Sequential(
+                plain_conv(self.weight, self.bias, self.padding_mode),
+                nn.ReLU(),
+                plain_adjoint(self.weight * -tau, self.padding_mode),
+            )
         return ResidualExport(body)
 
     def extra_repr(self) -> str:

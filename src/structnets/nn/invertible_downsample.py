@@ -12,7 +12,7 @@ from torch.nn import functional as F
 from .._validation import check_bool, check_choice, check_int
 from ..functional import spectral_norm_bound, sqrt_round_up
 from ._checkpoint import CertifiedCheckpointMixin
-from ._conv_common import require_finite
+from ._conv_common import one_read, require_finite, rounding_scale
 from ._spectral import CertifiedBound
 from .orthogonal_linear import certified_orthogonal
 
@@ -28,7 +28,8 @@ class InvertibleDownsample(CertifiedCheckpointMixin, nn.Module):
     convolution with matrix A ∈ ℝ^{out × c·f²} acts pixel by pixel, so its operator norm is
     ‖A‖₂ for every input size. ``kind="orthogonal"``: A = the certified polar factor of a free V
     (:func:`structnets.nn.orthogonal_linear.certified_orthogonal`; all singular values 1 − 10⁻⁶,
-    gradient-norm preserving); ``kind="norm-constrained"``: A = V / max(1, B(V)).
+    gradient-norm preserving); ``kind="norm-constrained"``: A = V / max(1, B(V)) (B widened by the
+    rounding of the division in V's dtype, :func:`~structnets.nn._conv_common.rounding_scale`).
 
     Args:
         in_channels: c.
@@ -82,11 +83,14 @@ class InvertibleDownsample(CertifiedCheckpointMixin, nn.Module):
 
     def matrix(self) -> torch.Tensor:
         """The applied (out_channels, c·f²) matrix A, ‖A‖₂ ≤ 1."""
-        if self.kind == "orthogonal":
-            return certified_orthogonal(self.raw_weight)
-        empty = torch.empty(0, dtype=self.raw_weight.dtype, device=self.raw_weight.device)
-        square, _ = self._bound.squared(self.raw_weight, empty, False)
-        return self.raw_weight / sqrt_round_up(square, self.raw_weight.dtype).clamp_min(1.0)
+        with one_read(self):  # a random parametrization must not divide one draw of V by another's bound
+            v = self.raw_weight
+            if self.kind == "orthogonal":
+                return certified_orthogonal(v)
+            empty = torch.empty(0, dtype=v.dtype, device=v.device)
+            square, _ = self._bound.squared(v, empty, False)
+            # B widened by the rounding of V/B in V's dtype (bfloat16 measured ‖A‖₂ = 1.0004 without it)
+            return v / rounding_scale(sqrt_round_up(square, v.dtype), v, 1)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if not isinstance(input, torch.Tensor):
@@ -108,10 +112,14 @@ class InvertibleDownsample(CertifiedCheckpointMixin, nn.Module):
         Raises:
             ValueError: V or b has non-finite entries.
         """
-        require_finite(self, "InvertibleDownsample")
+        if not require_finite(self, "InvertibleDownsample"):
+            return 1.0  # a random parametrization: every draw V gives ‖A‖₂ ≤ 1 (either kind), whichever is read
         if self.kind == "orthogonal":
             return float(spectral_norm_bound(self.matrix().to(torch.float64), "exact"))
-        return min(1.0, float(self._bound.certified(self.raw_weight)))
+        bound = float(self._bound.certified(self.raw_weight))
+        if math.isnan(bound):
+            raise ValueError("InvertibleDownsample bound of `raw_weight` is NaN: no certificate")
+        return min(1.0, bound)
 
     @torch.no_grad()
     def export(self) -> nn.Sequential:

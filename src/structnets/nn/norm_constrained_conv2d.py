@@ -19,8 +19,10 @@ from ._conv_common import (
     check_image,
     conv_same,
     kernel_pair,
+    one_read,
     plain_conv,
     require_finite,
+    rounding_scale,
     size_pair,
 )
 
@@ -33,6 +35,9 @@ class NormConstrainedConv2d(ConvGeometry, CertifiedCheckpointMixin, nn.Module):
     the **operator** norm only when it leaves it, so ‖A‖_op ≤ min(1, B) for certain, with B from
     :func:`structnets.conv_norms.conv_squared_norm_bound` (every input size when ``input_size``
     is None, else that size only; exact for circular padding). Stride-1, "same" output size.
+    When B > 1 the divisor is B widened by the rounding of V/B in V's dtype (a factor
+    1 + u√(k_hk_w·min(c_in, c_out)), :func:`~structnets.nn._conv_common.rounding_scale`), so the
+    kernel as stored, not only in exact arithmetic, has ‖A‖_op ≤ 1.
 
     Args:
         in_channels, out_channels: channels of x and y.
@@ -107,12 +112,17 @@ class NormConstrainedConv2d(ConvGeometry, CertifiedCheckpointMixin, nn.Module):
         self._bound.mode = value
 
     def _scale(self) -> torch.Tensor:
-        """max(1, B(V)), B ≥ ‖V‖_op rounded up in V's dtype."""
-        return sqrt_round_up(self._bound.squared(self.raw_weight, self.training), self.raw_weight.dtype).clamp_min(1.0)
+        """s = 1 when B(V) ≤ 1, else B(V) widened to cover the rounding of V/s (:func:`rounding_scale`)."""
+        v = self.raw_weight
+        bound = sqrt_round_up(self._bound.squared(v, self.training), v.dtype)
+        return rounding_scale(bound, v, int(v.shape[2]) * int(v.shape[3]))
 
     def kernel(self) -> torch.Tensor:
-        """Return the applied kernel A = V / max(1, B(V)), ‖A‖_op ≤ 1."""
-        return self.raw_weight / self._scale()
+        """Return the applied kernel A = fl(V / s), ‖A‖_op ≤ min(1, B(V)) for its stored values."""
+        # V read once: a random parametrization (weight dropout) would otherwise divide one draw of V
+        # by the bound of another (‖A‖_op = 1.14 measured)
+        with one_read(self):
+            return self.raw_weight / self._scale()
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         check_image(input, self.in_channels, self.kernel_size, self.input_size)
@@ -120,14 +130,18 @@ class NormConstrainedConv2d(ConvGeometry, CertifiedCheckpointMixin, nn.Module):
 
     @torch.no_grad()
     def lipschitz_bound(self) -> float:
-        """Certified ℓ₂ Lipschitz constant as the layer computes now: min(1, B(V)) ≥ ‖A‖_op.
+        """Certified ℓ₂ Lipschitz constant as the layer computes now: min(1, B(V)) ≥ ‖A‖_op (A as stored).
 
         Raises:
             ValueError: V or b has non-finite entries.
         """
-        require_finite(self, "NormConstrainedConv2d")
-        bound = sqrt_round_up(self._bound.certified_squared(self.raw_weight), self.raw_weight.dtype)
-        return min(1.0, float(bound))
+        if not require_finite(self, "NormConstrainedConv2d"):
+            return 1.0  # a random parametrization: each draw V gives ‖fl(V/s)‖_op ≤ 1, whichever the forward reads
+        v = self.raw_weight
+        bound = float(sqrt_round_up(self._bound.certified_squared(v), v.dtype))
+        if math.isnan(bound):
+            raise ValueError("NormConstrainedConv2d bound of `raw_weight` is NaN: no certificate")
+        return min(1.0, bound)
 
     @torch.no_grad()
     def export(self) -> nn.Module:

@@ -7,9 +7,10 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
 from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_of
-from ..functional import round_operand, spectral_norm_bound, top_right_singular_vector
+from ..functional import division_scale, round_operand, spectral_norm_bound, top_right_singular_vector
 from ._affine import linear_from_dense
 from ._checkpoint import CertifiedCheckpointMixin
 from ._spectral import BoundModeMixin, CertifiedBound
@@ -89,14 +90,23 @@ class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module)
         self._bound.reset()
 
     def _scale(self) -> torch.Tensor:
-        """max(1, B(V)), B rounded up in V's dtype: certified, except ``power`` training passes."""
+        """max(1, fl(B(V)·f)), B rounded up in V's dtype: certified, except ``power`` training passes.
+
+        f ≥ 1 covers the rounding of the division V/s in V's dtype, so that the A the forward uses has
+        ‖A‖₂ ≤ 1, not only V/s in exact arithmetic (:func:`~structnets.functional.division_scale`;
+        f − 1 ≈ 6·10⁻⁷ for a float32 100 × 784 V).
+        """
         bound, following = self._bound(self.raw_weight, self.power_vector, self.training)
         if following is not self.power_vector:
             self.power_vector = following
-        return bound.clamp_min(1.0)
+        return division_scale(bound, self.raw_weight)
 
     def to_dense(self) -> torch.Tensor:
         """Return the applied (out_features, in_features) matrix A = V / max(1, B(V)), ‖A‖₂ ≤ 1."""
+        if "parametrizations" in self._modules:
+            # a parametrized V is a new tensor at every read: B must bound the V it divides
+            with parametrize.cached():
+                return self.raw_weight / self._scale()
         return self.raw_weight / self._scale()
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
