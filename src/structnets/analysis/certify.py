@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._float32_precision import ieee_float32
 from .._validation import MAX_STEPS, check_int, check_real
 from .attack import pgd_l2
 from .lipschitz import _real_array, certified_accuracy, lipschitz_lower_bound, lipschitz_upper_bound
@@ -118,6 +119,10 @@ def certify(
         attack_steps, attack_targets: its gradient steps per run (≥ 1) and targeted runs against
             the highest-scoring other classes (≥ 0), besides one untargeted run.
 
+    Every forward runs in IEEE float32 (:func:`~structnets._float32_precision.ieee_float32`): the
+    TF32 and bfloat16 products a user may have allowed for float32 (``torch.set_float32_matmul_precision``,
+    cuDNN's TF32 default on GPUs) are switched off for the call and restored after it.
+
     The model is certified *before* its logits are computed, under the same rules as
     :func:`~structnets.analysis.lipschitz_upper_bound` (inside an autocast region: the rounded
     operands the forward will use), so no certified accuracy rests on a refused path.
@@ -155,49 +160,52 @@ def certify(
     attack_targets = check_int("attack_targets", attack_targets, low=0, high=MAX_STEPS)
     if lipschitz is not None:
         lipschitz = check_real("lipschitz", lipschitz, low=0.0, low_open=True)
-    model.eval()
-    # certified first: a refused path (hooks, non-finite steps, ...) is refused before any forward
-    upper = lipschitz_upper_bound(model, trust_hooks=trust_hooks)
-    with torch.no_grad():
-        try:
-            model(X_test[:1])
-        except (RuntimeError, ValueError, TypeError) as error:
+    # every forward below in IEEE float32: margins read off TF32 or bfloat16 products (a user's
+    # torch.set_float32_matmul_precision, cuDNN's TF32 default) would err by ≈ 10⁻³ of the logits
+    with ieee_float32():
+        model.eval()
+        # certified first: a refused path (hooks, non-finite steps, ...) is refused before any forward
+        upper = lipschitz_upper_bound(model, trust_hooks=trust_hooks)
+        with torch.no_grad():
+            try:
+                model(X_test[:1])
+            except (RuntimeError, ValueError, TypeError) as error:
+                raise ValueError(
+                    f"`X_test` of shape {tuple(X_test.shape)} does not fit the model's input: {error}"
+                ) from None
+            logits = torch.cat([model(X_test[i : i + EVAL_CHUNK]) for i in range(0, len(X_test), EVAL_CHUNK)])
+        classes = logits.shape[1] if logits.dim() == 2 and logits.shape[1] > 1 else 2
+        low, high = int(y_test.min()), int(y_test.max())
+        if low < 0 or high >= classes:
             raise ValueError(
-                f"`X_test` of shape {tuple(X_test.shape)} does not fit the model's input: {error}"
-            ) from None
-        logits = torch.cat([model(X_test[i : i + EVAL_CHUNK]) for i in range(0, len(X_test), EVAL_CHUNK)])
-    classes = logits.shape[1] if logits.dim() == 2 and logits.shape[1] > 1 else 2
-    low, high = int(y_test.min()), int(y_test.max())
-    if low < 0 or high >= classes:
-        raise ValueError(
-            f"`y_test` must hold class indices in [0, {classes - 1}] for the model's {classes} classes, "
-            f"got labels from {low} to {high}"
-        )
-    lower = lipschitz_lower_bound(model, X_test[:probe], steps=ascent_steps, pairs=min(64, probe), lr=0.01)
-    if lipschitz is None:
-        lipschitz = max(float(upper), 1e-12)
-        if upper > 1.0:
-            warnings.warn(
-                f"model is not certified 1-Lipschitz: certified accuracy uses its computed upper bound "
-                f"L = {upper:.4g} (pass `lipschitz` to choose another certified L)",
-                UserWarning,
-                stacklevel=2,
+                f"`y_test` must hold class indices in [0, {classes - 1}] for the model's {classes} classes, "
+                f"got labels from {low} to {high}"
             )
-    row: dict[str, float | str] = {
-        "accuracy": certified_accuracy(logits, y_test, 0.0),
-        "lipschitz_upper": float(upper),
-        "lipschitz_lower": lower,
-        "lipschitz_used": lipschitz,
-    }
-    if trust_hooks:
-        row["lipschitz_assumptions"] = "; ".join(upper.assumptions)
-    for radius in radii:
-        row[f"certified_{radius:g}"] = certified_accuracy(logits, y_test, float(radius), lipschitz=lipschitz)
-    if attack_points > 0:
-        row.update(
-            _attacked(model, X_test, y_test, logits, lipschitz, radii, attack_points, attack_steps, attack_targets)
-        )
-    return row
+        lower = lipschitz_lower_bound(model, X_test[:probe], steps=ascent_steps, pairs=min(64, probe), lr=0.01)
+        if lipschitz is None:
+            lipschitz = max(float(upper), 1e-12)
+            if upper > 1.0:
+                warnings.warn(
+                    f"model is not certified 1-Lipschitz: certified accuracy uses its computed upper bound "
+                    f"L = {upper:.4g} (pass `lipschitz` to choose another certified L)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        row: dict[str, float | str] = {
+            "accuracy": certified_accuracy(logits, y_test, 0.0),
+            "lipschitz_upper": float(upper),
+            "lipschitz_lower": lower,
+            "lipschitz_used": lipschitz,
+        }
+        if trust_hooks:
+            row["lipschitz_assumptions"] = "; ".join(upper.assumptions)
+        for radius in radii:
+            row[f"certified_{radius:g}"] = certified_accuracy(logits, y_test, float(radius), lipschitz=lipschitz)
+        if attack_points > 0:
+            row.update(
+                _attacked(model, X_test, y_test, logits, lipschitz, radii, attack_points, attack_steps, attack_targets)
+            )
+        return row
 
 
 def _attacked(

@@ -20,6 +20,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from .._float32_precision import float32_matmul_is_ieee
 from ..functional import certified_step, sqrt_round_up, squared_norm_bound
 from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, CertifiedBound, _is_transformed, _top_vector_by_gram
 from ._verified_gram import (
@@ -296,9 +297,10 @@ class CertifiedBatch:
         with torch.no_grad(), torch.autocast(device.type, enabled=False):
             # precision per group, then one padded batch per precision (see _padded_sets)
             tests: dict[torch.dtype, list[_Group]] = {}
+            ieee = float32_matmul_is_ieee(device)  # read once per computation (a few attribute reads)
             for group in groups:
                 rows, cols = group.snapshot.shape[-2:]
-                tests.setdefault(_precision_for(dtype, min(rows, cols), max(rows, cols)), []).append(group)
+                tests.setdefault(_precision_for(dtype, min(rows, cols), max(rows, cols), ieee), []).append(group)
             for precision, members in tests.items():
                 sizes = [min(group.snapshot.shape[-2:]) for group in members]
                 counts = [group.snapshot.shape[0] for group in members]

@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from .._float32_precision import float32_matmul_is_ieee
 from ..functional import _straight_through, power_estimate, verified_square_bound
 
 _U = 2.0**-53
@@ -99,9 +100,14 @@ def _set_shift(shifted: torch.Tensor, diagonal: torch.Tensor, guess: torch.Tenso
     shifted.diagonal(dim1=-2, dim2=-1).copy_(guess.unsqueeze(-1) - diagonal)
 
 
-def _precision_for(weight_dtype: torch.dtype, n: int, inner: int) -> torch.dtype:
-    """float64 for float64 weights; else float32 where its rounding factor K ≤ :data:`FLOAT32_MAX_K`, else float64."""
-    small = weight_dtype != torch.float64 and verified_ratio(n, inner, torch.float32) <= 1.0 + FLOAT32_MAX_K
+def _precision_for(weight_dtype: torch.dtype, n: int, inner: int, ieee: bool = True) -> torch.dtype:
+    """float64 for float64 weights; else float32 where its rounding factor K ≤ :data:`FLOAT32_MAX_K`, else float64.
+
+    ``ieee``: whether float32 products on the weights' device run in IEEE float32 now
+    (:func:`~structnets._float32_precision.float32_matmul_is_ieee`). K is proved for u = 2⁻²⁴; under
+    TF32 (u = 2⁻¹¹) or bfloat16 products the float32 test would certify nothing, so it runs in float64.
+    """
+    small = ieee and weight_dtype != torch.float64 and verified_ratio(n, inner, torch.float32) <= 1.0 + FLOAT32_MAX_K
     return torch.float32 if small else torch.float64
 
 
@@ -290,7 +296,9 @@ def batched_verified_square(
             Rayleigh quotient of the warm vector).
         retry: where the test of μ_b fails, test ``retry``·μ_b once more (no retry when ≤ 1).
         precision: the dtype of the Gram matrix and the test, float64 or float32; None: float64
-            for float64 weights, else float32 where K ≤ :data:`FLOAT32_MAX_K`, else float64.
+            for float64 weights, else float32 where K ≤ :data:`FLOAT32_MAX_K`, else float64. float32 is
+            taken only while float32 products on the device are IEEE float32 (not under TF32 or
+            bfloat16 products, ``torch.set_float32_matmul_precision``): float64 otherwise.
 
     Returns:
         (Q, passed, following, retried): (B,) float64 Q_b, an upper bound on ‖W_b‖₂² wherever
@@ -300,8 +308,11 @@ def batched_verified_square(
     """
     rows, cols = weights.shape[-2:]
     n, inner = min(rows, cols), max(rows, cols)
+    ieee = float32_matmul_is_ieee(weights.device)
     if precision is None:
-        precision = _precision_for(weights.dtype, n, inner)
+        precision = _precision_for(weights.dtype, n, inner, ieee)
+    elif precision == torch.float32 and not ieee:
+        precision = torch.float64  # K holds for IEEE float32 products only (see _precision_for)
     # autocast would round the float32 Gram product's operands to bfloat16/float16, outside the
     # error analysis of verified_ratio: the test always runs in `precision`
     with torch.no_grad(), torch.autocast(weights.device.type, enabled=False):
