@@ -25,6 +25,7 @@ import math
 
 import torch
 
+from ._division_scale import division_scale
 from ._validation import MAX_STEPS, check_choice, check_int, check_real
 
 BOUNDS: tuple[str, ...] = ("exact", "gram", "frobenius")
@@ -535,50 +536,6 @@ def round_operand(tensor: torch.Tensor, operand_dtype: torch.dtype | None) -> to
     if operand_dtype is None or tensor.dtype == torch.float64 or not tensor.is_floating_point():
         return tensor
     return tensor.to(operand_dtype)
-
-
-def _division_factor(dtype: torch.dtype, rank: int, taps: int, numel: int) -> float:
-    """f of :func:`division_scale` for V of this dtype and shape (a Python float, rounded up).
-
-    Not cached: a dozen float operations (≈ 2 µs), and ``torch.compile`` traces through it.
-    """
-    info = torch.finfo(dtype)
-    unit = info.eps / 2.0
-    if info.bits < 32:
-        # CPU float16/bfloat16 arithmetic computes in float32 and rounds again: a second rounding
-        # of ≤ 2⁻²⁴ relative (and its product with the first), covered by 2⁻²³
-        unit += 2.0**-23
-    tiny = info.smallest_normal * info.eps / 2.0  # half the smallest subnormal: an underflow's error
-    relative = _up(1.0 + _up(unit * math.sqrt(taps * rank)))
-    absolute = _up(tiny * math.sqrt(taps * numel))
-    # fl(B·f) ≥ B·f(1 − u) for the product in the dtype (B·f ≥ 1, normal range, where it is used)
-    return _up(_up(_up(relative / (1.0 - absolute)) / (1.0 - unit)) * (1.0 + 4 * 2.0**-53))
-
-
-def division_scale(bound: torch.Tensor, weight: torch.Tensor, taps: int = 1) -> torch.Tensor:
-    """The divisor s of a norm-constrained map's A = fl(V/s): ‖fl(V/s)‖ ≤ 1 for the A the forward uses.
-
-    ``bound`` is B ≥ ‖V‖ (the operator norm; in V's dtype, rounded up). s = max(1, fl(B·f)): where
-    B·f ≤ 1, s = 1 and V/1 is exact, so ‖A‖ = ‖V‖ ≤ B ≤ 1. Otherwise dividing in V's dtype moves each
-    entry a of V/s by ≤ u|a| + η (u its unit round-off, η half its smallest subnormal), so the
-    rounding error E has ‖E‖ ≤ Σ_t ‖E_t‖₂ ≤ √T‖E‖_F ≤ √T(u‖V‖_F/s + η√numel) (T taps of a
-    convolution, each a shift of norm ≤ 1 with zero or circular padding; T = 1 for a matrix), and
-    ‖V‖_F ≤ √r·B (r = min of the first two dimensions; for a convolution, Parseval on a grid with
-    Nᵢ ≥ kᵢ). Hence s ≥ B·(1 + u√(Tr))/(1 − η√(T·numel)) gives ‖fl(V/s)‖ ≤ 1; f is that factor,
-    widened for the rounding of B·f itself. In float32 f − 1 ≈ 6·10⁻⁷ at r = 100; in bfloat16 ≈ 4 %
-    at r = 100 (its u = 2⁻⁸). Without it a bfloat16 kernel V/B measured ‖A‖ = 1.00044 against the
-    certificate 1 (2026-12-06).
-
-    Args:
-        bound: 0-d B in ``weight``'s dtype (differentiable; NaN stays NaN, so a non-finite V shows).
-        weight: V, (out, in) or (c_out, c_in, k_h, k_w).
-        taps: T = k_h·k_w (1 for a matrix).
-
-    Returns:
-        0-d s ≥ 1 in ``weight``'s dtype, differentiable through B (two operations).
-    """
-    rank = min(int(weight.shape[0]), int(weight.shape[1]))
-    return (bound * _division_factor(weight.dtype, rank, taps, weight.numel())).clamp_min(1.0)
 
 
 __all__ = [

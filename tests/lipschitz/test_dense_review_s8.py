@@ -87,3 +87,22 @@ def test_a_non_finite_weight_in_verified_training_computes_as_exact_and_is_refus
     assert not bool(torch.isfinite(out).all())  # as bound="exact": the NaN shows in the output
     with pytest.raises(ValueError, match=r"`model\.1\.weight` .*non-finite"):
         lipschitz_upper_bound(model)
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_orthogonal_maps_with_a_non_finite_weight_raise_a_named_error(value: float) -> None:
+    """The polar factor's eigen-solver fails on ±inf/NaN with a LinAlgError; the layers say which input is wrong."""
+    from structnets.nn import InvertibleDownsample, OrthogonalLinear
+
+    layer = OrthogonalLinear(4, 3)
+    downsample = InvertibleDownsample(2, 8, kind="orthogonal")
+    with torch.no_grad():
+        layer.raw_weight[0, 0] = value
+        next(p for n, p in downsample.named_parameters() if p.dim() >= 2).view(-1)[0] = value
+    for module, x in ((layer, torch.randn(2, 4)), (downsample, torch.randn(1, 2, 4, 4))):
+        try:
+            out = module(x)
+        except ValueError as error:
+            assert "non-finite" in str(error)
+        else:  # NaN inputs may reach no solver failure: then the output must show it
+            assert not bool(torch.isfinite(out).all())

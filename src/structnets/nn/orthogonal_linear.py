@@ -32,11 +32,23 @@ def polar_factor(weight: torch.Tensor) -> torch.Tensor:
 
     Returns:
         (m, n) float64 tensor Q.
+
+    Raises:
+        ValueError: ``weight`` has non-finite entries (where the eigen-solver fails on them).
     """
     v = weight.to(torch.float64)
     wide = v.shape[0] <= v.shape[1]
     gram = v @ v.T if wide else v.T @ v
-    eigenvalues, vectors = torch.linalg.eigh(gram)
+    try:
+        eigenvalues, vectors = torch.linalg.eigh(gram)
+    except torch.linalg.LinAlgError:
+        # LAPACK fails to converge on NaN/inf: say which input is wrong (free on the normal path)
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError(
+                f"`weight` (the free matrix V, shape {tuple(v.shape)}) has non-finite entries: it has no polar "
+                "factor and the layer no certificate"
+            ) from None
+        raise
     floor = (eigenvalues[-1].detach() * 1e-12).clamp_min(torch.finfo(torch.float64).tiny)
     inverse_root = (vectors * eigenvalues.clamp_min(floor).rsqrt()) @ vectors.T
     return inverse_root @ v if wide else v @ inverse_root
