@@ -26,15 +26,21 @@ def _division_factor(dtype: torch.dtype, rank: int, taps: int, numel: int) -> fl
     tiny = info.smallest_normal * info.eps / 2.0  # half the smallest subnormal: an underflow's error
     relative = _up(1.0 + _up(unit * math.sqrt(taps * rank)))
     absolute = _up(tiny * math.sqrt(taps * numel))
-    # fl(B·f) ≥ B·f(1 − u) for the product in the dtype (B·f ≥ 1, normal range, where it is used)
-    return _up(_up(_up(relative / (1.0 - absolute)) / (1.0 - unit)) * (1.0 + 4 * 2.0**-53))
+    # fl(B·f) ≥ B·f(1 − u − 2⁻²⁴) for the product in the dtype (B·f ≥ 1, normal range, where it is
+    # used): torch rounds the Python f to float32 before multiplying a float32 (or float16/bfloat16) B,
+    # a rounding of ≤ 2⁻²⁴ besides the product's own (float32: s was 5.6·10⁻⁸ short without it)
+    product = unit + (2.0**-24 if info.bits <= 32 else 0.0)
+    return _up(_up(_up(relative / (1.0 - absolute)) / (1.0 - product)) * (1.0 + 4 * 2.0**-53))
 
 
 def division_scale(bound: torch.Tensor, weight: torch.Tensor, taps: int = 1) -> torch.Tensor:
     """The divisor s of a norm-constrained map's A = fl(V/s): ‖fl(V/s)‖ ≤ 1 for the A the forward uses.
 
-    ``bound`` is B ≥ ‖V‖ (the operator norm; in V's dtype, rounded up). s = max(1, fl(B·f)): where
-    B·f ≤ 1, s = 1 and V/1 is exact, so ‖A‖ = ‖V‖ ≤ B ≤ 1. Otherwise dividing in V's dtype moves each
+    ``bound`` is B ≥ ‖V‖ (the operator norm; in V's dtype, rounded up). s = 1 where B ≤ 1: V/1 is
+    exact, so ‖A‖ = ‖V‖ ≤ B = min(1, B), the layers' certificate. (An s = fl(B·f) > 1 for B in
+    (1/f, 1] would prove only ‖A‖ ≤ B(1 + u√(Tr))/s, above B where s < 1 + u√(Tr).) Where B > 1,
+    s = fl(B·f) ≥ B·f(1 − u − 2⁻²⁴) (2⁻²⁴: torch's cast of f to float32; not in float64) and
+    the certificate is 1: dividing in V's dtype moves each
     entry a of V/s by ≤ u|a| + η (u its unit round-off, η half its smallest subnormal), so the
     rounding error E has ‖E‖ ≤ Σ_t ‖E_t‖₂ ≤ √T‖E‖_F ≤ √T(u‖V‖_F/s + η√numel) (T taps of a
     convolution, each a shift of norm ≤ 1 with zero or circular padding; T = 1 for a matrix), and
@@ -50,10 +56,13 @@ def division_scale(bound: torch.Tensor, weight: torch.Tensor, taps: int = 1) -> 
         taps: T = k_h·k_w (1 for a matrix).
 
     Returns:
-        0-d s ≥ 1 in ``weight``'s dtype, differentiable through B (two operations).
+        0-d s ≥ 1 in ``weight``'s dtype, differentiable through B where B > 1 (s jumps from 1 to
+        ≈ f at B = 1: f − 1 ≈ 6·10⁻⁷ in float32, a few % in bfloat16).
     """
     rank = min(int(weight.shape[0]), int(weight.shape[1]))
-    return (bound * _division_factor(weight.dtype, rank, taps, weight.numel())).clamp_min(1.0)
+    widened = (bound * _division_factor(weight.dtype, rank, taps, weight.numel())).clamp_min(1.0)
+    # B ≤ 1 (NaN compares False, so NaN stays NaN): exact division, ‖A‖ = ‖V‖ ≤ B
+    return torch.where(bound <= 1.0, torch.ones_like(widened), widened)
 
 
 __all__ = ["division_scale"]

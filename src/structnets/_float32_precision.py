@@ -19,6 +19,7 @@ and a child set to anything else wins over its parent (torch 2.13).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -80,45 +81,112 @@ def _node(path: str) -> Any:
     return node
 
 
+def _stored_matmul_precision(backends: Any) -> str:
+    """torch's stored legacy matmul precision, also where it refuses to read it (the two APIs mixed).
+
+    torch checks that value only against a TF32 or bfloat16 matmul leaf (``mkldnn.matmul``,
+    ``cuda.matmul``): with both at ``"ieee"`` for the read it always answers; they are put back.
+    """
+    try:
+        return str(torch.get_float32_matmul_precision())
+    except RuntimeError:
+        pass
+    leaves = (backends.mkldnn.matmul, backends.cuda.matmul)
+    before = [leaf.fp32_precision for leaf in leaves]
+    try:
+        for leaf in leaves:
+            leaf.fp32_precision = "ieee"
+        return str(torch.get_float32_matmul_precision())
+    finally:
+        for leaf, value in zip(leaves, before, strict=True):
+            leaf.fp32_precision = value
+
+
+def _stored_cudnn_flag(backends: Any) -> bool:
+    """torch's stored legacy ``cudnn.allow_tf32``, also where it refuses to read it.
+
+    torch answers only where ``cudnn.conv`` and ``cudnn.rnn`` both are (or both are not) TF32 and agree
+    with the flag: with both at ``"tf32"`` for the read it answers iff the flag is True; they are put back.
+    """
+    try:
+        return bool(backends.cudnn.allow_tf32)
+    except RuntimeError:
+        pass
+    leaves = (backends.cudnn.conv, backends.cudnn.rnn)
+    before = [leaf.fp32_precision for leaf in leaves]
+    try:
+        for leaf in leaves:
+            leaf.fp32_precision = "tf32"
+        try:
+            return bool(backends.cudnn.allow_tf32)
+        except RuntimeError:
+            return False
+    finally:
+        for leaf, value in zip(leaves, before, strict=True):
+            leaf.fp32_precision = value
+
+
+def _pin_ieee(backends: Any) -> None:
+    """Legacy flags and every operation-level setting to IEEE float32, agreeing with each other."""
+    torch.set_float32_matmul_precision("highest")
+    backends.cudnn.allow_tf32 = False
+    for node in map(_node, _LEAVES):
+        if getattr(node, "fp32_precision", "ieee") != "ieee":
+            node.fp32_precision = "ieee"
+
+
+def _restore(saved: tuple[list[tuple[Any, str]], str, bool]) -> None:
+    nodes, matmul, cudnn = saved
+    backends = _backends()
+    torch.set_float32_matmul_precision(matmul)
+    backends.cudnn.allow_tf32 = cudnn
+    for node, value in nodes:  # parents first: setting one resets its children
+        if node.fp32_precision != value:
+            node.fp32_precision = value
+
+
+#: The scopes open in this process (all threads) and the state the first one found: the settings are
+#: process-wide, so overlapping scopes of two threads share one save, restored when the last one ends.
+_LOCK = threading.Lock()
+_open = 0
+_saved: tuple[list[tuple[Any, str]], str, bool] | None = None
+
+
 @contextmanager
 def ieee_float32() -> Iterator[None]:
     """A scope in which every float32 product and convolution (CPU and CUDA) runs in IEEE float32.
 
     Sets the legacy flags (``torch.set_float32_matmul_precision("highest")``,
     ``torch.backends.cudnn.allow_tf32 = False``) and pins each operation-level ``fp32_precision`` to
-    ``"ieee"``, so that the legacy and the new settings agree (cuBLAS and cuDNN calls raise where they
-    disagree), and restores every previous value on exit, even after an exception. A legacy flag torch
-    refuses to read (the user mixed the two APIs) is left alone. The settings are process-wide, as
-    torch's own are: another thread's float32 products during the scope run in IEEE float32 too
-    (slower, never less exact).
+    ``"ieee"``, so that the legacy and the new settings agree (cuBLAS calls, and reads of the legacy
+    flags, raise where they disagree), and restores every previous value, the stored legacy ones
+    included where torch refused to read them (mixed APIs), when the last open scope ends, even after
+    an exception. The settings are process-wide, as torch's own are: another thread's float32
+    products during the scope run in IEEE float32 too (slower, never less exact), and scopes of
+    several threads may overlap in any order (the state is saved by the first, restored by the last).
     """
+    global _open, _saved
     backends = _backends()
-    saved = [(node, node.fp32_precision) for node in map(_node, _NODES) if hasattr(node, "fp32_precision")]
+    with _LOCK:
+        if _open == 0:
+            nodes = [(node, node.fp32_precision) for node in map(_node, _NODES) if hasattr(node, "fp32_precision")]
+            _saved = (nodes, _stored_matmul_precision(backends), _stored_cudnn_flag(backends))
+        _open += 1
+        try:
+            _pin_ieee(backends)  # at every entry: settings changed inside an outer scope are pinned again
+        except BaseException:
+            _open -= 1
+            if _open == 0 and _saved is not None:
+                _restore(_saved)
+            raise
     try:
-        legacy_matmul: str | None = torch.get_float32_matmul_precision()
-    except RuntimeError:
-        legacy_matmul = None
-    try:
-        legacy_cudnn: bool | None = bool(backends.cudnn.allow_tf32)
-    except RuntimeError:
-        legacy_cudnn = None
-    try:
-        if legacy_matmul is not None:
-            torch.set_float32_matmul_precision("highest")
-        if legacy_cudnn is not None:
-            backends.cudnn.allow_tf32 = False
-        for node in map(_node, _LEAVES):
-            if getattr(node, "fp32_precision", "ieee") != "ieee":
-                node.fp32_precision = "ieee"
         yield
     finally:
-        if legacy_matmul is not None:
-            torch.set_float32_matmul_precision(legacy_matmul)
-        if legacy_cudnn is not None:
-            backends.cudnn.allow_tf32 = legacy_cudnn
-        for node, value in saved:  # parents first: setting one resets its children
-            if node.fp32_precision != value:
-                node.fp32_precision = value
+        with _LOCK:
+            _open -= 1
+            if _open == 0 and _saved is not None:
+                saved, _saved = _saved, None
+                _restore(saved)
 
 
 __all__ = ["float32_matmul_is_ieee", "ieee_float32"]
