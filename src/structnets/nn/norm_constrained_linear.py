@@ -90,7 +90,7 @@ class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module)
         self._bound.reset()
 
     def _scale(self) -> torch.Tensor:
-        """max(1, fl(B(V)·f)), B rounded up in V's dtype: certified, except ``power`` training passes.
+        """1 where B(V) ≤ 1, else fl(B(V)·f); B rounded up in V's dtype: certified, except ``power`` training passes.
 
         f ≥ 1 covers the rounding of the division V/s in V's dtype, so that the A the forward uses has
         ‖A‖₂ ≤ 1, not only V/s in exact arithmetic (:func:`~structnets.functional.division_scale`;
