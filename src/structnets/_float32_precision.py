@@ -81,49 +81,48 @@ def _node(path: str) -> Any:
     return node
 
 
+@contextmanager
+def _leaves_at(leaves: tuple[Any, ...], value: str) -> Iterator[None]:
+    """Set ``leaves``' ``fp32_precision`` to ``value`` for a read, and put them back."""
+    before = [leaf.fp32_precision for leaf in leaves]
+    try:
+        for leaf in leaves:
+            leaf.fp32_precision = value
+        yield
+    finally:
+        for leaf, old in zip(leaves, before, strict=True):
+            leaf.fp32_precision = old
+
+
 def _stored_matmul_precision(backends: Any) -> str:
     """torch's stored legacy matmul precision, also where it refuses to read it (the two APIs mixed).
 
     torch checks that value only against a TF32 or bfloat16 matmul leaf (``mkldnn.matmul``,
-    ``cuda.matmul``): with both at ``"ieee"`` for the read it always answers; they are put back.
+    ``cuda.matmul``): with both at ``"ieee"`` for the read it always answers.
     """
     try:
         return str(torch.get_float32_matmul_precision())
     except RuntimeError:
         pass
-    leaves = (backends.mkldnn.matmul, backends.cuda.matmul)
-    before = [leaf.fp32_precision for leaf in leaves]
-    try:
-        for leaf in leaves:
-            leaf.fp32_precision = "ieee"
+    with _leaves_at((backends.mkldnn.matmul, backends.cuda.matmul), "ieee"):
         return str(torch.get_float32_matmul_precision())
-    finally:
-        for leaf, value in zip(leaves, before, strict=True):
-            leaf.fp32_precision = value
 
 
 def _stored_cudnn_flag(backends: Any) -> bool:
     """torch's stored legacy ``cudnn.allow_tf32``, also where it refuses to read it.
 
     torch answers only where ``cudnn.conv`` and ``cudnn.rnn`` both are (or both are not) TF32 and agree
-    with the flag: with both at ``"tf32"`` for the read it answers iff the flag is True; they are put back.
+    with the flag: with both at ``"tf32"`` for the read it answers iff the flag is True.
     """
     try:
         return bool(backends.cudnn.allow_tf32)
     except RuntimeError:
         pass
-    leaves = (backends.cudnn.conv, backends.cudnn.rnn)
-    before = [leaf.fp32_precision for leaf in leaves]
-    try:
-        for leaf in leaves:
-            leaf.fp32_precision = "tf32"
+    with _leaves_at((backends.cudnn.conv, backends.cudnn.rnn), "tf32"):
         try:
             return bool(backends.cudnn.allow_tf32)
         except RuntimeError:
             return False
-    finally:
-        for leaf, value in zip(leaves, before, strict=True):
-            leaf.fp32_precision = value
 
 
 def _pin_ieee(backends: Any) -> None:

@@ -21,19 +21,9 @@ from torch.nn.utils import parametrize
 from structnets.analysis import lipschitz_upper_bound
 from structnets.nn import GradientStepConv2d, InvertibleDownsample, NormConstrainedConv2d
 
+from .helpers import dense_operator_norm
+
 F64 = torch.float64
-
-
-def operator_norm(kernel: torch.Tensor, n: int, padding_mode: str) -> float:
-    """σ₁ of the (c_out·n², c_in·n²) float64 matrix of the stride-1 "same" convolution (pads (k−1)//2, k//2)."""
-    k = kernel.detach().to(F64)
-    kh, kw = k.shape[2:]
-    c_in = k.shape[1]
-    basis = torch.eye(c_in * n * n, dtype=F64).reshape(-1, c_in, n, n)
-    pads = ((kw - 1) // 2, kw // 2, (kh - 1) // 2, kh // 2)
-    mode = "constant" if padding_mode == "zeros" else "circular"
-    columns = F.conv2d(F.pad(basis, pads, mode=mode), k).reshape(c_in * n * n, -1)
-    return float(torch.linalg.matrix_norm(columns, ord=2))
 
 
 class Overflow(nn.Module):
@@ -125,7 +115,7 @@ def test_low_precision_norm_constrained_kernel_is_within_its_certificate(
         layer = NormConstrainedConv2d(c_in, c_out, kernel_size, padding_mode="circular", input_size=n, dtype=dtype)
         with torch.no_grad():
             layer.raw_weight.mul_(10.0)  # outside the unit ball: A = V / B(V)
-        worst = max(worst, operator_norm(layer.kernel(), n, "circular") / layer.lipschitz_bound())
+        worst = max(worst, dense_operator_norm(layer.kernel(), n, "circular") / layer.lipschitz_bound())
     assert worst <= 1.0
     assert worst >= 0.95  # the widening (≤ 1 + u√(k²r), 1 % in bfloat16) gives away no more than that
 

@@ -13,29 +13,15 @@ import math
 
 import pytest
 import torch
-from torch.nn import functional as F
 
 from structnets.analysis import jacobian_spectral_norms, lipschitz_lower_bound, lipschitz_upper_bound
 from structnets.conv_norms import circular_conv_norm, conv_norm_bound, conv_squared_norm_bound
 from structnets.models import lipschitz_convnet
 from structnets.nn import GradientStepConv2d, NormConstrainedConv2d
 
+from .helpers import dense_operator_norm, reference_conv
+
 F64 = torch.float64
-
-
-def reference_conv(x: torch.Tensor, kernel: torch.Tensor, padding_mode: str) -> torch.Tensor:
-    """Stride-1 "same" convolution: pad (k − 1)//2 before and k//2 after, then a valid convolution."""
-    kh, kw = kernel.shape[2:]
-    pads = ((kw - 1) // 2, kw // 2, (kh - 1) // 2, kh // 2)
-    return F.conv2d(F.pad(x, pads, mode="constant" if padding_mode == "zeros" else "circular"), kernel)
-
-
-def dense_operator_norm(kernel: torch.Tensor, n: int, padding_mode: str) -> float:
-    """σ₁ of the (c_out·n², c_in·n²) matrix of the operator, by float64 SVD."""
-    c_in = kernel.shape[1]
-    basis = torch.eye(c_in * n * n, dtype=F64).reshape(-1, c_in, n, n)
-    columns = reference_conv(basis, kernel.detach().to(F64), padding_mode).reshape(c_in * n * n, -1)
-    return float(torch.linalg.matrix_norm(columns, ord=2))
 
 
 def power_norm(kernel: torch.Tensor, n: int, padding_mode: str, iters: int = 200, seed: int = 0) -> float:

@@ -28,18 +28,14 @@ from structnets.models import lipschitz_convnet
 from structnets.nn import GradientStepConv2d, NormConstrainedConv2d
 from structnets.nn._conv_verified import cholesky_certificate, correlation_gram, training_conv_square
 
+from .helpers import dense_operator_norm
+
 F64 = torch.float64
 
 
 def dense_norm_squared(kernel: torch.Tensor, n: int, padding_mode: str) -> float:
     """σ₁² of the (c_out·n², c_in·n²) matrix of the "same" convolution on an n × n input (float64 SVD)."""
-    k = kernel.detach().to(F64)
-    kh, kw = k.shape[2:]
-    c_in = k.shape[1]
-    basis = torch.eye(c_in * n * n, dtype=F64).reshape(-1, c_in, n, n)
-    pads = ((kw - 1) // 2, kw // 2, (kh - 1) // 2, kh // 2)
-    columns = F.conv2d(F.pad(basis, pads, mode="constant" if padding_mode == "zeros" else "circular"), k)
-    return float(torch.linalg.matrix_norm(columns.reshape(c_in * n * n, -1), ord=2)) ** 2
+    return dense_operator_norm(kernel, n, padding_mode) ** 2
 
 
 def _orthogonal_centre(c: int, generator: torch.Generator) -> torch.Tensor:

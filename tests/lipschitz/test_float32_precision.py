@@ -8,25 +8,13 @@ Higham 2002, Thm 10.3), and ``certify`` reads margins off the logits: both must 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import torch
 
 from structnets._float32_precision import float32_matmul_is_ieee, ieee_float32
 
-_NODES = ("", "mkldnn", "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn", "cuda.matmul", "cudnn", "cudnn.conv", "cudnn.rnn")
-
-
-def _node(path: str) -> Any:
-    node: Any = torch.backends
-    for part in filter(None, path.split(".")):
-        node = getattr(node, part)
-    return node
-
-
-def _settings() -> dict[str, str]:
-    return {path: str(_node(path).fp32_precision) for path in _NODES}
+from .helpers import PRECISION_NODES, precision_node, precision_settings
 
 
 def _legacy() -> tuple[str | None, bool | None, bool | None]:
@@ -47,13 +35,13 @@ def _legacy() -> tuple[str | None, bool | None, bool | None]:
 @pytest.fixture
 def restore_precision() -> Iterator[None]:
     """Put every precision setting back as it was: legacy flags, then every node, parents first."""
-    before, legacy = _settings(), _legacy()
+    before, legacy = precision_settings(), _legacy()
     yield
     torch.set_float32_matmul_precision(legacy[0] or "highest")
     torch.backends.cudnn.allow_tf32 = bool(legacy[2])
-    for path in _NODES:
-        _node(path).fp32_precision = before[path]
-    assert _settings() == before and _legacy() == legacy
+    for path in PRECISION_NODES:
+        precision_node(path).fp32_precision = before[path]
+    assert precision_settings() == before and _legacy() == legacy
 
 
 LOWERING = [
@@ -94,16 +82,16 @@ def test_a_child_set_to_ieee_wins_over_a_lowered_parent(restore_precision) -> No
 @pytest.mark.parametrize("lower", LOWERING)
 def test_scope_pins_ieee_and_restores(lower, restore_precision) -> None:
     lower()
-    before, legacy = _settings(), _legacy()
+    before, legacy = precision_settings(), _legacy()
     with ieee_float32():
         assert float32_matmul_is_ieee("cpu") and float32_matmul_is_ieee("cuda")
         assert torch.backends.cudnn.conv.fp32_precision == "ieee"
         # legacy and new settings agree inside (cuBLAS and cuDNN calls raise where they do not)
         assert _legacy() == ("highest", False, False)
-    assert _settings() == before and _legacy() == legacy
+    assert precision_settings() == before and _legacy() == legacy
     with pytest.raises(KeyError), ieee_float32():
         raise KeyError("inside")
-    assert _settings() == before and _legacy() == legacy
+    assert precision_settings() == before and _legacy() == legacy
 
 
 def test_scope_gives_ieee_products(restore_precision) -> None:

@@ -16,13 +16,14 @@ import random
 import threading
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
 
 import pytest
 import torch
 
 from structnets._float32_precision import float32_matmul_is_ieee, ieee_float32
 from structnets.functional import division_scale
+
+from .helpers import PRECISION_NODES, precision_node, precision_settings
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
@@ -79,24 +80,11 @@ def test_scale_keeps_nan_and_infinity() -> None:
 
 # --- ieee_float32 -------------------------------------------------------------------------------------
 
-_NODES = ("", "mkldnn", "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn", "cuda.matmul", "cudnn", "cudnn.conv", "cudnn.rnn")
-
-
-def _node(path: str) -> Any:
-    node: Any = torch.backends
-    for part in filter(None, path.split(".")):
-        node = getattr(node, part)
-    return node
-
-
-def _tree() -> dict[str, str]:
-    return {path: str(_node(path).fp32_precision) for path in _NODES}
-
 
 def _set_leaves(paths: tuple[str, ...], value: str) -> dict[str, str]:
-    before = {path: str(_node(path).fp32_precision) for path in paths}
+    before = {path: str(precision_node(path).fp32_precision) for path in paths}
     for path in paths:
-        _node(path).fp32_precision = value
+        precision_node(path).fp32_precision = value
     return before
 
 
@@ -109,19 +97,19 @@ def _stored_legacy() -> tuple[str, bool]:
     before = _set_leaves(("mkldnn.matmul", "cuda.matmul"), "ieee")
     matmul = torch.get_float32_matmul_precision()
     for path, value in before.items():
-        _node(path).fp32_precision = value
+        precision_node(path).fp32_precision = value
     before = _set_leaves(("cudnn.conv", "cudnn.rnn"), "tf32")
     try:
         cudnn = bool(torch.backends.cudnn.allow_tf32)
     except RuntimeError:
         cudnn = False
     for path, value in before.items():
-        _node(path).fp32_precision = value
+        precision_node(path).fp32_precision = value
     return matmul, cudnn
 
 
 def _state() -> tuple[dict[str, str], tuple[str, bool]]:
-    return _tree(), _stored_legacy()
+    return precision_settings(), _stored_legacy()
 
 
 @pytest.fixture
@@ -131,8 +119,8 @@ def exact_precision() -> Iterator[None]:
     yield
     torch.set_float32_matmul_precision(matmul)
     torch.backends.cudnn.allow_tf32 = cudnn
-    for path in _NODES:
-        _node(path).fp32_precision = tree[path]
+    for path in PRECISION_NODES:
+        precision_node(path).fp32_precision = tree[path]
     assert _state() == (tree, (matmul, cudnn))
 
 
@@ -166,7 +154,7 @@ def _apply(steps: list[str]) -> None:
         elif key == "cudnn_allow":
             torch.backends.cudnn.allow_tf32 = value == "1"
         else:
-            _node(key).fp32_precision = value
+            precision_node(key).fp32_precision = value
 
 
 @pytest.mark.parametrize("steps", MIXED)
@@ -243,5 +231,5 @@ def test_cpu_products_are_ieee_whenever_reported() -> None:
         finally:
             torch.set_float32_matmul_precision(matmul)
             torch.backends.cudnn.allow_tf32 = cudnn
-            for path in _NODES:
-                _node(path).fp32_precision = tree[path]
+            for path in PRECISION_NODES:
+                precision_node(path).fp32_precision = tree[path]

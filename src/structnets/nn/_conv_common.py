@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any, cast
 
 import torch
@@ -13,8 +12,8 @@ from torch.nn.utils import parametrize
 
 from .._validation import check_choice, check_int
 from ..conv_norms import PADDING_MODES, conv_squared_norm_bound
-from ..functional import division_scale
 from ._conv_verified import training_conv_square
+from ._parametrized import reads_agree
 from ._spectral import VERIFIED_MARGIN_MAX, ContentCache, _is_transformed
 
 
@@ -294,52 +293,25 @@ class ConvGeometry:
         self._bound.reset()
 
 
-def one_read(module: nn.Module) -> AbstractContextManager[None]:
-    """A context in which every read of a parametrized tensor of ``module`` gives one tensor.
-
-    A ``torch.nn.utils.parametrize`` parametrization is evaluated at every read, and a random one
-    (weight dropout in training mode) hands each read another tensor: the convolution, the bound
-    and the adjoint of one call would use three kernels, none of them certified together (‖J‖₂ =
-    1.34 measured for a gradient-step block). ``parametrize.cached()`` evaluates each once per call;
-    an unparametrized module (the common case, and ``torch.compile``'s) enters nothing.
-    """
-    return parametrize.cached() if parametrize.is_parametrized(module) else nullcontext()
-
-
 def require_finite(module: nn.Module, name: str) -> bool:
     """Raise ValueError naming the first non-finite tensor the forward reads; return whether every read agrees.
 
     The tensors are read as the forward reads them (``getattr``): a tensor behind a
     ``torch.nn.utils.parametrize`` parametrization is its parametrization's output, which can be
     non-finite with finite parameters (±inf from an overflow: the layer computes NaN, no
-    certificate). A parametrized tensor is read twice: False when the reads differ (a random
-    parametrization such as weight dropout in training mode, which hands every read another
-    tensor), so the caller can certify every realisation rather than the one it read.
+    certificate). False where a random parametrization hands every read another tensor
+    (:func:`~structnets.nn._parametrized.reads_agree`), so the caller can certify every realisation
+    rather than the one it read.
     """
     names = [key for key, value in module._parameters.items() if value is not None]
-    parametrized = parametrize.is_parametrized(module)
-    if parametrized:
+    if parametrize.is_parametrized(module):
         names += [key for key in cast(Any, module).parametrizations if key not in names]
-    agree = True
     with torch.no_grad():
         for key in names:
             tensor = getattr(module, key)
-            if tensor is None:
-                continue
-            if not bool(torch.isfinite(tensor.detach()).all()):
+            if tensor is not None and not bool(torch.isfinite(tensor.detach()).all()):
                 raise ValueError(f"{name} `{key}` has non-finite entries: the layer computes NaN, no certificate")
-            if parametrized and parametrize.is_parametrized(module, key):
-                again = getattr(module, key)
-                agree = agree and again.shape == tensor.shape and bool(torch.equal(again, tensor))
-    return agree
-
-
-def rounding_scale(bound: torch.Tensor, weight: torch.Tensor, taps: int) -> torch.Tensor:
-    """The divisor s of a norm-constrained conv layer's A = fl(V / s): ‖fl(V/s)‖_op ≤ 1 for the A it uses.
-
-    :func:`structnets.functional.division_scale` with T = ``taps`` (the argument is there).
-    """
-    return division_scale(bound, weight, taps)
+    return reads_agree(module)
 
 
 def check_unit_option(name: str, value: object, pair: bool = True) -> None:
@@ -367,11 +339,9 @@ __all__ = [
     "conv_same",
     "conv_same_adjoint",
     "kernel_pair",
-    "one_read",
     "plain_adjoint",
     "plain_conv",
     "require_finite",
-    "rounding_scale",
     "same_pads",
     "size_pair",
 ]

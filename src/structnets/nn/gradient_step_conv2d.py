@@ -20,12 +20,12 @@ from ._conv_common import (
     conv_same,
     conv_same_adjoint,
     kernel_pair,
-    one_read,
     plain_adjoint,
     plain_conv,
     require_finite,
     size_pair,
 )
+from ._parametrized import one_read
 from ._step import ValidatedStep
 from .gradient_step_residual import ResidualExport
 

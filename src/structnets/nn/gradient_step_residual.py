@@ -7,7 +7,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.utils import parametrize
 
 from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_of
 from ..functional import (
@@ -19,6 +18,7 @@ from ..functional import (
     top_right_singular_vector,
 )
 from ._checkpoint import CertifiedCheckpointMixin
+from ._parametrized import one_read
 from ._spectral import BoundModeMixin, CertifiedBound
 from ._step import ValidatedStep
 
@@ -229,17 +229,12 @@ class GradientStepResidual(BoundModeMixin, ValidatedStep, CertifiedCheckpointMix
             raise ValueError(
                 f"`input` must have last dimension features={self.features}, got shape {tuple(input.shape)}"
             )
-        if "parametrizations" in self._modules:
-            # a parametrized W (e.g. DropConnect) is a new tensor at every read: one W per forward, so
-            # that τ·‖W‖₂² ≤ s holds for the W both products use
-            with parametrize.cached():
-                return self._apply_step(input)
-        return self._apply_step(input)
-
-    def _apply_step(self, input: torch.Tensor) -> torch.Tensor:
-        hidden = torch.relu(nn.functional.linear(input, self.weight, self.bias))
-        # Scale the (hidden, features) matrix, not the (batch, features) activations: fewer flops.
-        return input + hidden @ (self.weight * -self.tau())
+        # one W per call under a random parametrization (DropConnect), so that τ·‖W‖₂² ≤ s holds for
+        # the W both products use
+        with one_read(self):
+            hidden = torch.relu(nn.functional.linear(input, self.weight, self.bias))
+            # Scale the (hidden, features) matrix, not the (batch, features) activations: fewer flops.
+            return input + hidden @ (self.weight * -self.tau())
 
     @torch.no_grad()
     def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:

@@ -10,9 +10,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._validation import check_bool, check_choice, check_int
-from ..functional import spectral_norm_bound, sqrt_round_up
+from ..functional import division_scale, spectral_norm_bound, sqrt_round_up
 from ._checkpoint import CertifiedCheckpointMixin
-from ._conv_common import one_read, require_finite, rounding_scale
+from ._conv_common import require_finite
+from ._parametrized import one_read
 from ._spectral import CertifiedBound
 from .orthogonal_linear import certified_orthogonal
 
@@ -29,7 +30,7 @@ class InvertibleDownsample(CertifiedCheckpointMixin, nn.Module):
     ‖A‖₂ for every input size. ``kind="orthogonal"``: A = the certified polar factor of a free V
     (:func:`structnets.nn.orthogonal_linear.certified_orthogonal`; all singular values 1 − 10⁻⁶,
     gradient-norm preserving); ``kind="norm-constrained"``: A = V / max(1, B(V)) (B widened by the
-    rounding of the division in V's dtype, :func:`~structnets.nn._conv_common.rounding_scale`).
+    rounding of the division in V's dtype, :func:`~structnets.functional.division_scale`).
 
     Args:
         in_channels: c.
@@ -90,7 +91,7 @@ class InvertibleDownsample(CertifiedCheckpointMixin, nn.Module):
             empty = torch.empty(0, dtype=v.dtype, device=v.device)
             square, _ = self._bound.squared(v, empty, False)
             # B widened by the rounding of V/B in V's dtype (bfloat16 measured ‖A‖₂ = 1.0004 without it)
-            return v / rounding_scale(sqrt_round_up(square, v.dtype), v, 1)
+            return v / division_scale(sqrt_round_up(square, v.dtype), v)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if not isinstance(input, torch.Tensor):

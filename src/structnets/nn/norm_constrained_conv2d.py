@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from .._validation import check_bool, check_choice, check_int
-from ..functional import sqrt_round_up
+from ..functional import division_scale, sqrt_round_up
 from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import (
     CONV_BOUNDS,
@@ -19,12 +19,11 @@ from ._conv_common import (
     check_image,
     conv_same,
     kernel_pair,
-    one_read,
     plain_conv,
     require_finite,
-    rounding_scale,
     size_pair,
 )
+from ._parametrized import one_read
 
 
 class NormConstrainedConv2d(ConvGeometry, CertifiedCheckpointMixin, nn.Module):
@@ -36,7 +35,7 @@ class NormConstrainedConv2d(ConvGeometry, CertifiedCheckpointMixin, nn.Module):
     :func:`structnets.conv_norms.conv_squared_norm_bound` (every input size when ``input_size``
     is None, else that size only; exact for circular padding). Stride-1, "same" output size.
     When B > 1 the divisor is B widened by the rounding of V/B in V's dtype (a factor
-    1 + u√(k_hk_w·min(c_in, c_out)), :func:`~structnets.nn._conv_common.rounding_scale`), so the
+    1 + u√(k_hk_w·min(c_in, c_out)), :func:`~structnets.functional.division_scale`), so the
     kernel as stored, not only in exact arithmetic, has ‖A‖_op ≤ 1.
 
     Args:
@@ -112,10 +111,10 @@ class NormConstrainedConv2d(ConvGeometry, CertifiedCheckpointMixin, nn.Module):
         self._bound.mode = value
 
     def _scale(self) -> torch.Tensor:
-        """s = 1 when B(V) ≤ 1, else B(V) widened to cover the rounding of V/s (:func:`rounding_scale`)."""
+        """s = 1 when B(V) ≤ 1, else B(V) widened to cover the rounding of V/s (:func:`division_scale`)."""
         v = self.raw_weight
         bound = sqrt_round_up(self._bound.squared(v, self.training), v.dtype)
-        return rounding_scale(bound, v, int(v.shape[2]) * int(v.shape[3]))
+        return division_scale(bound, v, int(v.shape[2]) * int(v.shape[3]))
 
     def kernel(self) -> torch.Tensor:
         """Return the applied kernel A = fl(V / s), ‖A‖_op ≤ min(1, B(V)) for its stored values."""

@@ -7,12 +7,12 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.utils import parametrize
 
 from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_of
 from ..functional import division_scale, round_operand, spectral_norm_bound, top_right_singular_vector
 from ._affine import linear_from_dense
 from ._checkpoint import CertifiedCheckpointMixin
+from ._parametrized import one_read, reads_agree
 from ._spectral import BoundModeMixin, CertifiedBound
 
 
@@ -103,11 +103,8 @@ class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module)
 
     def to_dense(self) -> torch.Tensor:
         """Return the applied (out_features, in_features) matrix A = V / max(1, B(V)), ‖A‖₂ ≤ 1."""
-        if "parametrizations" in self._modules:
-            # a parametrized V is a new tensor at every read: B must bound the V it divides
-            with parametrize.cached():
-                return self.raw_weight / self._scale()
-        return self.raw_weight / self._scale()
+        with one_read(self):  # a random parametrization of V: B must bound the V it divides
+            return self.raw_weight / self._scale()
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if input.shape[-1] != self.in_features:
@@ -120,7 +117,8 @@ class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module)
     def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
         """Certified ℓ₂ Lipschitz constant of the layer as it computes now: min(1, B(V)) ≥ ‖A‖₂.
 
-        Exact arithmetic on the stored V and the rounded-up B: ‖V‖₂/max(1, B) ≤ min(1, B).
+        For the A = fl(V/s) the forward uses (:meth:`_scale`): ‖A‖₂ ≤ min(1, B). Under a random
+        parametrization of V (reads differ), 1: every draw's A has ‖A‖₂ ≤ 1.
 
         Args:
             operand_dtype: certify the forward under ``torch.autocast`` to this dtype: the
@@ -139,6 +137,10 @@ class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module)
             tensor = getattr(self, name)
             if tensor is not None and not bool(torch.isfinite(tensor).all()):
                 raise ValueError(f"NormConstrainedLinear `{name}` has non-finite entries: the layer computes NaN")
+        if not reads_agree(self):
+            # a random parametrization of V: the next forward draws another V, whose A = fl(V/s) still
+            # has ‖A‖₂ ≤ 1 (division_scale); min(1, B) of this draw would say nothing about it
+            return 1.0
         if operand_dtype is not None and self.raw_weight.dtype != torch.float64:
             applied = round_operand(self.to_dense(), operand_dtype).to(torch.float64)
             return float(spectral_norm_bound(applied, "exact"))
