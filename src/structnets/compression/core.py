@@ -363,8 +363,10 @@ def _choose(
             reason = kinds.why_not(item, method)
         if reason:
             skipped.append((shown, reason))
-        else:
-            chosen.append(item)
+            continue
+        if item.weight_param.is_floating_point() and not bool(torch.isfinite(item.weight_param.detach()).all()):
+            raise ValueError(f"`model` layer {shown!r} has non-finite weights (nan or inf); it cannot be factorised")
+        chosen.append(item)
     return chosen
 
 
@@ -464,9 +466,10 @@ def _build(
     else:
         if spec is None:
             raise RuntimeError(f"internal: no spectrum for layer {item.name!r}")
-        left, right = spec.factors(rank)
+        # The layer holds U and V rounded to its dtype: its matrix is their product, not W_r rounded.
+        left, right = (f.to(item.weight_param.dtype) for f in spec.factors(rank))
         new = kinds.build_low_rank(item, left, right)
-        approx = (left @ right).to(item.weight_param.dtype).to(torch.float64)
+        approx = left.to(torch.float64) @ right.to(torch.float64)
         params, flops = allocation.params_of(m, n, rank, bias), allocation.flops_of(m, n, rank, bias)
         new_method = "lowrank"
         if method == "dlor":

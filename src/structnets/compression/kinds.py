@@ -128,9 +128,33 @@ def candidate(name: str, module: nn.Module) -> Candidate | None:
     return Candidate(name, module, kind, module.out_channels, n, bias)
 
 
+def hooked(module: nn.Module) -> str:
+    """Why ``module``'s hooks keep it (``""`` without hooks): a new layer would not run them.
+
+    Forward (pre-)hooks may change inputs, outputs or the weight itself (``spectral_norm`` computes
+    ``weight`` in one), so replacing the layer would silently change the model.
+    """
+    kinds = [
+        what
+        for what, hooks in (
+            ("forward pre-", module._forward_pre_hooks),
+            ("forward ", module._forward_hooks),
+            ("backward pre-", module._backward_pre_hooks),
+            ("backward ", module._backward_hooks),
+        )
+        if hooks
+    ]
+    if not kinds:
+        return ""
+    return f"it has {', '.join(w + 'hooks' for w in kinds)} (e.g. spectral_norm) that a replacement would not run"
+
+
 def why_not(item: Candidate, method: str) -> str:
     """Why ``item`` cannot be factorised by ``method`` (``""`` if it can)."""
     module = item.module
+    reason = hooked(module)
+    if reason:
+        return reason
     if isinstance(module, (nn.Conv1d, nn.Conv2d)) and module.groups != 1:
         return f"a grouped convolution (groups={module.groups}); only groups=1 is factorised"
     if min(item.in_features, item.out_features) < 2:
@@ -197,6 +221,9 @@ def unpackable(attention: nn.MultiheadAttention) -> str:
     """Why ``attention`` cannot be rewritten with separate projections (``""`` if it can)."""
     if attention.bias_k is not None or attention.add_zero_attn:
         return "add_bias_kv / add_zero_attn attention is not supported (left alone)"
+    reason = hooked(attention)
+    if reason:
+        return reason
     if not attention.out_proj.weight.is_floating_point():
         return f"weight dtype {attention.out_proj.weight.dtype} is not real floating point"
     return ""

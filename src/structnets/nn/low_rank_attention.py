@@ -180,7 +180,8 @@ class LowRankMultiheadAttention(nn.Module):
         Returns:
             ``(output, weights)``: output (L, N, E) ((N, L, E) with ``batch_first``; (L, E)
             unbatched), weights (N, L, S) averaged over heads, (N, H, L, S) with
-            ``average_attn_weights=False``, or None with ``need_weights=False``.
+            ``average_attn_weights=False``, or None with ``need_weights=False``; in training mode
+            with dropout the weights after dropout, as torch returns them.
         """
         batched = query.dim() == 3
         if batched and self.batch_first:
@@ -204,8 +205,9 @@ class LowRankMultiheadAttention(nn.Module):
             if mask is not None:
                 scores = scores + mask
             weights = scores.softmax(dim=-1)
-            attended = F.dropout(weights, p=dropout) if dropout > 0 else weights
-            context = attended @ v
+            if dropout > 0:  # torch returns the dropped-out weights, the ones multiplied with v
+                weights = F.dropout(weights, p=dropout)
+            context = weights @ v
             if average_attn_weights:
                 weights = weights.mean(dim=1)
             if not batched:
