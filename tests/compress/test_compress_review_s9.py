@@ -158,3 +158,24 @@ def test_attention_weights_in_training_mode_are_the_dropped_out_ones() -> None:
         torch.testing.assert_close(out2, out1, rtol=0, atol=1e-12)
         torch.testing.assert_close(weights2, weights1, rtol=0, atol=1e-12)
     assert structnets.compress is compress
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_dlor_reported_error_is_that_of_the_stored_alpha_u_v(dtype: torch.dtype) -> None:
+    # to_dense() in bfloat16 rounds αI + UVᵀ once more: at rank 15 it reported 1.43e-3 for a
+    # layer whose matrix αI + UVᵀ (exact in float64) is 2.03e-3 from W.
+    torch.manual_seed(7)
+    layer = nn.Linear(16, 16).to(dtype)
+    with torch.no_grad():
+        layer.weight.add_(3 * torch.eye(16, dtype=dtype))
+    weight = layer.weight.detach().double()
+    for rank in (3, 15):
+        report = compress(nn.Sequential(layer), method="dlor", rank=rank)
+        new = report.model[0]
+        exact = (
+            float(new.alpha.detach()) * torch.eye(16, dtype=torch.float64)
+            + new.U.detach().double() @ new.V.detach().double().T
+        )
+        measured = float((weight - exact).norm() / weight.norm())
+        assert report.layers[0].relative_error == pytest.approx(measured, rel=1e-9)
+        assert report.layers[0].alpha == float(new.alpha.detach())

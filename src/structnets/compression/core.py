@@ -460,7 +460,8 @@ def _build(
     if kinds.uses_dlor(item, method):
         dlor = kinds.build_dlor(item, rank)
         new, alpha = dlor, float(dlor.alpha.detach())
-        approx = dlor.to_dense().detach().to(torch.float64)
+        u, v = dlor.U.detach().to(torch.float64), dlor.V.detach().to(torch.float64)
+        approx = alpha * torch.eye(n, dtype=torch.float64, device=u.device) + u @ v.T  # as stored, unrounded
         params, flops = allocation.dlor_params(n, rank, bias), allocation.dlor_flops(n, rank, bias)
         new_method = "dlor"
     else:
