@@ -179,3 +179,24 @@ def test_dlor_reported_error_is_that_of_the_stored_alpha_u_v(dtype: torch.dtype)
         measured = float((weight - exact).norm() / weight.norm())
         assert report.layers[0].relative_error == pytest.approx(measured, rel=1e-9)
         assert report.layers[0].alpha == float(new.alpha.detach())
+
+
+def test_skeleton_rejects_a_dlor_plan_for_a_layer_dlor_cannot_be() -> None:
+    # A DLoR entry for a non-square linear or a convolution built DLoRLinear(in_features) there
+    # (features=27 for a 3→6 3×3 convolution) without a word; rank N for DLoR raised without
+    # naming `plan` or the layer.
+    from structnets.compression import skeleton
+
+    for model, kind in ((nn.Sequential(nn.Linear(8, 6)), "linear"), (nn.Sequential(nn.Conv2d(3, 6, 3)), "conv2d")):
+        with pytest.raises(ValueError, match=r"`plan` layer '0'.*dlor"):
+            skeleton(model, {"0": {"kind": kind, "method": "dlor", "rank": 2}})
+    with pytest.raises(ValueError, match=r"`plan` layer '0' rank must be an int in \[1, 7\], got 8"):
+        skeleton(nn.Sequential(nn.Linear(8, 8)), {"0": {"kind": "linear", "method": "dlor", "rank": 8}})
+    # The plan compress gives still loads, DLoR and low rank side by side.
+    torch.manual_seed(8)
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 6))
+    report = compress(model, method="dlor", rank=7)
+    again = skeleton(model, report.plan())
+    again.load_state_dict(report.model.state_dict())
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(again(x), report.model(x), rtol=0, atol=0)

@@ -78,17 +78,16 @@ def skeleton(model: nn.Module, plan: Mapping[str, Mapping[str, Any]]) -> nn.Modu
             raise TypeError(f"`plan` entry {name!r} must be a mapping with kind, method and rank, got {entry!r}")
         if entry["kind"] != item.kind:
             raise ValueError(f"`plan` layer {name!r} has kind {entry['kind']!r}, the model's layer is {item.kind!r}")
-        rank = entry["rank"]
-        if (
-            isinstance(rank, bool)
-            or not isinstance(rank, int)
-            or not 1 <= rank <= min(item.in_features, item.out_features)
-        ):
+        rank, method = entry["rank"], entry["method"]
+        if method == "dlor" and not kinds.uses_dlor(item, "dlor"):
             raise ValueError(
-                f"`plan` layer {name!r} rank must be an int in [1, {min(item.in_features, item.out_features)}], "
-                f"got {rank!r}"
+                f"`plan` layer {name!r} has method 'dlor', but it is a {item.kind} of shape "
+                f"{item.out_features}×{item.in_features}: DLoR needs a square linear map"
             )
-        replacements[id(module)] = _placeholder(item, str(entry["method"]), rank)
+        largest = min(item.in_features, item.out_features) - (1 if method == "dlor" else 0)
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= largest:
+            raise ValueError(f"`plan` layer {name!r} rank must be an int in [1, {largest}], got {rank!r}")
+        replacements[id(module)] = _placeholder(item, str(method), rank)
     if id(work) in replacements:
         return replacements[id(work)]
     replace_children(work, replacements)
