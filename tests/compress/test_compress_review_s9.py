@@ -200,3 +200,19 @@ def test_skeleton_rejects_a_dlor_plan_for_a_layer_dlor_cannot_be() -> None:
     again.load_state_dict(report.model.state_dict())
     x = torch.randn(3, 8)
     torch.testing.assert_close(again(x), report.model(x), rtol=0, atol=0)
+
+
+def test_ratio_below_rank_one_is_said_in_the_note() -> None:
+    # `ratio` promises at most that fraction of each weight's parameters; where even rank 1 costs
+    # more (4×6 at ratio 0.05: 10 entries against 1.2) the layer keeps rank 1, and the row says so.
+    torch.manual_seed(9)
+    model = nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.Linear(4, 40), nn.Linear(40, 40, bias=False))
+    report = compress(model, ratio=0.05)
+    small, wide, square = report.layers
+    assert (small.rank, wide.rank, square.rank) == (1, 1, 1)
+    for row in (small, wide):
+        assert row.params_after - row.out_features > 0.05 * row.in_features * row.out_features
+        assert "ratio" in row.note and "rank 1" in row.note
+    assert square.params_after == 80 <= 0.05 * 1600 and square.note == ""
+    report = compress(nn.Sequential(nn.Linear(4, 4)), method="dlor", ratio=0.1)
+    assert report.layers[0].rank == 1 and 2 * 4 + 1 > 0.1 * 16 and "ratio" in report.layers[0].note

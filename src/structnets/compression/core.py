@@ -64,7 +64,8 @@ def compress(
     Ranks, from exactly one of:
 
     * ``rank``: r for every layer, capped at the layer's largest (min(m, n); N − 1 for DLoR).
-    * ``ratio``: each layer keeps at most this fraction of its weight's parameters.
+    * ``ratio``: each layer keeps at most this fraction of its weight's parameters (at least
+      rank 1: a layer where rank 1 costs more keeps rank 1, said in its ``note``).
     * ``energy``: the smallest r keeping this fraction of Σσ² (of ‖WX‖² with calibration); a
       layer where that r saves nothing is kept dense.
     * ``flops`` / ``params``: a model-wide budget, a fraction of the compressible layers' FLOPs
@@ -478,6 +479,11 @@ def _build(
             note = f"dlor falls back to low rank: {shape}; DLoR needs a square linear map"
         elif gram is not None and spec.factor is None:
             note = "its calibration inputs are all zero: plain SVD"
+    if given.get("ratio") is not None and params - dense_params + m * n > float(given["ratio"]) * m * n:
+        note = (note + "; " if note else "") + (
+            f"ratio={given['ratio']} is below rank 1's share of the weight: rank 1 kept "
+            f"({params - dense_params + m * n} of {m * n} weight entries)"
+        )
     total = float(weight.square().sum())
     error = math.sqrt(float((weight - approx).square().sum()) / total) if total > 0 else 0.0
     out_error = calib.output_error(weight, approx, gram) if gram is not None else None
