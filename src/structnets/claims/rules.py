@@ -43,8 +43,6 @@ Mantel and Haenszel, J. Natl. Cancer Inst. 22, 1959.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -56,89 +54,26 @@ from ..analysis.cost_growth import cost_growth as cost_growth
 from ..analysis.cost_growth import median_interval as median_interval
 from .evidence import CONSISTENT, NOT_REPRODUCED, OPTIMISATION_LIMITED, REFUTED, REPRODUCED
 
-ALPHA = 0.05
-"""The level of every rule: a family-wise error rate (Holm over cells) or a one-sided test's size."""
+# re-exported: the shared building blocks and the stratified tests live in their own files (file length)
+from .rules_core import ALPHA as ALPHA
+from .rules_core import SlopeTest as SlopeTest
+from .rules_core import _ratio as _ratio
+from .rules_core import _t_sf as _t_sf
+from .rules_core import _verdicts as _verdicts
+from .rules_core import check_alpha as check_alpha
+from .rules_core import holm as holm
+from .rules_core import ols_slope as ols_slope
+from .rules_core import undetermined as undetermined
+from .rules_strata import StratifiedTest as StratifiedTest
+from .rules_strata import across_cells as across_cells
+from .rules_strata import stratified_exact as stratified_exact
+from .rules_strata import van_elteren as van_elteren
+
 MIN_SEEDS = 5
 """The fewest seeds a trained-network claim is decided on."""
 EXPONENT_TOLERANCE = 0.25
 """The tolerance band ± of a predicted exponent where the paper gives no tolerance: a quarter of the
 unit gap between the exponents it is told apart from (e.g. W¹ against W²)."""
-
-
-def _verdicts(shape: tuple[int, ...], fill: str) -> np.ndarray:
-    return np.full(shape, fill, dtype=object)
-
-
-def holm(p: ArrayLike, alpha: float = ALPHA) -> np.ndarray:
-    """Holm's step-down rejections of the hypotheses on the last axis at family-wise level ``alpha``.
-
-    With the m p-values sorted, p₍₁₎ ≤ … ≤ p₍ₘ₎, reject H₍₁₎ … H₍ₖ₎ for the largest k such that
-    p₍ⱼ₎ ≤ α/(m − j + 1) for every j ≤ k. NaN p-values are never rejected.
-
-    Args:
-        p: (..., m) p-values; leading axes are independent families.
-        alpha: the family-wise level in (0, 1).
-
-    Returns:
-        (..., m) bool: which hypotheses are rejected.
-    """
-    p = np.asarray(p, dtype=float)
-    m = p.shape[-1]
-    if m == 0:
-        return np.zeros(p.shape, dtype=bool)
-    filled = np.where(np.isnan(p), np.inf, p)
-    order = np.argsort(filled, axis=-1, kind="stable")
-    ranked = np.take_along_axis(filled, order, axis=-1)
-    levels = alpha / (m - np.arange(m))
-    passed = np.cumprod(ranked <= levels, axis=-1).astype(bool)
-    out = np.zeros(p.shape, dtype=bool)
-    np.put_along_axis(out, order, passed, axis=-1)
-    return out
-
-
-@dataclass(frozen=True)
-class SlopeTest:
-    """A least-squares slope with its standard error and residual degrees of freedom (arrays for batches)."""
-
-    slope: np.ndarray
-    se: np.ndarray
-    df: np.ndarray
-
-
-def ols_slope(x: ArrayLike, y: ArrayLike) -> SlopeTest:
-    """Least-squares slope of y on x, its standard error s/√Σ(x − x̄)² and n − 2 degrees of freedom.
-
-    For a rate, pass logarithms: ``ols_slope(np.log(n), np.log(error))``. Replicates (several y at one
-    x, e.g. seeds) enter as separate points, so the residual variance includes the seed spread.
-
-    Args:
-        x, y: (..., n) arrays, n ≥ 3; leading axes are independent fits.
-
-    Returns:
-        :class:`SlopeTest` with arrays of the leading shape.
-    """
-    x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-    n = x.shape[-1]
-    if n < 3:
-        raise ValueError(f"`x` must hold at least 3 points per fit, got {n}")
-    xc = x - x.mean(axis=-1, keepdims=True)
-    yc = y - y.mean(axis=-1, keepdims=True)
-    sxx = (xc**2).sum(axis=-1)
-    slope = (xc * yc).sum(axis=-1) / sxx
-    residual = yc - slope[..., None] * xc
-    s2 = (residual**2).sum(axis=-1) / (n - 2)
-    return SlopeTest(slope, np.sqrt(s2 / sxx), np.full(slope.shape, float(n - 2)))
-
-
-def _t_sf(t: np.ndarray, df: np.ndarray) -> np.ndarray:
-    """P(T_df > t), with se = 0 handled by the caller as t = ±inf (p 0 or 1) and 0/0 as p = 0.5."""
-    t = np.asarray(t, dtype=float)
-    return np.where(np.isnan(t), 0.5, stats.t.sf(t, np.maximum(np.asarray(df, dtype=float), 1.0)))
-
-
-def _ratio(a: ArrayLike, b: ArrayLike) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(a, dtype=float) / np.asarray(b, dtype=float)
 
 
 def upper_bound_rate(
@@ -161,7 +96,10 @@ def upper_bound_rate(
     theorem bounds the error from above.
 
     Verdict: no cell significantly slower — reproduced; a slower cell whose training settled —
-    refuted; every slower cell optimisation-limited — not reproduced, optimisation-limited.
+    refuted; every slower cell optimisation-limited — not reproduced, optimisation-limited. A cell
+    without a fit (:func:`~structnets.claims.rules_core.undetermined`: NaN slope or se, infinite
+    se, se > 0 on 0 df), or no cell at all, makes "reproduced" "not reproduced": absence of a test
+    is not evidence.
 
     Args:
         slope, se, df: (..., cells) fitted log–log slopes, standard errors and degrees of freedom
@@ -175,17 +113,23 @@ def upper_bound_rate(
     Returns:
         (verdicts, slower): (...) object array of verdicts and (..., cells) bool of slower cells.
     """
+    alpha = check_alpha(alpha)
     slope, se, df, rate, limited, tolerance = np.broadcast_arrays(
-        np.asarray(slope, float),
+        np.atleast_1d(np.asarray(slope, float)),
         np.asarray(se, float),
         np.asarray(df, float),
         np.asarray(rate, float),
         np.asarray(limited, bool),
         np.asarray(tolerance, float),
     )
-    p = _t_sf(_ratio(slope - rate - tolerance, se), df)
+    if not np.all(np.isfinite(tolerance) & (tolerance >= 0)):
+        raise ValueError(f"`tolerance` must be finite and ≥ 0, got {tolerance.ravel()[:4]}")
+    blind = undetermined(slope, se, df)
+    p = np.where(blind, np.nan, _t_sf(_ratio(slope - rate - tolerance, se), df))
     slower = holm(p, alpha)
     out = _verdicts(slope.shape[:-1], REPRODUCED)
+    # a cell without a fit (or no cell at all) leaves the claim undecided, not reproduced
+    out[blind.any(axis=-1) | (slope.shape[-1] == 0)] = NOT_REPRODUCED
     any_slower = slower.any(axis=-1)
     settled_slower = (slower & ~limited).any(axis=-1)
     out[any_slower] = OPTIMISATION_LIMITED
@@ -213,7 +157,7 @@ def lower_bound(violated: ArrayLike, contrast: ArrayLike) -> np.ndarray:
     violated, contrast = np.broadcast_arrays(np.asarray(violated, bool), np.asarray(contrast, bool))
     out = _verdicts(violated.shape[:-1], CONSISTENT)
     out[contrast.all(axis=-1)] = REPRODUCED
-    out[violated.any(axis=-1)] = NOT_REPRODUCED
+    out[violated.any(axis=-1) | (violated.shape[-1] == 0)] = NOT_REPRODUCED  # no cell: nothing tested
     return out
 
 
@@ -244,9 +188,16 @@ def predicted_exponent(
     Returns:
         (verdicts, inside, outside): (...) verdicts and (..., cells) bool masks.
     """
+    alpha = check_alpha(alpha)
+    if not (math.isfinite(tolerance) and tolerance > 0):
+        raise ValueError(f"`tolerance` must be finite and > 0 (the band's half-width), got {tolerance}")
     slope, se, df, predicted = np.broadcast_arrays(
-        np.asarray(slope, float), np.asarray(se, float), np.asarray(df, float), np.asarray(predicted, float)
+        np.atleast_1d(np.asarray(slope, float)),
+        np.asarray(se, float),
+        np.asarray(df, float),
+        np.asarray(predicted, float),
     )
+    slope = np.where(undetermined(slope, se, df), np.nan, slope)  # a cell without a fit is neither in nor out
     p_above_low = _t_sf(_ratio(slope - (predicted - tolerance), se), df)  # small: slope > predicted − tol
     p_below_high = _t_sf(_ratio((predicted + tolerance) - slope, se), df)  # small: slope < predicted + tol
     inside = (p_above_low < alpha) & (p_below_high < alpha)
@@ -254,7 +205,7 @@ def predicted_exponent(
     p_far_below = _t_sf(_ratio((predicted - tolerance) - slope, se), df)
     outside = holm(np.minimum(p_far_above, p_far_below), alpha)
     out = _verdicts(slope.shape[:-1], NOT_REPRODUCED)
-    out[inside.all(axis=-1)] = REPRODUCED
+    out[inside.all(axis=-1) & (slope.shape[-1] > 0)] = REPRODUCED
     out[outside.any(axis=-1)] = REFUTED
     return out, inside, outside
 
@@ -309,8 +260,9 @@ def non_inferiority(
     Returns:
         (verdicts, lower, upper): (...) verdicts and the (1 − α) one-sided bounds.
     """
-    if not margin > 0:
-        raise ValueError(f"`margin` must be > 0, got {margin}")
+    alpha = check_alpha(alpha)
+    if not (margin > 0 and math.isfinite(margin)):
+        raise ValueError(f"`margin` must be finite and > 0, got {margin}")
     lower, upper = _bounds(differences, n_train, n_test, 1 - alpha)
     out = _verdicts(lower.shape, NOT_REPRODUCED)
     out[lower > -margin] = REPRODUCED
@@ -330,152 +282,14 @@ def superiority(
     Returns:
         (verdicts, low, high): (...) verdicts and the two-sided (1 − α) interval.
     """
-    if not margin >= 0:
-        raise ValueError(f"`margin` must be ≥ 0, got {margin}")
+    alpha = check_alpha(alpha)
+    if not (margin >= 0 and math.isfinite(margin)):
+        raise ValueError(f"`margin` must be finite and ≥ 0, got {margin}")
     low, high = _bounds(differences, n_train, n_test, 1 - alpha / 2)
     out = _verdicts(low.shape, NOT_REPRODUCED)
     out[low > 0] = REPRODUCED
     out[high < -margin] = REFUTED
     return out, low, high
-
-
-def _tie_term(values: np.ndarray) -> np.ndarray:
-    """Σ (t³ − t) over the tie groups of each row of ``values`` (..., N)."""
-    flat = values.reshape(-1, values.shape[-1])
-    ordered = np.sort(flat, axis=-1)
-    tied = (ordered[:, 1:] == ordered[:, :-1]).any(axis=-1)
-    out = np.zeros(flat.shape[0])
-    for i in np.flatnonzero(tied):
-        _, counts = np.unique(ordered[i], return_counts=True)
-        out[i] = float((counts.astype(float) ** 3 - counts).sum())
-    return out.reshape(values.shape[:-1])
-
-
-@dataclass(frozen=True)
-class StratifiedTest:
-    """A pooled stratified two-sample test: z (> 0: A tends larger / more), two-sided p, and per
-    stratum the signed effect (A's mean rank minus the null centre, or observed minus expected
-    successes of A) and the stratum's own z."""
-
-    z: np.ndarray
-    p: np.ndarray
-    cell_effect: np.ndarray
-    cell_z: np.ndarray
-
-
-def van_elteren(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> StratifiedTest:
-    """The van Elteren stratified rank-sum test of A against B (normal approximation, ties corrected).
-
-    In stratum k with m A-values and n B-values (N = m + n), W_k is A's rank sum (mid-ranks; ±inf
-    allowed, e.g. epochs of a run that never reached its threshold), E W_k = m(N + 1)/2 and
-    Var W_k = mn/12 · (N + 1 − Σ(t³ − t)/(N(N − 1))). With weights w_k = 1/(N + 1) (locally most
-    powerful for a common shift), z = Σ w_k(W_k − E W_k) / √Σ w_k² Var W_k, p = 2Φ(−|z|).
-
-    Args:
-        a, b: one array per stratum, shaped (..., m_k) and (..., n_k); leading axes are batches.
-
-    Returns:
-        :class:`StratifiedTest`; ``cell_effect`` is (W_k − E W_k)/m (A's mean rank minus its centre).
-    """
-    if len(a) != len(b) or not a:
-        raise ValueError(f"`a` and `b` must list the same positive number of strata, got {len(a)} and {len(b)}")
-    effects, zs, num, var = [], [], 0.0, 0.0
-    for xa, xb in zip(a, b):
-        xa, xb = np.asarray(xa, dtype=float), np.asarray(xb, dtype=float)
-        m, n = xa.shape[-1], xb.shape[-1]
-        if m == 0 or n == 0:
-            raise ValueError(f"every stratum needs values on both sides, got {m} and {n}")
-        lead = np.broadcast_shapes(xa.shape[:-1], xb.shape[:-1])
-        pooled = np.concatenate([np.broadcast_to(xa, (*lead, m)), np.broadcast_to(xb, (*lead, n))], axis=-1)
-        big = m + n
-        ranks = stats.rankdata(pooled, axis=-1)
-        w = ranks[..., :m].sum(axis=-1) - m * (big + 1) / 2
-        v = m * n / 12.0 * (big + 1 - _tie_term(pooled) / (big * (big - 1)))
-        weight = 1.0 / (big + 1)
-        num = num + weight * w
-        var = var + weight**2 * v
-        effects.append(w / m)
-        zs.append(np.where(v > 0, w / np.sqrt(np.where(v > 0, v, 1.0)), 0.0))
-    z = np.where(np.asarray(var) > 0, num / np.sqrt(np.where(np.asarray(var) > 0, var, 1.0)), 0.0)
-    return StratifiedTest(z, 2 * stats.norm.sf(np.abs(z)), np.stack(effects, axis=-1), np.stack(zs, axis=-1))
-
-
-def stratified_exact(success_a: ArrayLike, n_a: ArrayLike, success_b: ArrayLike, n_b: ArrayLike) -> StratifiedTest:
-    """Exact stratified (Mantel–Haenszel conditional) test of success counts, A against B.
-
-    Given every stratum's margins, A's successes X_k are hypergeometric under H₀ (no difference in
-    any stratum), so S = Σ X_k has the convolution of those distributions: the two-sided p is
-    2·min(P(S ≥ s), P(S ≤ s)), capped at 1 (exact, so valid for 5 seeds per side). z is the
-    Cochran–Mantel–Haenszel statistic Σ(X_k − E X_k)/√Σ Var X_k (signed; z² the CMH χ² without
-    continuity correction).
-
-    Args:
-        success_a, n_a, success_b, n_b: (strata,) counts of successes and trials (trials may be
-            one number for every stratum).
-
-    Returns:
-        :class:`StratifiedTest`; ``cell_effect`` is X_k − E X_k.
-    """
-    try:
-        sa, na, sb, nb = (
-            np.asarray(v, dtype=int).ravel()
-            for v in np.broadcast_arrays(*(np.atleast_1d(v) for v in (success_a, n_a, success_b, n_b)))
-        )
-    except ValueError:
-        sa = np.empty(0, dtype=int)
-    if sa.size == 0:
-        raise ValueError("`success_a`, `n_a`, `success_b`, `n_b` must be equal-length non-empty count arrays")
-    if np.any(sa < 0) or np.any(sb < 0) or np.any(sa > na) or np.any(sb > nb):
-        raise ValueError(f"counts must satisfy 0 ≤ successes ≤ trials, got {sa}/{na} and {sb}/{nb}")
-    pmf = np.ones(1)
-    low = 0
-    expected = np.zeros(sa.size)
-    variance = np.zeros(sa.size)
-    for k in range(sa.size):
-        total, successes = int(na[k] + nb[k]), int(sa[k] + sb[k])
-        support = np.arange(max(0, successes - int(nb[k])), min(int(na[k]), successes) + 1)
-        pk = stats.hypergeom.pmf(support, total, successes, int(na[k]))
-        pmf = np.convolve(pmf, pk)
-        low += int(support[0])
-        expected[k] = na[k] * successes / total if total else 0.0
-        variance[k] = na[k] * nb[k] * successes * (total - successes) / (total**2 * (total - 1)) if total > 1 else 0.0
-    s = int(sa.sum())
-    index = s - low
-    p_ge, p_le = float(pmf[index:].sum()), float(pmf[: index + 1].sum())
-    p = min(1.0, 2 * min(p_ge, p_le))
-    effect = sa - expected
-    total_var = float(variance.sum())
-    z = float(effect.sum() / math.sqrt(total_var)) if total_var > 0 else 0.0
-    cell_z = np.where(variance > 0, effect / np.sqrt(np.where(variance > 0, variance, 1.0)), 0.0)
-    return StratifiedTest(np.asarray(z), np.asarray(p), effect, cell_z)
-
-
-def across_cells(test: StratifiedTest, *, claimed_sign: int, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
-    """Decide "A beats B across cells" from one pooled stratified test and each cell's direction.
-
-    Reproduced: the pooled two-sided p < α with z in the claimed direction, and no cell
-    significantly reversed (its own z beyond the normal quantile at Holm-corrected level); refuted:
-    the pooled test significant the other way; else not reproduced. The direction of every cell
-    (sign of its effect) is returned so the evidence shows it.
-
-    Args:
-        test: from :func:`van_elteren` or :func:`stratified_exact`.
-        claimed_sign: +1 when the claim is that A's values are larger (e.g. more successes), −1
-            when smaller (lower MSE, fewer epochs).
-        alpha: level.
-
-    Returns:
-        (verdicts, directions): (...) verdicts, (..., cells) signs of the cells' effects.
-    """
-    if claimed_sign not in (-1, 1):
-        raise ValueError(f"`claimed_sign` must be +1 or −1, got {claimed_sign!r}")
-    z, p = np.asarray(test.z, float), np.asarray(test.p, float)
-    cell_z = np.asarray(test.cell_z, float)
-    reversed_ = holm(stats.norm.sf(-claimed_sign * cell_z), alpha)
-    out = _verdicts(z.shape, NOT_REPRODUCED)
-    out[(p < alpha) & (claimed_sign * z > 0) & ~reversed_.any(axis=-1)] = REPRODUCED
-    out[(p < alpha) & (claimed_sign * z < 0)] = REFUTED
-    return out, np.sign(np.asarray(test.cell_effect, float))
 
 
 def performance_ratio(
@@ -497,9 +311,12 @@ def performance_ratio(
     Returns:
         (verdicts, low, high): (...) verdicts and the interval of the ratio.
     """
+    alpha = check_alpha(alpha)
+    if not (claimed > 0 and math.isfinite(claimed)):
+        raise ValueError(f"`claimed` must be a finite ratio > 0, got {claimed}")
     ratios = np.asarray(ratios, dtype=float)
-    if np.any(ratios <= 0):
-        raise ValueError("`ratios` must be positive")
+    if ratios.ndim == 0 or ratios.shape[-1] == 0 or not np.all(np.isfinite(ratios) & (ratios > 0)):
+        raise ValueError(f"`ratios` must be a non-empty array of finite ratios > 0, got {ratios.ravel()[:8]}")
     logs = np.log(ratios)
     k = logs.shape[-1]
     centre = logs.mean(axis=-1)
@@ -539,6 +356,7 @@ def above_reference(values: ArrayLike, reference: float, *, alpha: float = ALPHA
         (significant, lower): whether the lower bound is above ``reference``, and the bound
         (−∞ for k < 2).
     """
+    alpha = check_alpha(alpha)
     values = np.asarray(values, dtype=float).ravel()
     if not math.isfinite(reference):
         raise ValueError(f"`reference` must be finite, got {reference}")
@@ -555,28 +373,41 @@ def still_falling(x: ArrayLike, y: ArrayLike, *, alpha: float = ALPHA) -> tuple[
     """Whether an error still falls over the upper half of its grid (a density claim, no rate).
 
     "last < first" passes a curve that stopped falling long ago. Here, over the upper half of the
-    distinct x (at least the last 3): with replicates (e.g. seeds), the least-squares slope of
-    log y in log x must be significantly negative (one-sided t-test at α); with one value per x
-    (a deterministic construction), every step must go down.
+    distinct x: with replicates (e.g. seeds; at least the last 3 x), the least-squares slope of
+    log y in log x must be significantly negative (one-sided t-test at α); with one value per x,
+    every step must go down over at least the last k x, k the fewest with 1/k! ≤ α (4 at α = 0.05).
+    Under a flat curve with exchangeable noise (e.g. medians over seeds) every step of k values goes
+    down with probability 1/k! (an exact permutation test): over 3 values that is 1/6, so a grid
+    with fewer than k sizes decides nothing.
 
     Args:
         x: (n,) positive grid values (repeated for replicates).
-        y: (n,) positive errors.
+        y: (n,) positive errors (non-positive or NaN ones are left out).
+        alpha: the level of the test.
 
     Returns:
-        (falling, slope): the decision and the fitted upper-half slope.
+        (falling, slope): the decision and the fitted slope over the x used (NaN when too few).
     """
+    alpha = check_alpha(alpha)
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"`x` and `y` must be 1-D of one length, got shapes {x.shape} and {y.shape}")
     levels = np.unique(x)
-    top = levels[len(levels) // 2 :] if len(levels) >= 6 else levels[-3:]
+    half = levels[len(levels) // 2 :] if len(levels) >= 6 else levels[-3:]
+    single = len(levels) == x.size
+    k = 2
+    while single and math.factorial(k) * alpha < 1:
+        k += 1
+    top = levels[-max(k, len(half)) :] if single else half
     keep = np.isin(x, top) & (y > 0)
-    if len(np.unique(x[keep])) < 3 or keep.sum() < 3:
+    used = len(np.unique(x[keep]))
+    if used < 3 or keep.sum() < 3:
         return False, math.nan
     fit = ols_slope(np.log(x[keep]), np.log(y[keep]))
     slope, se, df = float(fit.slope), float(fit.se), float(fit.df)
-    if len(np.unique(x[keep])) == keep.sum():  # one value per x
+    if single:
         order = np.argsort(x[keep])
-        return bool(np.all(np.diff(y[keep][order]) < 0)), slope
+        return used >= k and bool(np.all(np.diff(y[keep][order]) < 0)), slope
     if se == 0:
         return slope < 0, slope
     return bool(stats.t.cdf(slope / se, df) < alpha), slope

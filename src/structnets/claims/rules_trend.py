@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED
-from .rules import ALPHA, _ratio, _t_sf, holm, ols_slope
+from .rules import ALPHA, _ratio, _t_sf, check_alpha, holm, ols_slope
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ def pooled_trend(
     Returns:
         :class:`TrendTest`.
     """
+    alpha = check_alpha(alpha)
     if claimed_sign not in (-1, 1):
         raise ValueError(f"`claimed_sign` must be +1 or −1, got {claimed_sign!r}")
     x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
