@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_int
+from .._validation import check_bool, check_fits_in_memory, check_int, check_real, itemsize_of
 
 
 class LowRankMultiheadAttention(nn.Module):
@@ -68,11 +68,17 @@ class LowRankMultiheadAttention(nn.Module):
             raise ValueError(f"`embed_dim`={embed_dim} must be divisible by `num_heads`={num_heads}")
         self.kdim = check_int("kdim", kdim, low=1) if kdim is not None else self.embed_dim
         self.vdim = check_int("vdim", vdim, low=1) if vdim is not None else self.embed_dim
-        if not isinstance(dropout, (int, float)) or not 0.0 <= float(dropout) <= 1.0:
-            raise ValueError(f"`dropout` must be a real number in [0, 1], got {dropout!r}")
-        self.dropout = float(dropout)
-        self.batch_first = bool(batch_first)
+        self.dropout = check_real("dropout", dropout, low=0.0, high=1.0)
+        bias = check_bool("bias", bias)
+        self.batch_first = check_bool("batch_first", batch_first)
         self.head_dim = self.embed_dim // self.num_heads
+        e = self.embed_dim
+        check_fits_in_memory(
+            f"`embed_dim`={e}, `kdim`={self.kdim}, `vdim`={self.vdim}",
+            e * (e + self.kdim + self.vdim + e) + (4 * e if bias else 0),
+            itemsize=itemsize_of(dtype),
+            what="parameters",
+        )
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.q_proj: nn.Module = nn.Linear(self.embed_dim, self.embed_dim, bias=bias, **factory)
         self.k_proj: nn.Module = nn.Linear(self.kdim, self.embed_dim, bias=bias, **factory)

@@ -12,12 +12,13 @@ decomposition").
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from typing import Any
 
 import torch
 from torch import nn
 
-from .._validation import check_bool, check_int
+from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_of
 
 _Conv = nn.Conv1d | nn.Conv2d
 
@@ -48,19 +49,39 @@ class _LowRankConvNd(nn.Module):
         self.out_channels = check_int("out_channels", out_channels, low=1)
         self.rank = check_int("rank", rank, low=1)
         bias = check_bool("bias", bias)
-        factory: dict[str, Any] = {"device": device, "dtype": dtype}
-        # The r-channel k×k convolution carries all of the geometry; the 1×1 one only mixes channels.
-        self.reduce = self._conv(
-            self.in_channels, self.rank, kernel_size, stride=stride, padding=padding,  # type: ignore[arg-type]
-            dilation=dilation, bias=False, padding_mode=padding_mode, **factory,  # type: ignore[arg-type]
-        )  # fmt: skip
-        self.kernel_size: tuple[int, ...] = tuple(self.reduce.kernel_size)
+        self.kernel_size: tuple[int, ...] = self._kernel(kernel_size)
+        # Checked before anything is allocated: a bad rank must not reach torch's allocator.
         largest = min(self.out_channels, self.in_channels * math.prod(self.kernel_size))
         if self.rank > largest:
             raise ValueError(
                 f"`rank` must be an int in [1, min(out_channels, in_channels·∏kernel_size)={largest}], got {self.rank}"
             )
+        check_fits_in_memory(
+            f"`in_channels`={self.in_channels}, `out_channels`={self.out_channels}, "
+            f"`kernel_size`={self.kernel_size}, `rank`={self.rank}",
+            self.rank * (self.in_features + self.out_channels) + self.out_channels,
+            itemsize=itemsize_of(dtype),
+            what="parameters",
+        )
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
+        # The r-channel k×k convolution carries all of the geometry; the 1×1 one only mixes channels.
+        self.reduce = self._conv(
+            self.in_channels, self.rank, self.kernel_size, stride=stride, padding=padding,  # type: ignore[arg-type]
+            dilation=dilation, bias=False, padding_mode=padding_mode, **factory,  # type: ignore[arg-type]
+        )  # fmt: skip
         self.expand = self._conv(self.rank, self.out_channels, 1, bias=bias, **factory)
+
+    @classmethod
+    def _kernel(cls, kernel_size: object) -> tuple[int, ...]:
+        """``kernel_size`` as a tuple of ``_dims`` ints ≥ 1, or raise naming it."""
+        raw = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * cls._dims
+        shape = f"an int >= 1 or a tuple of {cls._dims} of them"
+        values = tuple(int(k) for k in raw if isinstance(k, Integral) and not isinstance(k, bool))
+        if len(values) != len(raw):
+            raise TypeError(f"`kernel_size` must be {shape}, got {kernel_size!r}")
+        if len(values) != cls._dims or min(values, default=0) < 1:
+            raise ValueError(f"`kernel_size` must be {shape}, got {kernel_size!r}")
+        return values
 
     @property
     def in_features(self) -> int:

@@ -1,0 +1,48 @@
+"""Review of the factorised layers' constructors: validate before allocating, name the argument."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from structnets.nn import LowRankConv1d, LowRankConv2d, LowRankMultiheadAttention
+
+
+def test_low_rank_conv_validates_rank_before_allocating() -> None:
+    # rank=10**12 went to torch's allocator first (RuntimeError asking for 1.08e14 bytes).
+    with pytest.raises(ValueError, match=r"`rank` must be an int in \[1, .*=8\], got 1000000000000"):
+        LowRankConv2d(3, 8, 3, rank=10**12)
+    with pytest.raises(ValueError, match=r"`out_channels`=10000000000.*parameters"):
+        LowRankConv2d(3, 10**10, 3, rank=20)
+
+
+def test_low_rank_conv_names_a_bad_kernel_size() -> None:
+    # kernel_size=0 was blamed on `rank` ("in [1, ...=0], got 2"); a 2-D kernel for LowRankConv1d
+    # built a layer that no input could run.
+    with pytest.raises(ValueError, match=r"`kernel_size`.*got 0"):
+        LowRankConv2d(3, 8, 0, rank=2)
+    with pytest.raises(ValueError, match=r"`kernel_size`.*got \(3, 3\)"):
+        LowRankConv1d(3, 8, (3, 3), rank=2)
+    with pytest.raises(TypeError, match=r"`kernel_size`"):
+        LowRankConv2d(3, 8, 2.5, rank=2)  # type: ignore[arg-type]
+    layer = LowRankConv2d(3, 8, (1, 3), rank=3)
+    assert layer.kernel_size == (1, 3) and layer.in_features == 9
+    dense = nn.Conv2d(3, 8, (1, 3), dtype=torch.float64)
+    exact = LowRankConv2d.from_conv(dense, 8)
+    x = torch.randn(2, 3, 4, 5, dtype=torch.float64)
+    torch.testing.assert_close(exact(x), dense(x), rtol=0, atol=1e-12)
+
+
+def test_low_rank_attention_checks_dropout_bias_and_size() -> None:
+    # dropout=True was taken as 1.0 and bias="no" as True; embed_dim=10**6 went to the allocator.
+    with pytest.raises(TypeError, match=r"`dropout`"):
+        LowRankMultiheadAttention(8, 2, dropout=True)
+    with pytest.raises(TypeError, match=r"`bias`"):
+        LowRankMultiheadAttention(8, 2, bias="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"`batch_first`"):
+        LowRankMultiheadAttention(8, 2, batch_first="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"`embed_dim`=1000000.*parameters"):
+        LowRankMultiheadAttention(10**6, 1)
+    layer = LowRankMultiheadAttention(8, 2, dropout=0.25, bias=False, batch_first=True)
+    assert layer.dropout == 0.25 and layer.q_proj.bias is None and layer.batch_first
