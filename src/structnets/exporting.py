@@ -94,7 +94,23 @@ def export(model: nn.Module, *, densify: bool = False) -> nn.Module:
                 new = convert(child)
                 if new is not None:
                     parent._modules[name] = new
+    _off_fused_encoder_path(result)
     return result
+
+
+def _off_fused_encoder_path(model: nn.Module) -> None:
+    """Send ``nn.TransformerEncoderLayer``s with a factorised feed-forward down their ordinary path.
+
+    torch's fused eval path reads ``linear1.weight`` / ``linear2.weight``, which an exported
+    ``Sequential(Linear, Linear)`` lacks; with ``activation_relu_or_gelu = 0`` the layer skips that
+    path (the flag is read only there) and computes the same map with its own modules.
+    """
+    for module in _unique_modules(model):
+        if isinstance(module, nn.TransformerEncoderLayer) and not all(
+            isinstance(getattr(getattr(module, name, None), "weight", None), torch.Tensor)
+            for name in ("linear1", "linear2")
+        ):
+            module.activation_relu_or_gelu = 0
 
 
 def _exporter(module: nn.Module, densify: bool) -> Callable[[dict[str, object]], nn.Module] | None:

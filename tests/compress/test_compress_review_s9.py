@@ -216,3 +216,53 @@ def test_ratio_below_rank_one_is_said_in_the_note() -> None:
     assert square.params_after == 80 <= 0.05 * 1600 and square.note == ""
     report = compress(nn.Sequential(nn.Linear(4, 4)), method="dlor", ratio=0.1)
     assert report.layers[0].rank == 1 and 2 * 4 + 1 > 0.1 * 16 and "ratio" in report.layers[0].note
+
+
+def test_exported_attention_still_gives_its_dense_weights_and_densifies() -> None:
+    # export() keeps a LowRankMultiheadAttention with Sequential(Linear, Linear) projections; its
+    # in_proj_weight raised TypeError, in_proj_bias said None though every projection has a bias,
+    # and export(..., densify=True) of that model raised.
+    torch.manual_seed(10)
+    encoder = nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, dtype=torch.float64),
+        2,
+        enable_nested_tensor=False,
+    ).eval()
+    x = torch.randn(3, 7, 16, dtype=torch.float64)
+    compressed = compress(encoder, rank=4).model
+    plain = structnets.export(compressed)
+    attention, original = plain.layers[0].self_attn, compressed.layers[0].self_attn
+    assert isinstance(attention.q_proj, nn.Sequential)
+    torch.testing.assert_close(attention.in_proj_weight, original.in_proj_weight, rtol=0, atol=1e-14)
+    assert attention.in_proj_bias is not None
+    torch.testing.assert_close(attention.in_proj_bias, original.in_proj_bias, rtol=0, atol=0)
+    dense = structnets.export(plain, densify=True)
+    assert type(dense.layers[0].self_attn) is nn.MultiheadAttention
+    torch.testing.assert_close(dense(x), compressed(x), rtol=0, atol=1e-12)
+    # A Sequential(Linear with bias, Linear) projection composes to W2 W1 x + W2 b1 + b2.
+    layer = LowRankMultiheadAttention(4, 1, dtype=torch.float64)
+    layer.out_proj = nn.Sequential(nn.Linear(4, 2, dtype=torch.float64), nn.Linear(2, 4, dtype=torch.float64))
+    q = torch.randn(5, 1, 4, dtype=torch.float64)
+    torch.testing.assert_close(layer.to_multihead_attention()(q, q, q)[0], layer(q, q, q)[0], rtol=0, atol=1e-12)
+
+
+def test_export_of_an_encoder_with_compressed_feed_forward_runs_in_eval_mode() -> None:
+    # With dense attention the exported layer takes torch's fused eval path, which reads
+    # linear1.weight: the exported Sequential(Linear, Linear) has none (AttributeError).
+    torch.manual_seed(11)
+    encoder = nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, dtype=torch.float64),
+        2,
+        enable_nested_tensor=False,
+    ).eval()
+    x = torch.randn(3, 7, 16, dtype=torch.float64)
+    report = compress(encoder, rank=4, include="*linear*")
+    assert {row.name.rsplit(".", 1)[1] for row in report.layers} == {"linear1", "linear2"}
+    plain = structnets.export(report.model)
+    assert isinstance(plain.layers[0].linear1, nn.Sequential)
+    assert type(plain.layers[0].self_attn) is nn.MultiheadAttention
+    assert sum(p.numel() for p in plain.parameters()) == report.model_params_after
+    with torch.no_grad():
+        torch.testing.assert_close(plain(x), report.model(x), rtol=0, atol=1e-12)
+    # The dense encoder itself keeps its fused path (nothing of it was exported).
+    assert structnets.export(encoder).layers[0].activation_relu_or_gelu == 1

@@ -97,7 +97,7 @@ class LowRankMultiheadAttention(nn.Module):
     @property
     def in_proj_bias(self) -> torch.Tensor | None:
         """The packed (3E,) input bias, or None."""
-        biases = [getattr(p, "bias", None) for p in (self.q_proj, self.k_proj, self.v_proj)]
+        biases = [_affine(p)[1] for p in (self.q_proj, self.k_proj, self.v_proj)]
         if any(b is None for b in biases):
             return None
         return torch.cat(biases)  # type: ignore[arg-type]
@@ -159,7 +159,7 @@ class LowRankMultiheadAttention(nn.Module):
         if bias:
             mha.in_proj_bias.copy_(self.in_proj_bias)  # type: ignore[arg-type]
         mha.out_proj.weight.copy_(reference)
-        out_bias = getattr(self.out_proj, "bias", None)
+        out_bias = _affine(self.out_proj)[1]
         if out_bias is not None:
             mha.out_proj.bias.copy_(out_bias)
         mha.train(self.training)
@@ -266,13 +266,29 @@ def _as_float(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _dense(module: nn.Module) -> torch.Tensor:
-    """The (out × in) matrix of a projection: ``to_dense()`` of a structured layer, else ``.weight``."""
+    """The (out × in) matrix of a projection (see :func:`_affine`)."""
+    return _affine(module)[0]
+
+
+def _affine(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(W, b) of a projection x ↦ W x + b: ``to_dense()`` of a structured layer, else ``.weight``.
+
+    An ``nn.Sequential`` of such maps (``structnets.export`` makes one of a ``LowRankLinear``)
+    composes: W₂(W₁x + b₁) + b₂ = W₂W₁x + (W₂b₁ + b₂).
+    """
+    if isinstance(module, nn.Sequential):
+        weight: torch.Tensor | None = None
+        bias: torch.Tensor | None = None
+        for part in module:
+            w, b = _affine(part)
+            weight = w if weight is None else w @ weight
+            bias = b if bias is None else (w @ bias if b is None else w @ bias + b)
+        if weight is None:
+            raise TypeError("projection is an empty nn.Sequential")
+        return weight, bias
     to_dense = getattr(module, "to_dense", None)
-    if callable(to_dense):
-        result = to_dense()
-        if isinstance(result, torch.Tensor):
-            return result
-    weight = getattr(module, "weight", None)
-    if not isinstance(weight, torch.Tensor):
+    result = to_dense() if callable(to_dense) else getattr(module, "weight", None)
+    if not isinstance(result, torch.Tensor):
         raise TypeError(f"projection {type(module).__name__} has neither to_dense() nor a weight")
-    return weight
+    bias = getattr(module, "bias", None)
+    return result, bias if isinstance(bias, torch.Tensor) else None
