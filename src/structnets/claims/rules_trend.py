@@ -7,6 +7,7 @@ Split from :mod:`structnets.claims.rules` (which it uses) to keep each file shor
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED
-from .rules import ALPHA, _ratio, _t_sf, check_alpha, holm, ols_slope
+from .rules import ALPHA, StratifiedTest, _ratio, _t_sf, check_alpha, holm, ols_slope
 
 
 @dataclass(frozen=True)
@@ -99,4 +100,64 @@ def pooled_trend(
     return TrendTest(slope, se, df, p, cell_slope, cell_p, reversed_, verdict)
 
 
-__all__ = ["TrendTest", "pooled_trend"]
+TINY_SE = 1e-12
+"""The floor of a standard error in :func:`pooled_contrast`: an exact line (se 0) weighs as this."""
+
+
+@dataclass(frozen=True)
+class ContrastTest:
+    """:func:`pooled_contrast`: the pooled slope, its se, the test (for :func:`~structnets.claims.rules.across_cells`)
+    and each (stratum, contrast)'s own slope and se (strata in order, contrasts within each)."""
+
+    slope: np.ndarray
+    se: np.ndarray
+    test: StratifiedTest
+    cell_slope: np.ndarray
+    cell_se: np.ndarray
+
+
+def pooled_contrast(x: Sequence[np.ndarray], contrasts: Sequence[np.ndarray]) -> ContrastTest:
+    """One pooled test of the slopes in x of several contrasts per stratum that share one control.
+
+    E.g. per estimation cell, y_ik = log(MSE of smooth activation k / MSE of ReLU) on the i-th (n, seed)
+    run: the k contrasts share the ReLU run, so their slopes are correlated, and pooling them as
+    independent estimates understates the variance (2 strata × 3 contrasts under no effect: 16.7 %
+    significant at a nominal 5 %). Here each stratum j enters once, by the least-squares slope b_j of
+    the row means ȳ_i = mean_k y_ik on x (its se from its own residuals, n_j − 2 df, so the shared noise
+    is in it); pooled b = Σ w_j b_j / Σ w_j, w_j = 1/se_j², z = b·√Σ w_j, p = 2·P(T_ν > |z|) with ν the
+    smallest stratum's n_j − 2 (estimated weights: the normal tail gave 6.1 % at 5 %). Per (stratum,
+    contrast), the own slope b_jk and z_jk = b_jk/se_jk give the directions and the reversals (Holm
+    holds under any dependence).
+
+    Args:
+        x: per stratum, (r_j,) the regressor (e.g. log n of each run).
+        contrasts: per stratum, (..., r_j, k_j) contrasts; leading axes are batches.
+
+    Returns:
+        :class:`ContrastTest`.
+    """
+    if len(x) != len(contrasts) or not x:
+        raise ValueError(
+            f"`x` and `contrasts` must list the same positive number of strata, got {len(x)}, {len(contrasts)}"
+        )
+    num, den, slopes, ses, df = 0.0, 0.0, [], [], math.inf
+    for xj, yj in zip(x, contrasts):
+        xj, yj = np.asarray(xj, dtype=float), np.asarray(yj, dtype=float)
+        if yj.ndim < 2 or yj.shape[-2] != xj.size:
+            raise ValueError(
+                f"`contrasts` must be (..., rows, contrasts) with rows = len(x) = {xj.size}, got {yj.shape}"
+            )
+        mean = ols_slope(xj, yj.mean(axis=-1))
+        own = ols_slope(xj, np.swapaxes(yj, -1, -2))
+        weight = 1.0 / np.maximum(mean.se, TINY_SE) ** 2
+        num, den, df = num + weight * mean.slope, den + weight, min(df, float(np.min(mean.df)))
+        slopes.append(own.slope)
+        ses.append(own.se)
+    pooled, se = np.asarray(num / den), np.asarray(1.0 / np.sqrt(den))
+    z = pooled / se
+    b, s = np.concatenate(slopes, axis=-1), np.concatenate(ses, axis=-1)
+    test = StratifiedTest(z, 2 * stats.t.sf(np.abs(z), df), b, b / np.maximum(s, TINY_SE))
+    return ContrastTest(pooled, se, test, b, s)
+
+
+__all__ = ["ContrastTest", "TrendTest", "pooled_contrast", "pooled_trend"]

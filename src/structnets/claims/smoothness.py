@@ -27,7 +27,7 @@ from scipy import stats
 
 from ..analysis import minimax_exponent
 from ..analysis.rates import relu_depth_cap_exponent, relu_estimation_exponent
-from . import rules
+from . import rules, rules_trend
 from .evidence import OPTIMISATION_LIMITED, REPRODUCED, Claim, Evidence, keys_of, not_tested
 from .smoothness_construction import constant_depth as _constant_depth
 from .smoothness_construction import construction_l2 as _construction_l2
@@ -356,28 +356,33 @@ def _separation(results: pd.DataFrame, config: Any) -> Evidence:
     )
     if not cells:
         return not_tested("no estimation cell where the ReLU cap predicts a gap (L_w < s)")
-    slopes, ses, limited, parts = [], [], [], []
+    xs, ys, limited, names = [], [], [], []
     for d, s, L in cells:
         cell = rows[(rows["d"] == d) & (rows["s"] == s) & (rows["depth"] == L)]
         relu = cell[cell["activation"] == "relu"].set_index(["n", "seed"])
+        ratios: dict[str, pd.Series] = {}
         for name in SMOOTH:
             member = cell[cell["activation"] == name].set_index(["n", "seed"])
             joined = pd.concat([member["test_mse"].rename("smooth"), relu["test_mse"].rename("relu")], axis=1).dropna()
             joined = joined[(joined["smooth"] > 0) & (joined["relu"] > 0)]
-            ns = joined.index.get_level_values("n").to_numpy(float)
-            if len(np.unique(ns)) < 3:
-                continue
-            fit = rules.ols_slope(np.log(ns), np.log((joined["smooth"] / joined["relu"]).to_numpy(float)))
-            slopes.append(float(fit.slope))
-            ses.append(max(float(fit.se), 1e-12))
-            is_limited = bool(member["settled"].mean() < SETTLED_SHARE or relu["settled"].mean() < SETTLED_SHARE)
-            limited.append(is_limited)
-            parts.append(
-                f"d={d} s={s:g} L_w={L} {name}: {float(fit.slope):.2f} ± {float(fit.se):.2f}"
-                + (" (opt.-limited)" if is_limited else "")
-            )
-    if not slopes:
+            if joined.index.get_level_values("n").nunique() >= 3:
+                ratios[name] = np.log(joined["smooth"] / joined["relu"])
+                limited.append(bool(member["settled"].mean() < SETTLED_SHARE or relu["settled"].mean() < SETTLED_SHARE))
+                names.append(f"d={d} s={s:g} L_w={L} {name}")
+        # the activations' contrasts share this cell's ReLU runs: on the (n, seed) runs all of them have
+        frame = pd.concat(ratios, axis=1).dropna() if ratios else pd.DataFrame()
+        if len(frame) and frame.index.get_level_values("n").nunique() >= 3:
+            xs.append(np.log(frame.index.get_level_values("n").to_numpy(float)))
+            ys.append(frame.to_numpy(float))
+        else:
+            del limited[len(limited) - len(ratios) :], names[len(names) - len(ratios) :]
+    if not xs:
         return not_tested("separation cells have fewer than 3 sample sizes")
+    fit = rules_trend.pooled_contrast(xs, ys)
+    b, se, pooled, pooled_se = fit.cell_slope, fit.cell_se, float(fit.slope), float(fit.se)
+    parts = [
+        f"{name}: {b[i]:.2f} ± {se[i]:.2f}" + (" (opt.-limited)" if limited[i] else "") for i, name in enumerate(names)
+    ]
     used = results[
         (results["part"] == "estimation")
         & np.array(
@@ -385,13 +390,8 @@ def _separation(results: pd.DataFrame, config: Any) -> Evidence:
             dtype=bool,
         )
     ]
-    b, se = np.array(slopes), np.array(ses)
-    weights = 1.0 / se**2
-    pooled = float((weights * b).sum() / weights.sum())
-    pooled_se = float(1.0 / np.sqrt(weights.sum()))
     z = pooled / pooled_se
-    test = rules.StratifiedTest(np.asarray(z), np.asarray(2 * stats.norm.sf(abs(z))), b, b / se)
-    decided, directions = rules.across_cells(test, claimed_sign=-1)
+    decided, directions = rules.across_cells(fit.test, claimed_sign=-1)
     verdict = str(decided)
     individually = b + 1.96 * se < 0
     if verdict != REPRODUCED and all(lim for lim, ok in zip(limited, individually) if not ok):
@@ -404,7 +404,8 @@ def _separation(results: pd.DataFrame, config: Any) -> Evidence:
         "qualitatively). "
         "A beats B across cells: per estimation cell where the ReLU cap predicts a gap (L_w < s) and smooth "
         "activation, the least-squares slope in log n of log(smooth / ReLU test MSE) (same data per seed; < 0: smooth "
-        "learns faster); one pooled inverse-variance test over the cells, plus the direction in every cell: pooled "
+        "learns faster); one pooled inverse-variance test over the cells (rules_trend.pooled_contrast: each cell by the "
+        "slope of its activations' mean contrast, as they share the ReLU runs), plus the direction in every cell: pooled "
         "significantly below 0 at α = 0.05 with no cell significantly reversed (Holm) reproduced; pooled "
         "significantly above 0 refuted; else not reproduced, or optimisation-limited when every cell not "
         "individually faster has a group < 80 % settled",
