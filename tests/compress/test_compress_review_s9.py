@@ -266,3 +266,18 @@ def test_export_of_an_encoder_with_compressed_feed_forward_runs_in_eval_mode() -
         torch.testing.assert_close(plain(x), report.model(x), rtol=0, atol=1e-12)
     # The dense encoder itself keeps its fused path (nothing of it was exported).
     assert structnets.export(encoder).layers[0].activation_relu_or_gelu == 1
+
+
+def test_inplace_compression_of_an_attention_as_the_model_returns_the_compressed_one() -> None:
+    # inplace=True on a bare nn.MultiheadAttention returned the input module, uncompressed, while
+    # the report said rank 2 in all four projections (parameters 288 → 288).
+    torch.manual_seed(12)
+    attention = nn.MultiheadAttention(8, 2, dtype=torch.float64).eval()
+    q = torch.randn(5, 2, 8, dtype=torch.float64)
+    expected = compress(attention, rank=2)
+    report = compress(attention, rank=2, inplace=True)
+    assert isinstance(report.model, LowRankMultiheadAttention)
+    assert report.model_params_after == expected.model_params_after == 4 * (2 * 16 + 8) < 288
+    with torch.no_grad():
+        torch.testing.assert_close(report.model(q, q, q)[0], expected.model(q, q, q)[0], rtol=0, atol=0)
+        assert float((report.model(q, q, q)[0] - attention(q, q, q)[0]).abs().max()) > 1e-3

@@ -504,8 +504,8 @@ def _model_flops(model: nn.Module, batch: object, notes: list[str]) -> int | Non
 
 def _transplant(model: nn.Module, work: nn.Module, target: nn.Module, original_of: dict[int, nn.Module]) -> nn.Module:
     """Apply the changes made in ``work`` (a deep copy of ``model``) to ``model`` itself."""
-    if target is not work:  # the model itself was replaced (a single layer)
-        return target
+    if target is not work or original_of.get(id(work)) is not model:  # the root itself was replaced
+        return target  # (a single layer, or an attention unpacked into LowRankMultiheadAttention)
     swaps: dict[int, nn.Module] = {}
     for parent in unique_modules(work):
         original_parent = original_of.get(id(parent))
