@@ -284,3 +284,33 @@ def test_separation_evaluator_on_a_null_table_is_rarely_decided() -> None:
         verdict = claim.evaluate(pd.DataFrame(rows), SimpleNamespace(settle_tol=0.1)).verdict
         decided += verdict in (REPRODUCED, REFUTED)
     assert decided / sims <= _binomial_ceiling(0.05, sims)
+
+
+# --- 003: a mean over one group has no standard error -----------------------------------------------
+
+
+def test_a_mean_slope_over_one_group_is_not_an_exact_construction() -> None:
+    """003-width-scaling / 003-gain-growth average per-(data set, variant, depth, weight decay, seed)
+    slopes and test the mean by TOST with se = sd/√groups. One group (a single seed and depth, e.g. a
+    partial run) gave se = 0 — the rule's mark of an exact construction — and the claim was decided
+    from one noisy slope: reproduced (inside the band) or refuted (outside)."""
+    import pandas as pd
+
+    from structnets.claims import CLAIMS
+
+    def trained(rs: float, depths: tuple[int, ...] = (2,)) -> pd.DataFrame:
+        rows = [
+            {"dataset": "mnist", "variant": variant, "depth": depth, "width": w, "weight_decay": 0.0, "seed": 0,
+             "mean_activation_rank_ratio": 0.5, "best_rs_sc": 1e3 * w**rs, "param_sc": 1e6 * w**2.0,
+             "param_factorised_sc": float(w), "spectral_sc": 1e6 * w**2.0, "pacbayes_sc": 1e6 * w**2.0}
+            for variant in ("dense", "rank=8") for depth in depths for w in (64, 128, 256, 512)
+        ]  # fmt: skip
+        return pd.DataFrame(rows)
+
+    by_id = {c.id: c for c in CLAIMS}
+    one, far = trained(1.0), trained(1.7)  # one rank-r group: (mnist, rank=8, depth 2, no decay, seed 0)
+    for claim in ("003-width-scaling", "003-gain-growth"):
+        assert by_id[claim].evaluate(one, None).verdict == NOT_REPRODUCED, claim
+    assert by_id["003-width-scaling"].evaluate(far, None).verdict == NOT_REPRODUCED
+    # two groups still decide
+    assert by_id["003-width-scaling"].evaluate(trained(1.0, (2, 4)), None).verdict == REPRODUCED

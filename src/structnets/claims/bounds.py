@@ -9,6 +9,7 @@ rank-sparse bound beats the others when r ≪ W (Sec. 4).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -110,10 +111,11 @@ def _width_slopes(rows: pd.DataFrame, column: str) -> list[float]:
 
 
 def _mean_slope(slopes: list[float]) -> tuple[float, float, float]:
-    """Mean of per-group slopes, its standard error (sd/√n) and degrees of freedom n − 1."""
+    """Mean of per-group slopes, its standard error (sd/√n) and degrees of freedom n − 1; one group has
+    no spread to estimate: se NaN on 0 df (undecided), not 0 (which the rules read as an exact value)."""
     values = np.asarray(slopes, dtype=float)
     if values.size < 2:
-        return float(values.mean()), 0.0, 1.0
+        return float(values.mean()), math.nan, 0.0
     return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size)), float(values.size - 1)
 
 
