@@ -7,6 +7,7 @@ mixed (units stored with params the experiment no longer gives).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import tempfile
@@ -48,7 +49,9 @@ def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out
                 os.replace(src, dest)
                 moved.append(dest)
     except OSError as e:
-        raise StoreError(f"cannot write the figures into {fig_dir}: {e}") from e
+        raise StoreError(f"cannot write the figures into {fig_dir}: {e.strerror or e}; {_advice(e)}") from e
+    except StoreError as e:  # a full disk while the experiment saved a figure
+        raise StoreError(f"{e} (writing into {fig_dir})") from e
     return moved
 
 
@@ -59,7 +62,20 @@ def _write_text_output(path: Path, text: str, csv: pd.DataFrame | None = None) -
         else:
             atomic_io.write_text(path, text)
     except OSError as e:
-        raise StoreError(f"cannot write {path}: {e.strerror or e}; check the permissions of the run folder") from e
+        raise StoreError(f"cannot write {path}: {e.strerror or e}; {_advice(e)}") from e
+
+
+#: errors of the file system, not of an experiment's code: a full disk or quota, a read-only mount
+_DEVICE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def _advice(e: OSError) -> str:
+    """What to do about ``e`` when writing into a run folder."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk (or quota) is full: free space and rerun the same command (finished units are kept)"
+    if e.errno == errno.EROFS:
+        return "the run folder is on a read-only file system: copy it somewhere writable"
+    return "check the permissions of the run folder"
 
 
 def _experiment_call(experiment: Experiment, what: str, call: Any, *args: Any) -> Any:
@@ -68,10 +84,17 @@ def _experiment_call(experiment: Experiment, what: str, call: Any, *args: Any) -
         return call(*args)
     except RunnerError:
         raise
+    except OSError as e:
+        if e.errno not in _DEVICE_ERRNOS:
+            raise _experiment_error(experiment, what, e) from e
+        # the disk, not the experiment: a figure saved into a full disk
+        raise StoreError(f"cannot write the {what} of {experiment.name}: {e.strerror or e}; {_advice(e)}") from e
     except Exception as e:  # noqa: BLE001 - named, with the original chained for --traceback
-        raise ExperimentError(
-            f"{experiment.name}.{what}() failed on the stored results: {type(e).__name__}: {e}"
-        ) from e
+        raise _experiment_error(experiment, what, e) from e
+
+
+def _experiment_error(experiment: Experiment, what: str, e: Exception) -> ExperimentError:
+    return ExperimentError(f"{experiment.name}.{what}() failed on the stored results: {type(e).__name__}: {e}")
 
 
 def write_outputs(

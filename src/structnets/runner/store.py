@@ -153,6 +153,8 @@ class ResultStore:
                 raise StoreError(
                     f"cannot open {path}: {e} (check the permissions of the file and of its folder)"
                 ) from e
+            if _is_device_error(e):
+                raise _device_error(path, e, "open") from e
             raise CorruptStoreError(path, f"SQLite error: {e}") from e
         if not tables:
             return conn, True
@@ -374,7 +376,23 @@ def _is_access_error(e: sqlite3.Error) -> bool:
     return "readonly" in text or "read-only" in text or "unable to open" in text or "permission" in text
 
 
+def _is_device_error(e: sqlite3.Error) -> bool:
+    """A full disk or a failing read/write (``SQLITE_FULL``, ``SQLITE_IOERR_*``): the file may be sound."""
+    name = str(getattr(e, "sqlite_errorname", "") or "")
+    text = str(e).lower()
+    return name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or "disk is full" in text or "disk i/o error" in text
+
+
+def _device_error(path: Path, e: sqlite3.Error, what: str) -> StoreError:
+    return StoreError(
+        f"cannot {what} {path}: {e}; the disk that holds it may be full (or failing): free space and rerun "
+        "the same command to resume (the units committed before are kept)"
+    )
+
+
 def _store_error(path: Path, e: sqlite3.Error) -> StoreError:
+    if _is_device_error(e):
+        return _device_error(path, e, "write to")
     if _is_access_error(e):
         return StoreError(
             f"cannot write to {path}: {e}; check the permissions of the file and of its folder, "
