@@ -48,7 +48,9 @@ def compress(
     ``transformers.pytorch_utils.Conv1D`` (GPT-2); and the packed q, k, v and output projections of
     ``nn.MultiheadAttention``, which is rewritten as :class:`structnets.nn.LowRankMultiheadAttention`
     (the same outputs) so that each projection can be factorised. Every other module holding
-    weights is left alone and named in ``report.skipped`` with the reason.
+    weights is left alone and named in ``report.skipped`` with the reason, as is a layer (or
+    attention) with forward or backward hooks (``spectral_norm``, pruning, your own), which a
+    replacement would not run.
 
     A layer W (m × n) of rank r becomes U V with U (m × r), V (r × n):
 
@@ -101,8 +103,9 @@ def compress(
         a :class:`CompressionReport`.
 
     Raises:
-        ValueError / TypeError: a bad argument (named; with the layer where one is at fault), or
-            no layer qualifies (each one's reason is given).
+        ValueError / TypeError: a bad argument (named; with the layer where one is at fault), a
+            qualifying layer with non-finite weights, or no layer qualifies (each one's reason is
+            given).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}")
