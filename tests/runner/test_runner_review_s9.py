@@ -138,3 +138,32 @@ def test_full_disk_drawing_figures_is_not_blamed_on_the_experiment(
     message = str(caught.value)
     assert "figures" in message and "No space left on device" in message
     assert "toy.figures() failed" not in message
+
+
+# -- empty folder arguments ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "toy_experiment:EXPERIMENT", "--quick", "--jobs", "1", "--no-progress", "--out", ""],
+        ["run", "toy_experiment:EXPERIMENT", "--quick", "--jobs", "1", "--no-progress", "--reuse", ""],
+        ["report", ""],
+        ["compare", "", "elsewhere"],
+    ],
+    ids=["run-out", "run-reuse", "report", "compare"],
+)
+def test_an_empty_folder_argument_is_refused_not_taken_for_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """``structnets run toy --out ""`` (an unset variable in ``--out "$DIR"``) ran into the current folder:
+    argparse's ``type=Path`` turns "" into ``Path(".")``, which the library's own check of "" never sees."""
+    from structnets.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    if "--reuse" in argv:
+        argv = [*argv, "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "''" in err and "error:" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ._common import EXIT_OK, Handler, _registry, _UsageError, _verbosity_options
+from ._common import EXIT_OK, Handler, _path, _registry, _UsageError, _verbosity_options
 
 
 def add_commands(sub: Any) -> dict[str, Handler]:
@@ -22,14 +22,14 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         "missing, unfinished, unreadable, given twice or of an experiment no claim uses is an error (one line, exit "
         "status 2).",
     )
-    claims.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
+    claims.add_argument("run_dirs", type=_path, nargs="+", metavar="RUN_DIR")
     claims.add_argument(
-        "--out", type=Path, default=None, metavar="FILE", help="also write the table to FILE (Markdown)"
+        "--out", type=_path, default=None, metavar="FILE", help="also write the table to FILE (Markdown)"
     )
-    claims.add_argument("--csv", type=Path, default=None, metavar="FILE", help="also write the table to FILE (CSV)")
+    claims.add_argument("--csv", type=_path, default=None, metavar="FILE", help="also write the table to FILE (CSV)")
     claims.add_argument(
         "--html",
-        type=Path,
+        type=_path,
         default=None,
         metavar="FILE",
         help="also write the table to FILE as one offline HTML page, each verdict linked to its run's report.html",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
 EXIT_OK = 0
@@ -39,6 +40,13 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value
+
+
+def _path(text: str) -> Path:
+    """A file or folder argument; "" is refused (``Path("")`` would be the current folder, e.g. ``--out "$UNSET"``)."""
+    if not text:
+        raise argparse.ArgumentTypeError("must name a file or folder, got ''")
+    return Path(text)
 
 
 def _positive_float(text: str) -> float:

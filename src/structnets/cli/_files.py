@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import EXIT_FAILED, EXIT_OK, Handler, _error, _positive_int, _UsageError, _verbosity_options
+from ._common import EXIT_FAILED, EXIT_OK, Handler, _error, _path, _positive_int, _UsageError, _verbosity_options
 
 
 def add_commands(sub: Any) -> dict[str, Handler]:
@@ -18,7 +18,7 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         "action", choices=("path", "verify"), help="path: print the data folder; verify: check every file's SHA-256"
     )
     data.add_argument(
-        "--data-dir", type=Path, default=None, metavar="DIR", help="data folder to use instead of the default"
+        "--data-dir", type=_path, default=None, metavar="DIR", help="data folder to use instead of the default"
     )
     analyze = sub.add_parser(
         "analyze",
@@ -27,7 +27,7 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         "(loaded with torch.load(weights_only=True) only).",
     )
     analyze.add_argument(
-        "model", type=Path, metavar="MODEL.pt", help="a file saved with torch.save(model.state_dict())"
+        "model", type=_path, metavar="MODEL.pt", help="a file saved with torch.save(model.state_dict())"
     )
     analyze.add_argument(
         "--p", dest="ps", type=float, nargs="+", default=[0.5, 1.0, 2.0], help="Schatten exponents (default 0.5 1 2)"

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from ._common import EXIT_OK, Handler, _note, _registry, _UsageError, _verbosity_options
+from ._common import EXIT_OK, Handler, _note, _path, _registry, _UsageError, _verbosity_options
 
 
 def add_commands(sub: Any) -> dict[str, Handler]:
@@ -16,7 +15,7 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         help="regenerate a run's table and figures",
         description="Regenerate results.csv, table.md and figures/ of a run folder from its results.db, and print the table.",
     )
-    rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rep.add_argument("run_dir", type=_path, metavar="RUN_DIR")
     rep.add_argument(
         "--experiment",
         default=None,
@@ -42,8 +41,8 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         description="Compare two run folders of the same experiment: the config fields that differ, and for each "
         "result column that differs on a unit both runs finished, its mean in A and B and the difference B - A.",
     )
-    compare.add_argument("run_a", type=Path, metavar="RUN_A")
-    compare.add_argument("run_b", type=Path, metavar="RUN_B")
+    compare.add_argument("run_a", type=_path, metavar="RUN_A")
+    compare.add_argument("run_b", type=_path, metavar="RUN_B")
     compare.add_argument("--by-unit", action="store_true", help="also list every differing value, unit by unit")
     compare.add_argument(
         "--experiment",

@@ -21,6 +21,7 @@ from ._common import (
     _device_name,
     _error,
     _note,
+    _path,
     _positive_float,
     _positive_int,
     _quiet,
@@ -49,7 +50,7 @@ def add_commands(sub: Any) -> dict[str, Handler]:
     )
     parser.add_argument("--backend", choices=("local", "ray"), default="local", help="where units run (default local)")
     parser.add_argument(
-        "--out", type=Path, default=None, metavar="DIR", help="run folder (default runs/NAME-YYYYmmdd-HHMMSS)"
+        "--out", type=_path, default=None, metavar="DIR", help="run folder (default runs/NAME-YYYYmmdd-HHMMSS)"
     )
     parser.add_argument(
         "--set",
@@ -70,7 +71,7 @@ def add_commands(sub: Any) -> dict[str, Handler]:
         "--reuse",
         dest="reuse",
         action="append",
-        type=Path,
+        type=_path,
         default=[],
         metavar="DIR",
         help="take each unit that the run folder DIR (same experiment) finished with exactly this run's params "
