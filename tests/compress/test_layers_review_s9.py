@@ -46,3 +46,26 @@ def test_low_rank_attention_checks_dropout_bias_and_size() -> None:
         LowRankMultiheadAttention(10**6, 1)
     layer = LowRankMultiheadAttention(8, 2, dropout=0.25, bias=False, batch_first=True)
     assert layer.dropout == 0.25 and layer.q_proj.bias is None and layer.batch_first
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_from_linear_and_from_conv_reject_non_finite_weights(bad: float) -> None:
+    # nan raised torch's _LinAlgError from the SVD; inf returned a layer whose matrix is nan.
+    from structnets.nn import LowRankLinear
+
+    linear = nn.Linear(6, 5)
+    conv = nn.Conv2d(2, 6, 3)
+    with torch.no_grad():
+        linear.weight[0, 0] = bad
+        conv.weight[0, 0, 0, 0] = bad
+    with pytest.raises(ValueError, match=r"`linear`.*non-finite"):
+        LowRankLinear.from_linear(linear, 2)
+    with pytest.raises(ValueError, match=r"`conv`.*non-finite"):
+        LowRankConv2d.from_conv(conv, 2)
+    with torch.no_grad():
+        linear.weight[0, 0] = 0.5
+        conv.weight[0, 0, 0, 0] = 0.5
+    full = LowRankLinear.from_linear(linear.double(), 5)
+    torch.testing.assert_close(full.to_dense(), linear.weight, rtol=0, atol=1e-14)
+    kernel = LowRankConv2d.from_conv(conv.double(), 6).to_dense()
+    torch.testing.assert_close(kernel, conv.weight, rtol=0, atol=1e-14)

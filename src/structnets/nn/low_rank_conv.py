@@ -214,6 +214,8 @@ class _LowRankConvNd(nn.Module):
         if type(conv) is not cls._conv:
             raise TypeError(f"`conv` must be a torch.nn.{cls._conv.__name__}, got {type(conv).__name__}")
         matrix = conv.weight.detach().reshape(conv.out_channels, -1).to(torch.float64)
+        if not bool(torch.isfinite(matrix).all()):
+            raise ValueError("`conv` has non-finite weights (nan or inf); they have no SVD")
         largest = min(matrix.shape)
         rank = check_int("rank", rank, low=1)
         if rank > largest:

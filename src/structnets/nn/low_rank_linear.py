@@ -164,6 +164,8 @@ class LowRankLinear(nn.Module):
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"`linear` must be a torch.nn.Linear, got {type(linear).__name__}")
         weight = linear.weight.detach()
+        if not bool(torch.isfinite(weight).all()):
+            raise ValueError("`linear` has non-finite weights (nan or inf); they have no SVD")
         layer = cls(
             linear.in_features,
             linear.out_features,
