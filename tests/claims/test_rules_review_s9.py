@@ -314,3 +314,28 @@ def test_a_mean_slope_over_one_group_is_not_an_exact_construction() -> None:
     assert by_id["003-width-scaling"].evaluate(far, None).verdict == NOT_REPRODUCED
     # two groups still decide
     assert by_id["003-width-scaling"].evaluate(trained(1.0, (2, 4)), None).verdict == REPRODUCED
+
+
+# --- upper_bound_rate on a fit with 1 residual degree of freedom ------------------------------------
+
+
+def test_upper_bound_rate_needs_two_residual_degrees_of_freedom() -> None:
+    """'Reproduced unless significantly slower' on 3 points (1 df): the one-sided 5 % test needs
+    t > 6.31, so a flat error (no convergence at all) against a claimed n^−1 over 3 sizes (noise sd 0.3
+    in log) was reproduced 12.6 %, a rate of −0.5 44 % (20,000 draws). With 4 sizes (2 df) a flat
+    error is never reproduced. A noisy cell on < 2 df is now undecided."""
+    rng = np.random.default_rng(95)
+    sims = 4000
+    for sizes, truth, most in ((3, 0.0, 0.0), (3, -0.5, 0.0), (4, 0.0, 0.001)):
+        lx = np.log(np.geomspace(100, 6400, sizes))
+        fit = rules.ols_slope(lx, truth * lx + 0.3 * rng.standard_normal((sims, sizes)))
+        verdicts, _ = rules.upper_bound_rate(fit.slope[:, None], fit.se[:, None], fit.df[:, None], -1.0, False)
+        assert float(np.mean(verdicts == REPRODUCED)) <= most, (sizes, truth)
+    # a true rate on 4 sizes is still reproduced (the test's size is 5 %)
+    lx = np.log(np.geomspace(100, 6400, 4))
+    fit = rules.ols_slope(lx, -lx + 0.3 * rng.standard_normal((sims, 4)))
+    verdicts, _ = rules.upper_bound_rate(fit.slope[:, None], fit.se[:, None], fit.df[:, None], -1.0, False)
+    assert float(np.mean(verdicts == REPRODUCED)) >= 0.93
+    # an exact construction (se = 0) needs no degrees of freedom
+    verdicts, _ = rules.upper_bound_rate(np.array([-1.1]), np.array([0.0]), np.array([1.0]), -1.0, [False])
+    assert verdicts == REPRODUCED

@@ -71,6 +71,8 @@ from .rules_strata import van_elteren as van_elteren
 
 MIN_SEEDS = 5
 """The fewest seeds a trained-network claim is decided on."""
+MIN_RATE_DF = 2
+"""The fewest residual degrees of freedom of a noisy cell (se > 0) :func:`upper_bound_rate` reproduces on."""
 EXPONENT_TOLERANCE = 0.25
 """The tolerance band ± of a predicted exponent where the paper gives no tolerance: a quarter of the
 unit gap between the exponents it is told apart from (e.g. W¹ against W²)."""
@@ -98,8 +100,9 @@ def upper_bound_rate(
     Verdict: no cell significantly slower — reproduced; a slower cell whose training settled —
     refuted; every slower cell optimisation-limited — not reproduced, optimisation-limited. A cell
     without a fit (:func:`~structnets.claims.rules_core.undetermined`: NaN slope or se, infinite
-    se, se > 0 on 0 df), or no cell at all, makes "reproduced" "not reproduced": absence of a test
-    is not evidence.
+    se, se > 0 on 0 df), a noisy cell on fewer than :data:`MIN_RATE_DF` degrees of freedom, or no
+    cell at all makes "reproduced" "not reproduced": absence of a test is not evidence (on 3 points,
+    1 df, the one-sided test needs t > 6.31: a flat error against a claimed n^−1 was reproduced 12.6 %).
 
     Args:
         slope, se, df: (..., cells) fitted log–log slopes, standard errors and degrees of freedom
@@ -128,8 +131,10 @@ def upper_bound_rate(
     p = np.where(blind, np.nan, _t_sf(_ratio(slope - rate - tolerance, se), df))
     slower = holm(p, alpha)
     out = _verdicts(slope.shape[:-1], REPRODUCED)
-    # a cell without a fit (or no cell at all) leaves the claim undecided, not reproduced
-    out[blind.any(axis=-1) | (slope.shape[-1] == 0)] = NOT_REPRODUCED
+    # a cell without a fit, a noisy one on < MIN_RATE_DF df (its test can hardly reject), or no cell at
+    # all leaves the claim undecided: not reproduced (a refutation elsewhere still stands)
+    thin = blind | ((se > 0) & (df < MIN_RATE_DF))
+    out[thin.any(axis=-1) | (slope.shape[-1] == 0)] = NOT_REPRODUCED
     any_slower = slower.any(axis=-1)
     settled_slower = (slower & ~limited).any(axis=-1)
     out[any_slower] = OPTIMISATION_LIMITED
