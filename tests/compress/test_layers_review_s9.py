@@ -69,3 +69,17 @@ def test_from_linear_and_from_conv_reject_non_finite_weights(bad: float) -> None
     torch.testing.assert_close(full.to_dense(), linear.weight, rtol=0, atol=1e-14)
     kernel = LowRankConv2d.from_conv(conv.double(), 6).to_dense()
     torch.testing.assert_close(kernel, conv.weight, rtol=0, atol=1e-14)
+
+
+def test_from_factors_checks_the_factor_shapes() -> None:
+    # V given transposed ((c_in·k·k) × r instead of r × (c_in·k·k)) has the same number of entries
+    # and was reshaped into the kernel without a word: a wrong layer.
+    torch.manual_seed(13)
+    conv = nn.Conv2d(3, 6, 3, dtype=torch.float64)
+    left, right = torch.randn(6, 2, dtype=torch.float64), torch.randn(2, 27, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"`right` must have shape \(2, 27\), got \(27, 2\)"):
+        LowRankConv2d.from_factors(conv, left, right.t())
+    with pytest.raises(ValueError, match=r"`left` must have shape \(6, r\)"):
+        LowRankConv2d.from_factors(conv, left.t(), right)
+    layer = LowRankConv2d.from_factors(conv, left, right)
+    torch.testing.assert_close(layer.to_dense().flatten(1), left @ right, rtol=0, atol=1e-14)

@@ -188,7 +188,13 @@ class _LowRankConvNd(nn.Module):
             raise TypeError(f"`conv` must be a torch.nn.{cls._conv.__name__}, got {type(conv).__name__}")
         if conv.groups != 1:
             raise ValueError(f"`conv` must have groups=1, got groups={conv.groups}")
+        n = conv.in_channels * math.prod(conv.kernel_size)
+        if left.dim() != 2 or left.shape[0] != conv.out_channels:
+            raise ValueError(f"`left` must have shape ({conv.out_channels}, r), got {tuple(left.shape)}")
         rank = left.shape[1]
+        # A transposed factor has as many entries and would reshape into a wrong kernel silently.
+        if tuple(right.shape) != (rank, n):
+            raise ValueError(f"`right` must have shape ({rank}, {n}), got {tuple(right.shape)}")
         layer = cls(
             conv.in_channels, conv.out_channels, conv.kernel_size, rank, stride=conv.stride,  # type: ignore[arg-type]
             padding=conv.padding, dilation=conv.dilation, bias=conv.bias is not None,  # type: ignore[arg-type]
