@@ -167,3 +167,63 @@ def test_an_empty_folder_argument_is_refused_not_taken_for_the_current_folder(
     err = capsys.readouterr().err
     assert "''" in err and "error:" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# -- a finished unit's saved model deleted or damaged ---------------------------------------------------------
+
+
+def _model_names(out: Path) -> dict[str, str]:
+    with sqlite3.connect(out / RESULTS_DB) as conn:
+        rows = conn.execute("SELECT key, json_extract(result, '$.model_file') FROM results").fetchall()
+    return dict(rows)
+
+
+def test_a_finished_unit_whose_model_file_was_deleted_or_damaged_is_rerun(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``rm run/models/<unit>.pt`` (or a garbled one) and resume: the run said "finished" and kept a row
+    bound to a file that is gone (load_unit_state then failed); the folder never got it back."""
+    from structnets.runner.unit_models import load_unit_state
+
+    monkeypatch.setenv("STRUCTNETS_TOY_MODELS", "1")
+    config = ToyConfig.quick()
+    out = tmp_path / "run"
+    fresh = run("toy", config, out, registry=REGISTRY)
+    names = _model_names(out)
+    deleted, garbled = "stage1/arm=0/seed=1", "stage2/arm=1/repeat=0"
+    assert garbled in names
+    expected = {key: (out / names[key]).read_bytes() for key in (deleted, garbled)}
+    (out / names[deleted]).unlink()
+    (out / names[garbled]).write_bytes(b"garbled")
+    before = calls()
+    with caplog.at_level("WARNING", logger="structnets.runner"):
+        resumed = run("toy", config, out, registry=REGISTRY)
+    rerun = calls() - before
+    assert sorted(rerun) == sorted([deleted, garbled])  # just those two, each once
+    assert names[deleted] in caplog.text and names[garbled] in caplog.text
+    for key, payload in expected.items():
+        assert (out / names[key]).read_bytes() == payload
+        load_unit_state(out, key)  # the row's checksum matches its file again
+    pd.testing.assert_frame_equal(
+        resumed.drop(columns=["wall_s"], errors="ignore"), fresh.drop(columns=["wall_s"], errors="ignore")
+    )
+
+
+def test_reuse_does_not_take_a_row_whose_model_file_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: Any
+) -> None:
+    """A --reuse source whose model file was deleted: the row was taken without its file, so the new
+    folder held a row bound to nothing."""
+    from structnets.runner.unit_models import load_unit_state
+
+    monkeypatch.setenv("STRUCTNETS_TOY_MODELS", "1")
+    config = ToyConfig(arms=1, seeds=(0, 1), repeats=1)
+    first = tmp_path / "first"
+    run("toy", config, first, registry=REGISTRY)
+    names = _model_names(first)
+    key = "stage1/arm=0/seed=1"
+    (first / names[key]).unlink()
+    before = calls()
+    run("toy", config, tmp_path / "grown", registry=REGISTRY, reuse=[first])
+    assert sorted(calls() - before) == [key]  # run here, the others taken
+    load_unit_state(tmp_path / "grown", key)

@@ -48,6 +48,7 @@ from .resolve import Registry, experiment_ref, get_registry, resolve_experiment,
 from .reuse import load_sources, take_reusable
 from .schedule import Schedule, results_frame
 from .store import SCHEMA_VERSION, ResultStore, UnitRecord, utc_now
+from .unit_models import unbacked_rows
 
 logger = logging.getLogger(__name__)
 
@@ -291,6 +292,10 @@ def _run_locked(
     )
     try:
         records = store.records()  # checks every stored row before anything is written
+        unbacked = unbacked_rows(out, records)  # a finished unit whose saved model is lost runs again
+        for key, problem in unbacked.items():
+            logger.warning("%s runs again: the model file its row names %s", key, problem)
+            del records[key]
         schedule = Schedule(exp, config, rerun_changed=rerun_changed)
         # The first replay, before anything is written: a folder with changed units is refused untouched.
         pending = schedule.advance(records)
@@ -342,7 +347,7 @@ def _run_locked(
                 for outcome in backend_obj.run(pending):
                     if outcome.record is not None:
                         # A changed unit's old row is replaced in the one transaction that stores the new one.
-                        store.add(outcome.record, replace=outcome.key in records)
+                        store.add(outcome.record, replace=outcome.key in records or outcome.key in unbacked)
                         discard(backend_obj.checkpoints, outcome.key, outcome.record.params)
                         records[outcome.key] = outcome.record
                         session.units_run += 1

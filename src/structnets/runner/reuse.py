@@ -19,7 +19,7 @@ from typing import Any
 from .errors import StoreError
 from .outputs import RESULTS_DB
 from .store import ResultStore, UnitRecord, dumps
-from .unit_models import copy_unit_model
+from .unit_models import copy_unit_model, model_problem
 
 
 def load_sources(
@@ -79,10 +79,12 @@ def take_reusable(
     for key, params in pending:
         for path, rows in sources:
             row = rows.get(key)
-            if row is not None and _canonical(row.params) == params:
+            # a row whose saved model is gone or altered in its folder is not taken: the unit runs here
+            if row is not None and _canonical(row.params) == params and model_problem(path, row.result) is None:
                 # the model file first: a kill between the two then leaves no row without its file
                 copy_unit_model(path, store.path.parent, row.result)
-                store.add(row, replace=key in records)
+                # replace: a pending key not in ``records`` may still be stored, as a row whose model is lost
+                store.add(row, replace=True)
                 records[key] = row
                 taken[path] = taken.get(path, 0) + 1
                 break

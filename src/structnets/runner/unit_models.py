@@ -107,6 +107,38 @@ def copy_unit_model(source_dir: Path, target_dir: Path, result: Mapping[str, Any
     atomic_io.write_bytes(target_dir / name, payload, parents=True)
 
 
+def model_problem(folder: Path, result: Mapping[str, Any]) -> str | None:
+    """What is wrong with the model file a stored row of run folder ``folder`` names, or None.
+
+    None also for a row that names no file (run outside a run folder, or before models were saved).
+    Otherwise the file must be a plain file of ``folder/models`` whose SHA-256 is the row's.
+    """
+    name, digest = result.get("model_file"), result.get("model_sha256")
+    if name is None and digest is None:
+        return None
+    if not isinstance(name, str) or not isinstance(digest, str) or not _is_model_name(name):
+        return f"is named {name!r} with SHA-256 {digest!r}, not a file of its {MODELS}/ folder"
+    path = folder / name
+    if not path.exists() and not path.is_symlink():
+        return f"{path} is missing"
+    if not _plain_file_inside(path, folder):
+        return f"{path} is a link or not a plain file inside {folder / MODELS}"
+    try:
+        with path.open("rb") as f:
+            actual = hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError as e:
+        return f"{path} cannot be read ({e.strerror or e})"
+    if actual != digest:
+        return f"{path} does not match the SHA-256 its row records (replaced, truncated or edited)"
+    return None
+
+
+def unbacked_rows(folder: Path, records: Mapping[str, Any]) -> dict[str, str]:
+    """The stored rows (``UnitRecord`` by key) whose model file is missing or altered: key to :func:`model_problem`."""
+    problems = {key: model_problem(folder, record.result) for key, record in records.items()}
+    return {key: problem for key, problem in problems.items() if problem is not None}
+
+
 def load_unit_state(run_dir: str | Path, key: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     """The params and saved ``state_dict`` of unit ``key`` of the run folder ``run_dir``.
 
@@ -152,7 +184,9 @@ __all__ = [
     "copy_unit_model",
     "load_unit_state",
     "model_file",
+    "model_problem",
     "save_unit_model",
     "saving_models",
+    "unbacked_rows",
     "unit_model_file",
 ]
