@@ -83,3 +83,22 @@ def test_from_factors_checks_the_factor_shapes() -> None:
         LowRankConv2d.from_factors(conv, left.t(), right)
     layer = LowRankConv2d.from_factors(conv, left, right)
     torch.testing.assert_close(layer.to_dense().flatten(1), left @ right, rtol=0, atol=1e-14)
+
+
+def test_attention_refuses_integer_masks_as_torch_does() -> None:
+    # A uint8 mask (torch's legacy 'masked' flag) was added to the scores as +1, masking nothing;
+    # torch refuses masks that are neither bool nor floating.
+    torch.manual_seed(14)
+    torch_attention = nn.MultiheadAttention(8, 2, dtype=torch.float64).eval()
+    ours = LowRankMultiheadAttention.from_attention(torch_attention)
+    q = torch.randn(5, 2, 8, dtype=torch.float64)
+    mask = torch.rand(5, 5) > 0.5
+    mask[:, 0] = False  # no row fully masked
+    with pytest.raises(TypeError, match=r"`attn_mask` must be bool or floating, got torch.uint8"):
+        ours(q, q, q, attn_mask=mask.to(torch.uint8))
+    with pytest.raises(TypeError, match=r"`key_padding_mask` must be bool or floating, got torch.int64"):
+        ours(q, q, q, key_padding_mask=mask[:2].long())
+    expected = torch_attention(q, q, q, attn_mask=mask)
+    got = ours(q, q, q, attn_mask=mask)
+    torch.testing.assert_close(got[0], expected[0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(got[1], expected[1], rtol=0, atol=1e-12)

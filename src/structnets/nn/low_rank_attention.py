@@ -244,11 +244,11 @@ class LowRankMultiheadAttention(nn.Module):
             attn_mask = torch.ones(length, source, dtype=torch.bool, device=device).triu(1)
         mask: torch.Tensor | None = None
         if attn_mask is not None:
-            mask = _as_float(attn_mask, dtype)
+            mask = _as_float("attn_mask", attn_mask, dtype)
             if mask.dim() == 3:
                 mask = mask.reshape(batch, self.num_heads, length, source)
         if key_padding_mask is not None:
-            padding = _as_float(key_padding_mask, dtype).reshape(batch, 1, 1, source)
+            padding = _as_float("key_padding_mask", key_padding_mask, dtype).reshape(batch, 1, 1, source)
             mask = padding if mask is None else mask + padding
         return mask
 
@@ -259,7 +259,9 @@ class LowRankMultiheadAttention(nn.Module):
         )
 
 
-def _as_float(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def _as_float(name: str, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    if not (mask.dtype == torch.bool or mask.is_floating_point()):  # torch refuses these too
+        raise TypeError(f"`{name}` must be bool or floating, got {mask.dtype}")
     if mask.dtype == torch.bool:
         return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
     return mask.to(dtype)
