@@ -102,3 +102,27 @@ def test_attention_refuses_integer_masks_as_torch_does() -> None:
     got = ours(q, q, q, attn_mask=mask)
     torch.testing.assert_close(got[0], expected[0], rtol=0, atol=1e-12)
     torch.testing.assert_close(got[1], expected[1], rtol=0, atol=1e-12)
+
+
+def test_attention_checks_mask_shapes_as_torch_does() -> None:
+    # A (S, N) key_padding_mask has as many entries as (N, S) and was reshaped into a scrambled
+    # mask without a word; torch refuses it. A 3-D attn_mask must be (N·H, L, S).
+    torch.manual_seed(15)
+    torch_attention = nn.MultiheadAttention(8, 2, dtype=torch.float64).eval()
+    ours = LowRankMultiheadAttention.from_attention(torch_attention)
+    q = torch.randn(5, 2, 8, dtype=torch.float64)  # L = S = 5, N = 2
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[0, 3:] = True
+    with pytest.raises(ValueError, match=r"`key_padding_mask` must have shape \(2, 5\), got \(5, 2\)"):
+        ours(q, q, q, key_padding_mask=padding.t().contiguous())
+    with pytest.raises(ValueError, match=r"`attn_mask` must have shape \(5, 5\) or \(4, 5, 5\), got \(2, 5, 5\)"):
+        ours(q, q, q, attn_mask=torch.zeros(2, 5, 5, dtype=torch.float64))
+    for kwargs in ({"key_padding_mask": padding}, {"attn_mask": torch.randn(4, 5, 5, dtype=torch.float64)}):
+        expected, got = torch_attention(q, q, q, **kwargs), ours(q, q, q, **kwargs)
+        torch.testing.assert_close(got[0], expected[0], rtol=0, atol=1e-12)
+    single = q[:, 0]  # unbatched: key_padding_mask (S,)
+    expected, got = (
+        torch_attention(single, single, single, key_padding_mask=padding[0]),
+        ours(single, single, single, key_padding_mask=padding[0]),
+    )
+    torch.testing.assert_close(got[0], expected[0], rtol=0, atol=1e-12)

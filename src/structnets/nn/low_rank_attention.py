@@ -243,11 +243,21 @@ class LowRankMultiheadAttention(nn.Module):
         if attn_mask is None and is_causal:
             attn_mask = torch.ones(length, source, dtype=torch.bool, device=device).triu(1)
         mask: torch.Tensor | None = None
+        # Shapes checked as torch does: a transposed mask with as many entries would reshape silently.
         if attn_mask is not None:
+            shapes = ((length, source), (batch * self.num_heads, length, source))
+            if tuple(attn_mask.shape) not in shapes:
+                raise ValueError(
+                    f"`attn_mask` must have shape {shapes[0]} or {shapes[1]}, got {tuple(attn_mask.shape)}"
+                )
             mask = _as_float("attn_mask", attn_mask, dtype)
             if mask.dim() == 3:
                 mask = mask.reshape(batch, self.num_heads, length, source)
         if key_padding_mask is not None:
+            if tuple(key_padding_mask.shape) != (batch, source):
+                raise ValueError(
+                    f"`key_padding_mask` must have shape {(batch, source)}, got {tuple(key_padding_mask.shape)}"
+                )
             padding = _as_float("key_padding_mask", key_padding_mask, dtype).reshape(batch, 1, 1, source)
             mask = padding if mask is None else mask + padding
         return mask
