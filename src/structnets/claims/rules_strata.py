@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+from scipy import signal, stats
 
 from .evidence import NOT_REPRODUCED, REFUTED, REPRODUCED
 from .rules_core import ALPHA, _verdicts, check_alpha, holm
@@ -45,13 +45,80 @@ class StratifiedTest:
     cell_z: np.ndarray
 
 
+EXACT_MAX = 8
+"""Strata with at most this many values on either side get :func:`van_elteren`'s exact conditional p (scipy's
+Mann–Whitney test does the same for one stratum); with any larger stratum, the normal approximation."""
+EXACT_SUPPORT = 200_000
+"""The largest lattice (Σ_k c_k·N_k(N_k + 1)) the exact null of :func:`van_elteren` is convolved on."""
+
+
+def _doubled_sum_pmf(doubled: tuple[int, ...], m: int) -> np.ndarray:
+    """P(S = s), s = 0 … Σ doubled: S the sum of a uniformly random m-subset of ``doubled`` (2 × mid-ranks)."""
+    total = sum(doubled)
+    counts = np.zeros((m + 1, total + 1))
+    counts[0, 0] = 1.0
+    for r in doubled:  # 0/1 knapsack: the right side is evaluated before the assignment
+        counts[1:, r:] = counts[1:, r:] + counts[:-1, : total + 1 - r]
+    return counts[m] / counts[m].sum()
+
+
+def _exact_null(key: tuple[tuple[int, tuple[int, ...]], ...], scale: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """P(T ≤ t) and P(T ≥ t) of T = Σ_k c_k S_k, the strata independent given their mid-ranks."""
+    dist = np.ones(1)
+    for (m, doubled), c in zip(key, scale):
+        pmf = _doubled_sum_pmf(doubled, m)
+        stretched = np.zeros(c * (pmf.size - 1) + 1)
+        stretched[::c] = pmf
+        if dist.size * stretched.size > 1_000_000:
+            dist = np.clip(signal.fftconvolve(dist, stretched), 0.0, None)
+        else:
+            dist = np.convolve(dist, stretched)
+    return np.cumsum(dist), np.cumsum(dist[::-1])[::-1]
+
+
+def _exact_p(ranks: list[np.ndarray], ms: list[int], tied: list[np.ndarray]) -> np.ndarray | None:
+    """Two-sided exact conditional p, 2·min(P(T ≥ t), P(T ≤ t)) capped at 1, of T = Σ_k 2W_k/(N_k + 1)
+    (scaled to the integer lattice by lcm(N_k + 1)) per batch row; None where the strata are too large."""
+    sizes = [r.shape[-1] for r in ranks]
+    if any(m > EXACT_MAX or n - m > EXACT_MAX for m, n in zip(ms, sizes)):
+        return None
+    lcm = math.lcm(*(n + 1 for n in sizes))
+    scale = [lcm // (n + 1) for n in sizes]
+    if sum(c * n * (n + 1) for c, n in zip(scale, sizes)) > EXACT_SUPPORT:
+        return None
+    lead = np.broadcast_shapes(*(r.shape[:-1] for r in ranks), *(t.shape for t in tied))
+    flat = [np.broadcast_to(r, (*lead, r.shape[-1])).reshape(-1, r.shape[-1]) for r in ranks]
+    doubled = [np.rint(2 * np.nan_to_num(f, nan=0.0)).astype(np.int64) for f in flat]
+    observed = sum(c * d[:, :m].sum(axis=-1) for c, d, m in zip(scale, doubled, ms))
+    broken = np.any([np.isnan(f).any(axis=-1) for f in flat], axis=0)
+    any_tie = np.any([np.broadcast_to(t, lead).ravel() for t in tied], axis=0) if lead else np.any(tied)
+    out = np.full(observed.shape, np.nan)
+    plain = ~np.broadcast_to(any_tie, observed.shape) & ~broken
+    if plain.any():  # no ties: the ranks are 1 … N_k, one null for every such row
+        below, above = _exact_null(tuple((m, tuple(range(2, 2 * n + 1, 2))) for m, n in zip(ms, sizes)), scale)
+        t = observed[plain]
+        out[plain] = np.minimum(1.0, 2 * np.minimum(below[t], above[t]))
+    cache: dict[tuple[tuple[int, tuple[int, ...]], ...], tuple[np.ndarray, np.ndarray]] = {}
+    for i in np.flatnonzero(~plain & ~broken):
+        key = tuple((m, tuple(sorted(d[i].tolist()))) for m, d in zip(ms, doubled))
+        if key not in cache:
+            cache[key] = _exact_null(key, scale)
+        below, above = cache[key]
+        out[i] = min(1.0, 2 * min(below[observed[i]], above[observed[i]]))
+    return out.reshape(lead)
+
+
 def van_elteren(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> StratifiedTest:
-    """The van Elteren stratified rank-sum test of A against B (normal approximation, ties corrected).
+    """The van Elteren stratified rank-sum test of A against B (ties corrected; exact on small strata).
 
     In stratum k with m A-values and n B-values (N = m + n), W_k is A's rank sum (mid-ranks; ±inf
     allowed, e.g. epochs of a run that never reached its threshold), E W_k = m(N + 1)/2 and
     Var W_k = mn/12 · (N + 1 − Σ(t³ − t)/(N(N − 1))). With weights w_k = 1/(N + 1) (locally most
-    powerful for a common shift), z = Σ w_k(W_k − E W_k) / √Σ w_k² Var W_k, p = 2Φ(−|z|).
+    powerful for a common shift), z = Σ w_k(W_k − E W_k) / √Σ w_k² Var W_k. Where every stratum has at
+    most :data:`EXACT_MAX` values a side, p is exact: the conditional null of Σ w_k W_k given the
+    mid-ranks (each stratum's split uniformly random), 2·min(P(T ≥ t), P(T ≤ t)); the normal
+    approximation p = 2Φ(−|z|) on 3 vs 3 gave 0.0495 for the most extreme split (exact: 0.1), so
+    10 % of null strata were significant at 5 % (6 strata × 5 vs 5: 5.6 %). Larger strata: 2Φ(−|z|).
 
     Args:
         a, b: one array per stratum, shaped (..., m_k) and (..., n_k); leading axes are batches.
@@ -61,7 +128,7 @@ def van_elteren(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> StratifiedT
     """
     if len(a) != len(b) or not a:
         raise ValueError(f"`a` and `b` must list the same positive number of strata, got {len(a)} and {len(b)}")
-    effects, zs, num, var = [], [], 0.0, 0.0
+    effects, zs, num, var, all_ranks, ms, tied = [], [], 0.0, 0.0, [], [], []
     for xa, xb in zip(a, b):
         xa, xb = np.asarray(xa, dtype=float), np.asarray(xb, dtype=float)
         m, n = xa.shape[-1], xb.shape[-1]
@@ -72,14 +139,20 @@ def van_elteren(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> StratifiedT
         big = m + n
         ranks = stats.rankdata(pooled, axis=-1)
         w = ranks[..., :m].sum(axis=-1) - m * (big + 1) / 2
-        v = m * n / 12.0 * (big + 1 - _tie_term(pooled) / (big * (big - 1)))
+        ties = _tie_term(pooled)
+        v = m * n / 12.0 * (big + 1 - ties / (big * (big - 1)))
+        all_ranks.append(ranks)
+        ms.append(m)
+        tied.append(ties > 0)
         weight = 1.0 / (big + 1)
         num = num + weight * w
         var = var + weight**2 * v
         effects.append(w / m)
         zs.append(np.where(v > 0, w / np.sqrt(np.where(v > 0, v, 1.0)), 0.0))
     z = np.where(np.asarray(var) > 0, num / np.sqrt(np.where(np.asarray(var) > 0, var, 1.0)), 0.0)
-    return StratifiedTest(z, 2 * stats.norm.sf(np.abs(z)), np.stack(effects, axis=-1), np.stack(zs, axis=-1))
+    exact = _exact_p(all_ranks, ms, tied)
+    p = 2 * stats.norm.sf(np.abs(z)) if exact is None else exact
+    return StratifiedTest(z, p, np.stack(effects, axis=-1), np.stack(zs, axis=-1))
 
 
 def stratified_exact(success_a: ArrayLike, n_a: ArrayLike, success_b: ArrayLike, n_b: ArrayLike) -> StratifiedTest:
