@@ -10,12 +10,17 @@ closes a path on which an earlier certificate fell below the measured constant (
 * only containers whose ``forward`` is ``nn.Sequential.forward`` are walked; a layer's own
   ``lipschitz_bound()`` is trusted only for the ``forward`` it was written beside (a subclass that
   overrides ``forward`` without its own ``lipschitz_bound`` is refused), and a method or ``forward``
-  replaced on the instance is refused;
+  replaced on the instance is refused; a subclass of a trusted class (a layer with its own
+  ``lipschitz_bound``, ``nn.Sequential``, ``nn.Linear``) may add names but redefine none the forward
+  may use (``tau``, ``__iter__``, ``__getattr__``; only construction, printing and metadata), and
+  no module may replace what ``nn.Module.__call__`` runs (``_call_impl``, ``_wrapped_call_impl``,
+  an instance ``_compiled_call_impl`` other than ``module.compile()``'s);
 * forward hooks and pre-hooks (on any module, or global) change what the model computes: refused,
   naming the module and the hook, unless ``trust_hooks=True``, which the returned value records;
 * every floating parameter and buffer must be finite, must not be a tensor subclass with its own
   ``__torch_function__``, and no torch-function or dispatch mode may be active; a parametrized
-  tensor must give the same value at every access (no random parametrization);
+  tensor must give the same value at every access (no random parametrization), computed afresh
+  (inside ``parametrize.cached()`` two reads agree while the forward after it draws again);
 * modes: ``Dropout`` in training mode is the diagonal map with entries in {0, 1/(1 − p)}, so its
   constant is 1/(1 − p); a layer whose training-mode step is uncertified refuses in its own
   ``lipschitz_bound``;
@@ -63,6 +68,20 @@ _STANDARD_TORCH_FUNCTIONS = (
 )
 # Attributes nn.Module.__init__ puts in every instance's __dict__ (none shadows a method).
 _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks")
+# What nn.Module.__call__ runs: a class or instance that replaces one changes every call, not `forward`.
+_CALL_PATH = ("_wrapped_call_impl", "_call_impl")
+# Names a subclass of a trusted class (a layer with its own lipschitz_bound, nn.Sequential, nn.Linear) may
+# redefine: construction, initialisation, printing and class metadata. Any other redefinition (a helper
+# the forward calls, `__iter__` of a Sequential, `__getattr__`) changes what the trusted forward computes.
+_REDEFINITIONS_ALLOWED = frozenset(
+    {
+        "__init__", "reset_parameters", "extra_repr", "__repr__", "__str__", "_version", "__constants__",
+        "__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__", "__slots__",
+        "__firstlineno__", "__static_attributes__", "__orig_bases__", "__parameters__", "__abstractmethods__",
+        "_abc_impl",
+    }
+)  # fmt: skip
+_MISSING = object()
 
 
 class LipschitzBound(float):
@@ -164,6 +183,47 @@ def _is_compiled_wrapper(module: nn.Module) -> bool:
     return isinstance(module, OptimizedModule)
 
 
+def _resolve(cls: type, key: str) -> object:
+    """What ``cls.key`` resolves to along the MRO (descriptors unbound), or ``_MISSING``."""
+    for klass in cls.__mro__:
+        if key in vars(klass):
+            return vars(klass)[key]
+    return _MISSING
+
+
+def _redefinition(module: nn.Module, owner: type) -> tuple[type, str] | None:
+    """The first class of ``module``'s MRO and name it resolves otherwise than ``owner`` does (outside the allowed).
+
+    Only classes of the MRO that are not in ``owner``'s can make a name resolve differently. The class
+    ``torch.nn.utils.parametrize`` puts on a parametrized module redefines ``__getstate__``, ``__deepcopy__``
+    and a property per parametrized tensor (checked by ``_check_parametrizations``): allowed.
+    """
+    cls, inherited = type(module), set(owner.__mro__)
+    injected: frozenset[str] = frozenset()
+    if parametrize.is_parametrized(module):
+        injected = frozenset({"__getstate__", "__deepcopy__", *cast(Any, module).parametrizations.keys()})
+    for klass in cls.__mro__:
+        if klass in inherited:
+            continue
+        for key in vars(klass):
+            if key in _REDEFINITIONS_ALLOWED or (klass is cls and key in injected):
+                continue
+            theirs = _resolve(owner, key)
+            if theirs is not _MISSING and _resolve(cls, key) is not theirs:
+                return klass, key
+    return None
+
+
+def _compiled_by_module_compile(module: nn.Module, compiled: object) -> bool:
+    """``module.compile()`` stores ``torch.compile(module._call_impl)``: the same computation, compiled."""
+    original = getattr(compiled, "_torchdynamo_orig_callable", None)
+    return (
+        isinstance(original, types.MethodType)
+        and original.__self__ is module
+        and (original.__func__ is _resolve(type(module), "_call_impl"))
+    )
+
+
 def _hook_name(hook: object) -> str:
     return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or type(hook).__name__
 
@@ -222,6 +282,19 @@ class _Walk:
         name = type(module).__name__
         if type(module).__call__ is not nn.Module.__call__ and not _is_compiled_wrapper(module):
             raise CertificateRefused(f"`{path}` ({name}) overrides __call__: its calls cannot be certified")
+        if not _is_compiled_wrapper(module):
+            for key in _CALL_PATH:
+                if _resolve(type(module), key) is not _resolve(nn.Module, key):
+                    raise CertificateRefused(
+                        f"`{path}` ({name}) overrides `{key}`, which nn.Module.__call__ runs instead of "
+                        "forward(): its calls cannot be certified"
+                    )
+            compiled = vars(module).get("_compiled_call_impl")
+            if compiled is not None and not _compiled_by_module_compile(module, compiled):
+                raise CertificateRefused(
+                    f"`{path}` ({name}) has `_compiled_call_impl` set to {_hook_name(compiled)}, which "
+                    "nn.Module.__call__ runs instead of forward(): only module.compile()'s is certified"
+                )
         if parametrize.is_parametrized(module):
             self._check_parametrizations(path, module)
         # torch.compile's wrapper stores its compiled forward on the instance; it runs `_orig_mod`
@@ -264,8 +337,10 @@ class _Walk:
                         f"`{part_path}` ({type(part).__name__}) in training mode makes `{path}.{key}` random: "
                         "each forward would use another tensor than the one certified"
                     )
-            first, second = getattr(module, key), getattr(module, key)
-            if not torch.equal(first, second):
+            # chain() computes afresh even inside parametrize.cached(), where two reads of the attribute
+            # give the cached tensor and a random parametrization would pass; the forward after it draws again
+            first, second, read = chain(), chain(), getattr(module, key)
+            if not (torch.equal(first, second) and torch.equal(first, read)):
                 raise CertificateRefused(
                     f"the parametrization of `{path}.{key}` gives another tensor at every access: the certificate "
                     "could not cover the one the forward uses"
@@ -285,6 +360,7 @@ class _Walk:
                 raise CertificateRefused(
                     f"`{path}` ({name}) is an nn.Sequential that overrides forward() and has no lipschitz_bound()"
                 )
+            _refuse_redefinition(module, path, nn.Sequential)
             product = 1.0
             for key, child in module._modules.items():  # every slot, repeated modules included
                 if child is None:
@@ -292,6 +368,7 @@ class _Walk:
                 product = _multiply_round_up(product, self.bound(child, f"{path}.{key}"))
             return product
         if isinstance(module, nn.Linear) and type(module).forward is nn.Linear.forward:
+            _refuse_redefinition(module, path, nn.Linear)
             weight = module.weight.detach()
             return float(spectral_norm_bound(round_operand(weight, self.operand_dtype).to(torch.float64)))
         if type(module) in DROPOUTS:
@@ -318,6 +395,7 @@ class _Walk:
                 f"`{path}` ({name}) overrides forward() of {owner.__name__} without its own lipschitz_bound(): "
                 f"{owner.__name__}'s certificate does not cover it"
             )
+        _refuse_redefinition(module, path, owner)
         method = cast(Any, module).lipschitz_bound
         try:
             if self.operand_dtype is None:
@@ -337,6 +415,17 @@ class _Walk:
         if math.isnan(value) or value < 0.0:
             raise CertificateRefused(f"layer `{path}` ({name}) returned an invalid Lipschitz bound {value!r}")
         return value
+
+
+def _refuse_redefinition(module: nn.Module, path: str, owner: type) -> None:
+    """Refuse a subclass of ``owner`` that redefines a name ``owner``'s forward may use (see _REDEFINITIONS_ALLOWED)."""
+    found = _redefinition(module, owner)
+    if found is not None:
+        klass, key = found
+        raise CertificateRefused(
+            f"`{path}` ({type(module).__name__}) overrides `{key}` of {owner.__name__} (in {klass.__name__}): "
+            f"{owner.__name__}'s certificate covers its own {key} only"
+        )
 
 
 def _dropout_constant(module: nn.Module, path: str) -> float:

@@ -1,0 +1,189 @@
+"""Ninth-session review of the whole-model certificate: paths on which it fell below the measured constant.
+
+Each test builds a model whose computed function is steeper than the certificate returned before the
+fix (measured here by float64 Jacobian spectral norms), and asserts that the certificate now refuses it
+with an error naming the module and what it refuses, or certifies it at least the measured constant.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from structnets.analysis import jacobian_spectral_norms, lipschitz_upper_bound
+from structnets.nn import GradientStepResidual, MaxMin
+
+F64 = torch.float64
+
+
+def _measured(model: nn.Module, features: int, points: int = 64) -> float:
+    """Largest float64 ‖J_f(x)‖₂ over random points (a lower bound on the Lipschitz constant)."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(points, features, generator=generator, dtype=F64)
+    return float(jacobian_spectral_norms(model, x).max())
+
+
+def _scaled_linear(scale: float, features: int = 4, cls: type[nn.Linear] = nn.Linear) -> nn.Linear:
+    layer = cls(features, features, dtype=F64)
+    with torch.no_grad():
+        layer.weight.copy_(scale * torch.eye(features, dtype=F64))
+    return layer
+
+
+# ----------------------------------------------------------------------------------------- Sequential.__iter__
+
+
+class _EveryLayerTwice(nn.Sequential):
+    """``nn.Sequential.forward`` runs ``for module in self``: this ``__iter__`` makes it call each slot twice."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(list(self._modules.values()) * 2)
+
+
+def test_a_sequential_subclass_that_overrides_iter_is_refused() -> None:
+    model = _EveryLayerTwice(_scaled_linear(3.0))
+    assert _measured(model, 4) == pytest.approx(9.0)  # the forward applies W = 3I twice
+    with pytest.raises(ValueError, match=r"`model` \(_EveryLayerTwice\) overrides `__iter__` of Sequential"):
+        lipschitz_upper_bound(model)
+    with pytest.raises(ValueError, match=r"`model\.0` \(_EveryLayerTwice\) overrides `__iter__`"):
+        lipschitz_upper_bound(nn.Sequential(model))
+
+
+# ----------------------------------------------------------------------------------------- Module._call_impl
+
+
+class _LoudCallLinear(nn.Linear):
+    """``Module.__call__`` runs ``self._call_impl``: overriding it changes every call, not ``forward``."""
+
+    def _call_impl(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return 10.0 * super()._call_impl(*args, **kwargs)
+
+
+class _LoudCallBlock(GradientStepResidual):
+    def _call_impl(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return 10.0 * super()._call_impl(*args, **kwargs)
+
+
+class _LoudCallChain(nn.Sequential):
+    def _call_impl(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return 10.0 * super()._call_impl(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: nn.Sequential(_scaled_linear(1.0, cls=_LoudCallLinear)),
+        lambda: nn.Sequential(_LoudCallBlock(4, 4, dtype=F64).eval()),
+        lambda: _LoudCallChain(MaxMin(4)),
+    ],
+    ids=["linear", "gradient-step", "sequential"],
+)
+def test_a_call_impl_override_is_refused(build) -> None:  # type: ignore[no-untyped-def]
+    model = build()
+    assert _measured(model, 4) >= 9.99  # every call of the overriding module is scaled by 10
+    with pytest.raises(ValueError, match=r"overrides `_call_impl`"):
+        lipschitz_upper_bound(model)
+
+
+def test_a_compiled_call_impl_set_on_the_instance_is_refused() -> None:
+    layer = _scaled_linear(1.0)
+    layer._compiled_call_impl = lambda x: 10.0 * x  # what Module.__call__ runs instead of _call_impl
+    model = nn.Sequential(layer)
+    assert _measured(model, 4) == pytest.approx(10.0)
+    with pytest.raises(ValueError, match=r"`model\.0` \(Linear\) has `_compiled_call_impl` set"):
+        lipschitz_upper_bound(model)
+
+
+def test_module_compile_in_place_is_still_certified() -> None:
+    layer = _scaled_linear(3.0)
+    layer.compile(backend="eager")  # _compiled_call_impl = torch.compile(layer._call_impl): the same computation
+    bound = lipschitz_upper_bound(nn.Sequential(layer, layer))
+    assert 9.0 <= bound <= 9.0 * (1 + 1e-12)
+
+
+# ----------------------------------------------------------------------------------------- helpers of a trusted forward
+
+
+class _SteeperTau(GradientStepResidual):
+    """Overrides the step the forward reads, not ``forward``: the class's certificate of 1 does not cover it."""
+
+    def tau(self) -> torch.Tensor:
+        return 50.0 * super().tau()
+
+
+class _HelperOnly(GradientStepResidual):
+    """Adds a method and overrides only ``extra_repr``/``__init__``: the forward is the certified one."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__(features, features, dtype=F64)
+
+    def describe(self) -> str:
+        return "a block"
+
+    def extra_repr(self) -> str:
+        return "helper-only"
+
+
+def test_a_subclass_overriding_a_method_the_forward_calls_is_refused() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(_SteeperTau(4, 4, dtype=F64).eval())
+    assert _measured(model, 4) > 10.0
+    with pytest.raises(ValueError, match=r"`model\.0` \(_SteeperTau\) overrides `tau` of GradientStepResidual"):
+        lipschitz_upper_bound(model)
+
+
+def test_a_subclass_overriding_a_linear_method_is_refused() -> None:
+    class ScaledWeight(nn.Linear):
+        """W as the forward reads it (grad mode on) is 10 × the stored one the certificate reads (no_grad)."""
+
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            value = super().__getattr__(name)
+            return 10.0 * value if name == "weight" and torch.is_grad_enabled() else value
+
+    model = nn.Sequential(_scaled_linear(1.0, cls=ScaledWeight))
+    assert _measured(model, 4) == pytest.approx(10.0)
+    with pytest.raises(ValueError, match=r"`model\.0` \(ScaledWeight\) overrides `__getattr__` of Linear"):
+        lipschitz_upper_bound(model)
+
+
+def test_a_subclass_that_only_adds_methods_is_still_certified() -> None:
+    torch.manual_seed(0)
+    block = _HelperOnly(4).eval()
+    bound = lipschitz_upper_bound(nn.Sequential(block, block))
+    assert bound == 1.0
+    assert _measured(nn.Sequential(block, block), 4) <= 1.0 + 1e-12
+
+    class Chain(nn.Sequential):  # a container with an export helper (tests/lipschitz/test_deel_baselines.py)
+        def vanilla_export(self) -> nn.Sequential:
+            return nn.Sequential(*self)
+
+    chain = Chain(_scaled_linear(3.0), _scaled_linear(3.0))
+    assert lipschitz_upper_bound(chain) >= _measured(chain, 4) * (1 - 1e-12)
+
+
+# ----------------------------------------------------------------------------------------- parametrize.cached
+
+
+class _DropConnect(nn.Module):
+    def forward(self, weight: torch.Tensor) -> torch.Tensor:
+        return weight * (torch.rand_like(weight) < 0.5) * 2.0
+
+
+def test_a_random_parametrization_is_refused_inside_parametrize_cached() -> None:
+    """Inside ``parametrize.cached()`` two reads of the weight agree; the forward after it draws again."""
+    torch.manual_seed(0)
+    layer = nn.Linear(8, 8, dtype=F64)
+    parametrize.register_parametrization(layer, "weight", _DropConnect())
+    model = nn.Sequential(layer)
+    with pytest.raises(ValueError, match=r"parametrization of `model\.0\.weight` gives another tensor"):
+        lipschitz_upper_bound(model)
+    with parametrize.cached():
+        cached = float(torch.linalg.matrix_norm(layer.weight.detach(), ord=2))
+        with pytest.raises(ValueError, match=r"parametrization of `model\.0\.weight` gives another tensor"):
+            lipschitz_upper_bound(model)
+    # each forward after the context draws another W: one draw's norm does not bound the next draws'
+    x = torch.randn(64, 8, dtype=F64)
+    draws = max(float(jacobian_spectral_norms(model, x[i : i + 1])[0]) for i in range(64))
+    assert draws > 1.1 * cached
