@@ -50,7 +50,8 @@ def export(model: nn.Module, *, densify: bool = False) -> nn.Module:
     outputs of ``export(model)`` equal those of ``model.eval()`` to rounding (the dense products
     sum in another order). ``model`` itself is not changed (not even its RNG-free power vectors):
     the export works on a deep copy. Modules shared between several places stay shared; each
-    module keeps its train/eval flag.
+    module keeps its train/eval flag, and the hooks registered on a replaced layer are registered
+    on its export.
 
     Args:
         model: any ``nn.Module``.
@@ -82,6 +83,7 @@ def export(model: nn.Module, *, densify: bool = False) -> nn.Module:
             if not isinstance(new, nn.Module):
                 raise TypeError(f"{type(module).__name__}.export() must return an nn.Module, got {type(new).__name__}")
             new.train(training)
+            _carry_hooks(module, new)
             exported[id(module)] = (module, new)
         return exported[id(module)][1]
 
@@ -96,6 +98,27 @@ def export(model: nn.Module, *, densify: bool = False) -> nn.Module:
                     parent._modules[name] = new
     _off_fused_encoder_path(result)
     return result
+
+
+_HOOKS = (
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_backward_pre_hooks",
+    "_backward_hooks",
+)
+
+
+def _carry_hooks(old: nn.Module, new: nn.Module) -> None:
+    """Register ``old``'s module hooks on its export ``new``, so that the export computes what ``old`` did."""
+    for name in _HOOKS:
+        hooks = getattr(old, name, None)
+        if hooks:
+            getattr(new, name).update(hooks)
+    if old._backward_hooks:
+        new._is_full_backward_hook = old._is_full_backward_hook
 
 
 def _off_fused_encoder_path(model: nn.Module) -> None:

@@ -281,3 +281,22 @@ def test_inplace_compression_of_an_attention_as_the_model_returns_the_compressed
     with torch.no_grad():
         torch.testing.assert_close(report.model(q, q, q)[0], expected.model(q, q, q)[0], rtol=0, atol=0)
         assert float((report.model(q, q, q)[0] - attention(q, q, q)[0]).abs().max()) > 1e-3
+
+
+def test_export_keeps_the_hooks_of_the_layers_it_replaces() -> None:
+    # A forward hook on a factorised layer was dropped by export: the outputs of export(model)
+    # then differed from model.eval()'s by the hook's effect.
+    torch.manual_seed(16)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Conv1d(8, 6, 1))
+    compressed = compress(model, rank=3).model.eval()
+    compressed[0].register_forward_hook(lambda module, args, out: 3 * out)
+    compressed[2].register_forward_pre_hook(lambda module, args: (args[0] + 1,))
+    x = torch.randn(2, 5, 8)
+
+    def run(m: nn.Module) -> torch.Tensor:
+        with torch.no_grad():
+            return m[2](m[1](m[0](x)).transpose(1, 2))
+
+    expected = run(compressed)
+    for densify in (False, True):
+        torch.testing.assert_close(run(structnets.export(compressed, densify=densify)), expected, rtol=0, atol=1e-5)
