@@ -227,3 +227,25 @@ def test_reuse_does_not_take_a_row_whose_model_file_is_gone(
     run("toy", config, tmp_path / "grown", registry=REGISTRY, reuse=[first])
     assert sorted(calls() - before) == [key]  # run here, the others taken
     load_unit_state(tmp_path / "grown", key)
+
+
+# -- report while a run holds the folder ----------------------------------------------------------------------
+
+
+def test_report_does_not_write_into_a_folder_a_run_holds(tmp_path: Path) -> None:
+    """``structnets report RUN`` while ``structnets run ... --out RUN`` works took no lock: it rewrote
+    results.csv, table.md and figures/ under the run, and one that read results.db just before the run's
+    last unit wrote an "Unfinished run" table.md after the run's final one, into a finished folder."""
+    from structnets.runner import RunLockedError, report
+    from structnets.runner.lock import run_lock
+
+    out = tmp_path / "run"
+    run("toy", ToyConfig.quick(), out, registry=REGISTRY)
+    with sqlite3.connect(out / RESULTS_DB) as conn:  # as the run's folder looks before its last unit
+        conn.execute("DELETE FROM results WHERE key = 'stage2/arm=1/repeat=1'")
+    table = (out / "table.md").read_bytes()
+    csv = (out / "results.csv").read_bytes()
+    with run_lock(out), pytest.raises(RunLockedError, match=f"pid {__import__('os').getpid()} "):
+        report(out, registry=REGISTRY)
+    assert (out / "table.md").read_bytes() == table and (out / "results.csv").read_bytes() == csv
+    assert "Unfinished run" in report(out, registry=REGISTRY)  # once the folder is free

@@ -526,18 +526,22 @@ def report(
     Raises:
         StoreError: no ``results.db`` in ``run_dir``, or ``run_dir`` is not writable;
             CorruptStoreError: it is unreadable or malformed.
+        RunLockedError: a run is writing into ``run_dir`` now (it writes these files when it ends).
         UntrustedExperimentError: the folder names an experiment that is not registered.
         ExperimentError: the experiment's ``report`` or ``figures`` failed on a finished run.
     """
     _check_figure_format(figure_format)
     run_dir = _folder("run_dir", run_dir)
-    if run_dir.is_dir():
-        _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
-    loaded = _load(run_dir, experiment, registry)
-    with figure_format_context(figure_format):
-        table, _ = write_outputs(
-            loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None, loaded.changed
-        )
+    if not run_dir.is_dir():
+        raise StoreError(f"`run_dir` {run_dir} is not a directory")
+    _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
+    # The run lock: a run in progress writes these files itself when it ends (RunLockedError meanwhile).
+    with run_lock(run_dir):
+        loaded = _load(run_dir, experiment, registry)
+        with figure_format_context(figure_format):
+            table, _ = write_outputs(
+                loaded.experiment, loaded.config, loaded.frame, run_dir, loaded.missing or None, loaded.changed
+            )
     return table
 
 
