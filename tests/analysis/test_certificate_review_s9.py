@@ -187,3 +187,66 @@ def test_a_random_parametrization_is_refused_inside_parametrize_cached() -> None
     x = torch.randn(64, 8, dtype=F64)
     draws = max(float(jacobian_spectral_norms(model, x[i : i + 1])[0]) for i in range(64))
     assert draws > 1.1 * cached
+
+
+# ----------------------------------------------------------------------------------------- certify in half precision
+
+
+def _flipped_within(model: nn.Sequential, x: torch.Tensor, label: int, eps: float) -> bool:
+    """Whether a point p of the model's dtype with ‖p − x‖₂ < eps (float64) has a negative margin as evaluated.
+
+    For a linear model the steepest descent of f_y − f_j is along −(w_y − w_j): points along it.
+    """
+    weight = model[0].weight.detach().to(F64)
+    x64 = x.to(F64)
+    steps = torch.linspace(0.8, 1.0, 400, dtype=F64)[:, None]
+    for j in range(weight.shape[0]):
+        if j == label:
+            continue
+        direction = (weight[label] - weight[j]) / torch.linalg.vector_norm(weight[label] - weight[j])
+        points = (x64 - steps * eps * direction).to(x.dtype)
+        inside = torch.linalg.vector_norm(points.to(F64) - x64, dim=1) < eps
+        with torch.no_grad():
+            logits = model(points).to(F64)
+        others = torch.cat((logits[:, :label], logits[:, label + 1 :]), dim=1).max(dim=1).values
+        if bool((inside & (logits[:, label] < others)).any()):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_certify_refuses_a_half_precision_model_whose_rounding_flips_a_certified_point(dtype: torch.dtype) -> None:
+    from structnets.analysis import certified_radii, certify
+
+    torch.manual_seed(1)
+    weight = torch.linalg.qr(torch.randn(16, 16, dtype=F64))[0][:10]  # orthonormal rows: L = 1 exactly
+    layer = nn.Linear(16, 10, bias=False, dtype=F64)
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+    model = nn.Sequential(layer).to(dtype)
+    X = (30 * torch.randn(100, 16, dtype=F64)).to(dtype)
+    with torch.no_grad():
+        logits = model(X)
+    y = logits.argmax(dim=1)
+    bound = lipschitz_upper_bound(model)
+    radii = certified_radii(logits, y, float(bound))
+    # ε 0.5 % below a point's certified radius (so the margin test counts it) ...
+    flipped = [i for i in range(len(X)) if _flipped_within(model, X[i], int(y[i]), 0.995 * float(radii[i]))]
+    assert flipped, "the half-precision evaluation flipped no point: the test lost its counterexample"
+    i = flipped[0]
+    eps = 0.995 * float(radii[i])
+    # ... yet its evaluation at a point within ε is misclassified: the certified accuracy would count it
+    with pytest.raises(ValueError, match=f"computes in {dtype}|holds {dtype} tensors"):
+        certify(model, X[i : i + 1], y[i : i + 1], [eps], ascent_steps=0, probe=1, lipschitz=float(bound))
+
+
+def test_certify_refuses_an_autocast_region() -> None:
+    from structnets.analysis import certify
+
+    model = nn.Sequential(_scaled_linear(1.0).float())
+    X = torch.randn(4, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.raises(ValueError, match=r"autocast region to torch\.bfloat16 is active"):
+            certify(model, X, torch.zeros(4, dtype=torch.long), [0.1], ascent_steps=0, probe=1, lipschitz=1.5)
+    row = certify(model, X, torch.zeros(4, dtype=torch.long), [0.1], ascent_steps=0, probe=1, lipschitz=1.5)
+    assert float(row["lipschitz_upper"]) >= 1.0

@@ -142,6 +142,8 @@ def certify(
         ValueError: no radius or an ε ≤ 0 (naming ``radii``), ``X_test`` not (n, d) and finite,
             ``y_test`` not (n,), ``lipschitz`` ≤ 0, ``ascent_steps`` outside [0, 10⁸], ``probe`` < 1,
             ``attack_points`` < 0, ``attack_steps`` outside [1, 10⁸] or ``attack_targets`` < 0.
+        ValueError: a model evaluated in half precision (float16/bfloat16 tensors, inputs or logits, or
+            an active autocast region): its rounding can flip a point the margin test counts.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
@@ -166,13 +168,16 @@ def certify(
         model.eval()
         # certified first: a refused path (hooks, non-finite steps, ...) is refused before any forward
         upper = lipschitz_upper_bound(model, trust_hooks=trust_hooks)
+        _refuse_half_precision(model, X_test, upper.operand_dtype)
         with torch.no_grad():
             try:
-                model(X_test[:1])
+                first = model(X_test[:1])
             except (RuntimeError, ValueError, TypeError) as error:
                 raise ValueError(
                     f"`X_test` of shape {tuple(X_test.shape)} does not fit the model's input: {error}"
                 ) from None
+            if isinstance(first, torch.Tensor):
+                _refuse_half_precision(model, first, None)
             logits = torch.cat([model(X_test[i : i + EVAL_CHUNK]) for i in range(0, len(X_test), EVAL_CHUNK)])
         classes = logits.shape[1] if logits.dim() == 2 and logits.shape[1] > 1 else 2
         low, high = int(y_test.min()), int(y_test.max())
@@ -206,6 +211,30 @@ def certify(
                 _attacked(model, X_test, y_test, logits, lipschitz, radii, attack_points, attack_steps, attack_targets)
             )
         return row
+
+
+def _refuse_half_precision(model: nn.Module, tensor: torch.Tensor, operand_dtype: torch.dtype | None) -> None:
+    """Refuse (ValueError) a float16/bfloat16 evaluation: its rounding is not covered by the margin test.
+
+    The certificate is for exact arithmetic; a margin read off logits computed in half precision is
+    off by ≈ 2⁻⁹ of the logits (bfloat16), enough to flip a point counted certified at a radius 0.5 %
+    below its own (measured in ``tests/analysis/test_certificate_review_s9.py``). In float32 the same
+    error is ≈ 10⁻⁷ of the logits (``docs/lipschitz.md``, "What floating-point evaluation adds").
+    """
+    half = (torch.float16, torch.bfloat16)
+    if operand_dtype is not None:
+        where = f"an autocast region to {operand_dtype} is active"
+    elif tensor.dtype in half:
+        where = f"it computes in {tensor.dtype}"
+    else:
+        parameter = next((t for t in (*model.parameters(), *model.buffers()) if t.dtype in half), None)
+        if parameter is None:
+            return
+        where = f"it holds {parameter.dtype} tensors"
+    raise ValueError(
+        f"`model` cannot be certified as evaluated: {where}, and half-precision rounding of the logits can flip "
+        "a point counted certified; certify a float32 or float64 copy (model.float()) outside autocast"
+    )
 
 
 def _attacked(
