@@ -389,3 +389,14 @@ def test_van_elteren_p_is_exact_on_small_strata() -> None:
     a, b = rng.normal(size=7), rng.normal(size=9)
     reference = stats.mannwhitneyu(a, b, method="asymptotic", use_continuity=False).pvalue
     assert float(rules.van_elteren([a], [b]).p) == pytest.approx(reference, rel=1e-10)
+
+
+def test_still_falling_and_enough_seeds_name_bad_input() -> None:
+    """Before: x = 0 gave log 0 = −inf and a NaN slope without a word; enough_seeds(nan) raised numpy's
+    'cannot convert float NaN to integer' and enough_seeds(2.7) counted 2 seeds."""
+    with pytest.raises(ValueError, match="`x` must be positive"):
+        rules.still_falling([0.0, 1, 2, 4], [1.0, 0.5, 0.2, 0.1])
+    for bad in (math.nan, 2.7, -1):
+        with pytest.raises(ValueError, match="`seeds`"):
+            rules.enough_seeds(bad)  # type: ignore[arg-type]
+    assert rules.enough_seeds(5) and not rules.enough_seeds(4) and rules.enough_seeds(np.int64(6))

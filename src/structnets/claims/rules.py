@@ -341,6 +341,12 @@ def performance_ratio(
 
 def enough_seeds(seeds: int, minimum: int = MIN_SEEDS) -> bool:
     """Whether a configuration fixed before the run was measured over at least ``minimum`` seeds."""
+    try:
+        whole = not isinstance(seeds, bool) and math.isfinite(seeds) and seeds >= 0 and seeds == int(seeds)
+    except (TypeError, ValueError):
+        whole = False
+    if not whole:
+        raise ValueError(f"`seeds` must be a whole number of seeds ≥ 0, got {seeds!r}")
     return int(seeds) >= minimum
 
 
@@ -397,6 +403,8 @@ def still_falling(x: ArrayLike, y: ArrayLike, *, alpha: float = ALPHA) -> tuple[
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"`x` and `y` must be 1-D of one length, got shapes {x.shape} and {y.shape}")
+    if not np.all(np.isfinite(x) & (x > 0)):
+        raise ValueError(f"`x` must be positive and finite (a grid of sizes), got {x[~(np.isfinite(x) & (x > 0))][0]}")
     levels = np.unique(x)
     half = levels[len(levels) // 2 :] if len(levels) >= 6 else levels[-3:]
     single = len(levels) == x.size
