@@ -250,3 +250,17 @@ def test_certify_refuses_an_autocast_region() -> None:
             certify(model, X, torch.zeros(4, dtype=torch.long), [0.1], ascent_steps=0, probe=1, lipschitz=1.5)
     row = certify(model, X, torch.zeros(4, dtype=torch.long), [0.1], ascent_steps=0, probe=1, lipschitz=1.5)
     assert float(row["lipschitz_upper"]) >= 1.0
+
+
+# ----------------------------------------------------------------------------------------- torch.compile's wrapper
+
+
+def test_a_compiled_wrapper_whose_orig_mod_was_replaced_is_refused() -> None:
+    """``torch.compile(m)`` binds its forward to ``m``; ``opt._orig_mod = other`` changes the walk, not the calls."""
+    steep = nn.Sequential(_scaled_linear(10.0))
+    compiled = torch.compile(steep, backend="eager")
+    assert lipschitz_upper_bound(compiled) >= 10.0
+    compiled._orig_mod = nn.Sequential(_scaled_linear(1.0))
+    assert _measured(compiled, 4, points=8) == pytest.approx(10.0)  # still runs `steep`
+    with pytest.raises(ValueError, match=r"`model` \(OptimizedModule\) runs another module than its `_orig_mod`"):
+        lipschitz_upper_bound(compiled)

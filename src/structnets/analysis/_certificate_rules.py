@@ -224,6 +224,15 @@ def _compiled_by_module_compile(module: nn.Module, compiled: object) -> bool:
     )
 
 
+def _compiles(wrapper: nn.Module, original: nn.Module) -> bool:
+    """Whether ``torch.compile``'s wrapper runs ``original``: its forward was made from the module it wrapped
+    then (``original.__call__`` or ``wrap_inline(original)``), and assigning ``_orig_mod`` later leaves it."""
+    state = vars(wrapper)
+    compiled = state.get("_forward", state.get("forward"))  # `_forward` when a lazy-module check wraps it
+    target = getattr(compiled, "_torchdynamo_orig_callable", None)
+    return any(getattr(target, key, None) is original for key in ("__self__", "__wrapped__"))
+
+
 def _hook_name(hook: object) -> str:
     return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or type(hook).__name__
 
@@ -351,7 +360,13 @@ class _Walk:
     def bound(self, module: nn.Module, path: str) -> float:
         """The certified constant of one call of ``module`` (found at ``path``)."""
         if _is_compiled_wrapper(module):
-            return self.bound(cast(nn.Module, module._orig_mod), f"{path}._orig_mod")
+            original = cast(nn.Module, module._orig_mod)
+            if not _compiles(module, original):
+                raise CertificateRefused(
+                    f"`{path}` (OptimizedModule) runs another module than its `_orig_mod` "
+                    f"({type(original).__name__}, replaced after torch.compile?): its calls cannot be certified"
+                )
+            return self.bound(original, f"{path}._orig_mod")
         if callable(inspect.getattr_static(type(module), "lipschitz_bound", None)):
             return self._own_bound(module, path)
         name = type(module).__name__
