@@ -280,7 +280,8 @@ def _density(results: pd.DataFrame, config: Any) -> Evidence:
         f"deepest: " + "; ".join(parts) + f"; every model certified ≤ 1: {'yes' if certified else 'no'}",
         verdict,
         "density (no rate): for every target, the median sup error over seeds still falling over the upper half of "
-        "the depth grid (every step down; 'last < first' passes a curve that stopped falling) and its least-squares "
+        "the depth grid (every step down over at least its last 4 depths, a permutation test of size 1/4! for noisy medians; "
+        "'last < first' passes a curve that stopped falling) and its least-squares "
         "slope in log depth over all depths negative "
         "(density: the error can be driven down by depth alone at width d + 3), reproduced; a trained model not "
         "certified ≤ 1 (outside the class the theorem is about) refuted; else not reproduced (the theorem states no "
