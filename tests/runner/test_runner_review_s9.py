@@ -249,3 +249,27 @@ def test_report_does_not_write_into_a_folder_a_run_holds(tmp_path: Path) -> None
         report(out, registry=REGISTRY)
     assert (out / "table.md").read_bytes() == table and (out / "results.csv").read_bytes() == csv
     assert "Unfinished run" in report(out, registry=REGISTRY)  # once the folder is free
+
+
+# -- a run folder's own files as symbolic links -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["checkpoints", "models", RESULTS_DB])
+def test_a_run_folder_whose_own_files_are_links_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """``ln -s ../other/checkpoints run/checkpoints``: the run deleted every ``*.ckpt`` of the other folder
+    when it finished (the in-flight checkpoints of another run); a linked ``models/`` or ``results.db``
+    had the run write into another folder's files, outside that folder's lock."""
+    monkeypatch.setenv("STRUCTNETS_TOY_MODELS", "1")
+    other = tmp_path / "other"
+    run("toy", ToyConfig.quick(), other, registry=REGISTRY)
+    (other / "checkpoints").mkdir()
+    (other / "checkpoints" / "inflight.ckpt").write_bytes(b"another run's training state")
+    before = {p: p.read_bytes() for p in other.rglob("*") if p.is_file()}
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / name).symlink_to(other / name)
+    with pytest.raises(StoreError, match="link"):
+        run("toy", ToyConfig.quick(), out, registry=REGISTRY)
+    assert {p: p.read_bytes() for p in other.rglob("*") if p.is_file()} == before

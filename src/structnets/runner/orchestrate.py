@@ -43,7 +43,7 @@ from .device import apply_device
 from .errors import ChangedUnitsError, CorruptStoreError, MixedRunWarning, RunnerError, StoreError, UnitFailedError
 from .info import git_info, machine_info, package_versions
 from .lock import run_lock
-from .outputs import RESULTS_DB, RUN_INFO, write_outputs
+from .outputs import RESULTS_DB, RUN_INFO, check_own_files, write_outputs
 from .resolve import Registry, experiment_ref, get_registry, resolve_experiment, resolve_stored_experiment, worker_spec
 from .reuse import load_sources, take_reusable
 from .schedule import Schedule, results_frame
@@ -259,6 +259,7 @@ def _make_folder(out: Path) -> None:
             f"cannot create the run folder {out}: {e.strerror or e}; choose another output folder (--out)"
         ) from e
     _check_writable(out, "a run writes results.db, results.csv, table.md and figures/ there")
+    check_own_files(out)
     db = out / RESULTS_DB
     if db.is_file() and not os.access(db, os.R_OK | os.W_OK):
         raise StoreError(
@@ -535,6 +536,7 @@ def report(
     if not run_dir.is_dir():
         raise StoreError(f"`run_dir` {run_dir} is not a directory")
     _check_writable(run_dir, "report writes results.csv, table.md and figures/ there")
+    check_own_files(run_dir)
     # The run lock: a run in progress writes these files itself when it ends (RunLockedError meanwhile).
     with run_lock(run_dir):
         loaded = _load(run_dir, experiment, registry)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from .. import atomic_io
 from ..protocol import Experiment
+from .checkpoints import CHECKPOINTS
 from .errors import ExperimentError, RunnerError, StoreError
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,26 @@ RESULTS_CSV = "results.csv"
 TABLE_MD = "table.md"
 RUN_INFO = "run_info.json"
 FIGURES = "figures"
+#: the units' trained models (:mod:`.unit_models`)
+MODELS = "models"
+
+
+def check_own_files(folder: Path) -> None:
+    """Refuse a run folder whose database or folders are symbolic links (named, with their targets).
+
+    Through a link a run would write rows, models and figures into another folder (outside that
+    folder's lock) and, when it finishes, delete the checkpoints there.
+
+    Raises:
+        StoreError: ``results.db``, ``checkpoints/``, ``models/`` or ``figures/`` is a link.
+    """
+    for name in (RESULTS_DB, CHECKPOINTS, MODELS, FIGURES):
+        path = folder / name
+        if path.is_symlink():
+            raise StoreError(
+                f"{path} is a symbolic link (to {os.readlink(path)}): a run would write into, and delete from, "
+                f"what it points to; a run folder's {name} must be its own (replace the link with a copy)"
+            )
 
 
 def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out: Path) -> list[Path]:

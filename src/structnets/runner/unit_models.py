@@ -25,10 +25,8 @@ import torch
 from torch import nn
 
 from .. import atomic_io
+from .outputs import MODELS  # the folder of a run folder that holds the units' trained models
 from .store import dumps
-
-#: The folder of a run folder that holds the units' trained models.
-MODELS = "models"
 
 _CURRENT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("structnets_unit_model", default=None)
 
