@@ -273,3 +273,24 @@ def test_a_run_folder_whose_own_files_are_links_is_refused(
     with pytest.raises(StoreError, match="link"):
         run("toy", ToyConfig.quick(), out, registry=REGISTRY)
     assert {p: p.read_bytes() for p in other.rglob("*") if p.is_file()} == before
+
+
+# -- a garbled byte that SQLite reports in a message that is not UTF-8 ------------------------------------------
+
+
+def test_a_schema_garbled_into_bytes_that_are_not_utf8_is_a_corrupt_database(tmp_path: Path) -> None:
+    """One byte of results.db flipped inside the sessions table's CREATE statement: SQLite's error
+    ("malformed database schema (sessions) - near "KE\\x92"") is not UTF-8, so ``PRAGMA quick_check``
+    raised UnicodeDecodeError and ``structnets run`` died with a traceback instead of one line."""
+    from structnets.runner import report
+
+    out = tmp_path / "run"
+    run("toy", ToyConfig.quick(), out, registry=REGISTRY)
+    data = bytearray((out / RESULTS_DB).read_bytes())
+    at = data.index(b"id INTEGER PRIMARY KEY") + len(b"id INTEGER PRIMARY KE")
+    data[at] = 0x92
+    (out / RESULTS_DB).write_bytes(bytes(data))
+    for call in (lambda: run("toy", ToyConfig.quick(), out, registry=REGISTRY), lambda: report(out, registry=REGISTRY)):
+        with pytest.raises(CorruptStoreError, match="results.db is not a usable"):
+            call()
+    assert (out / RESULTS_DB).read_bytes() == bytes(data)  # left untouched

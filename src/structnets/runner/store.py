@@ -147,6 +147,9 @@ class ResultStore:
         except CorruptStoreError:
             conn.close()
             raise
+        except UnicodeDecodeError as e:  # a garbled byte in SQLite's own message (e.g. of a damaged schema)
+            conn.close()
+            raise CorruptStoreError(path, f"SQLite error with text that is not UTF-8: {e}") from e
         except sqlite3.DatabaseError as e:
             conn.close()
             if _is_access_error(e):
@@ -168,7 +171,7 @@ class ResultStore:
     def _read_meta(path: Path, conn: sqlite3.Connection) -> dict[str, str]:
         try:
             meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise CorruptStoreError(path, f"cannot read meta table: {e}") from e
         missing = {"schema_version", "experiment", "config"} - set(meta)
         if missing:
@@ -299,7 +302,7 @@ class ResultStore:
             rows = self._conn.execute(
                 "SELECT key, params, result, started, finished, worker, host, wall_s FROM results ORDER BY rowid"
             ).fetchall()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise CorruptStoreError(self.path, f"cannot read results: {e}") from e
         records: dict[str, UnitRecord] = {}
         for r in rows:
