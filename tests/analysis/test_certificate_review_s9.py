@@ -264,3 +264,56 @@ def test_a_compiled_wrapper_whose_orig_mod_was_replaced_is_refused() -> None:
     assert _measured(compiled, 4, points=8) == pytest.approx(10.0)  # still runs `steep`
     with pytest.raises(ValueError, match=r"`model` \(OptimizedModule\) runs another module than its `_orig_mod`"):
         lipschitz_upper_bound(compiled)
+
+
+# ----------------------------------------------------------------------------------------- rounding of the margin test
+
+
+def _sqrt2_eps_cases(count: int) -> list[float]:
+    """Radii ε for which fl(fl(√2)·ε) < √2·ε exactly (compared in squares with exact rationals)."""
+    import math
+    import random
+    from fractions import Fraction
+
+    generator = random.Random(0)
+    cases = []
+    while len(cases) < count:
+        eps = generator.uniform(0.01, 1.0)
+        if Fraction(math.sqrt(2.0) * eps) ** 2 < 2 * Fraction(eps) ** 2:
+            cases.append(eps)
+    return cases
+
+
+def test_certified_accuracy_counts_no_margin_below_sqrt2_l_eps() -> None:
+    """A margin m certifies ε only if m ≥ √2·L·ε exactly: m = fl(√2·ε) < √2·ε must not count (L = 1)."""
+    from fractions import Fraction
+
+    from structnets.analysis import certified_accuracy, certified_radii
+
+    for eps in _sqrt2_eps_cases(20):
+        margin = 2.0**0.5 * eps  # the rounded product: exactly below √2·ε
+        assert 2 * Fraction(eps) ** 2 > Fraction(margin) ** 2
+        logits = torch.tensor([[margin, 0.0]], dtype=F64)
+        assert certified_accuracy(logits, torch.tensor([0]), eps, 1.0) == 0.0
+        assert float(certified_radii(logits, torch.tensor([0]), 1.0)[0]) < eps
+
+
+def test_certified_radii_never_exceed_the_exact_radius() -> None:
+    """r = m/(√2·L) (one logit: |f|/L), compared exactly: never above, for margins that round in float64 too."""
+    from fractions import Fraction
+
+    from structnets.analysis import certified_radii
+
+    generator = torch.Generator().manual_seed(0)
+    for lipschitz in (1.0, 0.7, 1.0000000000000078, 3.3):
+        logits = torch.randn(400, 3, generator=generator, dtype=F64) * torch.tensor([1.0, 1e-9, 1e9], dtype=F64)
+        logits[:200, 1] = logits[:200, 0] + 1e-3  # near ties: the float64 difference rounds
+        labels = logits.argmax(dim=1)
+        radii = certified_radii(logits, labels, lipschitz)
+        for row, label, radius in zip(logits.tolist(), labels.tolist(), radii.tolist()):
+            exact = Fraction(row[label]) - max(Fraction(v) for j, v in enumerate(row) if j != label)
+            assert 2 * (Fraction(radius) * Fraction(lipschitz)) ** 2 <= exact**2
+        single = torch.randn(400, generator=generator, dtype=F64)
+        radii = certified_radii(single, (single > 0).long(), lipschitz)
+        for value, radius in zip(single.tolist(), radii.tolist()):
+            assert Fraction(radius) * Fraction(lipschitz) <= abs(Fraction(value))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -23,7 +24,13 @@ from torch import nn
 from .._float32_precision import ieee_float32
 from .._validation import MAX_STEPS, check_int, check_real
 from .attack import pgd_l2
-from .lipschitz import _real_array, certified_accuracy, lipschitz_lower_bound, lipschitz_upper_bound
+from .lipschitz import (
+    _margins_round_down,
+    _real_array,
+    certified_accuracy,
+    lipschitz_lower_bound,
+    lipschitz_upper_bound,
+)
 
 #: Rows evaluated per forward pass in :func:`certify` (bounds memory; the result does not depend on it).
 EVAL_CHUNK = 4096
@@ -38,7 +45,9 @@ def certified_radii(
     positive, else 0 (Tsuzuku et al. 2018, Prop. 1). One logit (class 1 iff f > 0): r(x) = |f(x)|/L
     when the sign is right, else 0. The prediction at x is constant on the open ball of radius
     r(x), so the certified accuracy at ε > 0 is the fraction of points with r(x) ≥ ε (equal to
-    :func:`~structnets.analysis.certified_accuracy` up to the rounding of one division).
+    :func:`~structnets.analysis.certified_accuracy` up to the rounding of one division). Each radius
+    is rounded towards 0 (≤ the exact quotient of the exact margin, checked with rationals), never
+    to nearest, which could certify a radius half an ulp beyond the true one.
 
     Args:
         logits: (n, k), (n, 1) or (n,) finite outputs of the model.
@@ -55,12 +64,27 @@ def certified_radii(
     lipschitz = check_real("lipschitz", lipschitz, low=0.0, low_open=True)
     z, y = _logits_and_labels(logits, labels)
     if z.dim() == 1:
-        signed = torch.where(y == 1, z, -z)
-        return torch.where(signed > 0, signed / lipschitz, torch.zeros_like(signed))
-    true = z.gather(1, y[:, None])[:, 0]
-    others = z.scatter(1, y[:, None], -math.inf).max(dim=1).values
-    margin = true - others
-    return torch.where(margin > 0, margin / (math.sqrt(2.0) * lipschitz), torch.zeros_like(margin))
+        margin, factor = torch.where(y == 1, z, -z), 1
+    else:
+        margin, factor = _margins_round_down(z, y), 2
+    radius = torch.where(margin > 0, margin / (math.sqrt(factor) * lipschitz), torch.zeros_like(margin))
+    return _round_down_to_exact(radius, margin, lipschitz, factor)
+
+
+def _round_down_to_exact(radius: torch.Tensor, margin: torch.Tensor, lipschitz: float, factor: int) -> torch.Tensor:
+    """Each radius r moved down (ulp by ulp) until factor·(r·L)² ≤ m² exactly: r ≤ m/(√factor·L).
+
+    r = fl(m/(fl(√2)·L)) rounds to nearest, so it can exceed m/(√2·L) by half an ulp (a point
+    counted certified at a radius ε it is not certified at); compared with exact rationals.
+    """
+    values, margins = radius.tolist(), margin.tolist()
+    bound = Fraction(lipschitz)
+    for i, (r, m) in enumerate(zip(values, margins)):
+        if r > 0:
+            while r > 0 and factor * (Fraction(r) * bound) ** 2 > Fraction(m) ** 2:
+                r = math.nextafter(r, 0.0)
+            values[i] = r
+    return torch.tensor(values, dtype=radius.dtype, device=radius.device)
 
 
 def _logits_and_labels(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -222,7 +223,8 @@ def certified_accuracy(
 
     Multiclass (k ≥ 2 logits): correct and f_y − max_{j≠y} f_j ≥ √2·L·ε (Tsuzuku et al. 2018).
     One logit (binary, class 1 iff f > 0): correct and |f| ≥ L·ε. ε = 0 gives clean accuracy
-    (ties count as wrong).
+    (ties count as wrong). The margin is rounded down and √2·L·ε up, so a counted point satisfies
+    the inequality exactly (fl(√2)·ε rounded to nearest is below √2·ε for 8 % of ε).
 
     Args:
         logits: (n, k) or (n,) / (n, 1) outputs of an L-Lipschitz model.
@@ -257,16 +259,37 @@ def certified_accuracy(
         if ((y != 0) & (y != 1)).any():
             raise ValueError("`labels` must be 0/1 for a single logit")
         signed = torch.where(y == 1, z, -z)
-        ok = (signed > 0) & (signed >= lipschitz * eps)
+        ok = (signed > 0) & (signed >= _multiply_round_up(lipschitz, eps))
         return float(ok.double().mean())
     k = z.shape[1]
     if ((y < 0) | (y >= k)).any():
         raise ValueError(f"`labels` must be in [0, {k}), got values outside")
-    true = z.gather(1, y[:, None])[:, 0]
-    others = z.scatter(1, y[:, None], -math.inf).max(dim=1).values
-    margin = true - others
-    ok = (margin > 0) & (margin >= math.sqrt(2.0) * lipschitz * eps)
+    margin = _margins_round_down(z, y)
+    ok = (margin > 0) & (margin >= _sqrt2_times_round_up(_multiply_round_up(lipschitz, eps)))
     return float(ok.double().mean())
+
+
+def _sqrt2_times_round_up(value: float) -> float:
+    """A float t ≥ √2·value exactly (value ≥ 0): fl(√2)·value can round below it (e.g. value = 0.8459776330097977)."""
+    product = math.sqrt(2.0) * value
+    while math.isfinite(product) and Fraction(product) ** 2 < 2 * Fraction(value) ** 2:
+        product = math.nextafter(product, math.inf)
+    return product
+
+
+def _margins_round_down(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """f_y − max_{j≠y} f_j per row of float64 logits ``z`` (n, k), each ≤ the exact difference.
+
+    The float64 difference rounds to nearest, possibly up; its rounding error is recovered exactly
+    (Knuth's TwoSum) and the result moved one ulp down where the exact difference is smaller.
+    """
+    true = z.gather(1, y[:, None])[:, 0]
+    others = -z.scatter(1, y[:, None], -math.inf).max(dim=1).values
+    total = true + others
+    back = total - true
+    error = (true - (total - back)) + (others - back)
+    below = torch.isfinite(total) & (error < 0)
+    return torch.where(below, torch.nextafter(total, torch.full_like(total, -math.inf)), total)
 
 
 def _real_array(value: torch.Tensor | np.ndarray, name: str) -> torch.Tensor:
