@@ -294,3 +294,27 @@ def test_a_schema_garbled_into_bytes_that_are_not_utf8_is_a_corrupt_database(tmp
         with pytest.raises(CorruptStoreError, match="results.db is not a usable"):
             call()
     assert (out / RESULTS_DB).read_bytes() == bytes(data)  # left untouched
+
+
+# -- the command line's account of a run ---------------------------------------------------------------------
+
+
+def test_a_new_folder_built_from_reuse_is_not_announced_as_a_resumed_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``structnets run toy --reuse A --out NEW`` printed "resuming run in NEW: 8 units already finished"
+    for a folder that did not exist: the units were taken from A, nothing was resumed."""
+    from structnets.cli import main
+
+    args = ["run", "toy_experiment:EXPERIMENT", "--jobs", "1", "--no-html"]
+    assert main([*args, "--set", "arms=2", "seeds=0,1", "repeats=1", "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    new = tmp_path / "new"
+    assert (
+        main([*args, "--set", "arms=2", "seeds=0,1,2", "repeats=1", "--reuse", str(tmp_path / "a"), "--out", str(new)])
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "resuming" not in err and f"4 finished units taken from --reuse {tmp_path / 'a'}" in err, err
+    assert main([*args, "--set", "arms=2", "seeds=0,1,2", "repeats=1", "--out", str(new)]) == 0
+    assert f"resuming run in {new}: 7 units already finished" in capsys.readouterr().err

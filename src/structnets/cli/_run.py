@@ -122,11 +122,21 @@ class _Progress:
     ``progress(done, total)`` callback.
     """
 
-    def __init__(self, desc: str, mode: str, out: Path, quiet: bool = False, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        desc: str,
+        mode: str,
+        out: Path,
+        quiet: bool = False,
+        stream: TextIO | None = None,
+        reused_from: Sequence[Path] = (),
+    ) -> None:
         self.desc = desc
         self.mode = mode
         self.out = out
         self.quiet = quiet
+        # a folder without results.db yet: units done at the start were taken from these (--reuse), not resumed
+        self.reused_from = list(reused_from)
         self.stream = stream or sys.stderr
         self.started = False
         self.bar: Any = None
@@ -142,7 +152,12 @@ class _Progress:
         if not self.started:
             self.started = True
             if done and not self.quiet:
-                print(f"resuming run in {self.out}: {done} units already finished", file=self.stream, flush=True)
+                if self.reused_from:
+                    where = ", ".join(str(p) for p in self.reused_from)
+                    text = f"{done} finished units taken from --reuse {where}"
+                else:
+                    text = f"resuming run in {self.out}: {done} units already finished"
+                print(text, file=self.stream, flush=True)
         if self.mode == "lines":
             self._line(done, total)
         elif self.mode == "bar":
@@ -304,7 +319,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from ..runner.backends import default_jobs
 
         jobs = min(default_jobs(), _first_units(experiment, config))
-    bar = _Progress(experiment.name, _progress_mode(args, sys.stderr), out=out, quiet=_quiet(args))
+    fresh = not (out / "results.db").is_file()
+    bar = _Progress(
+        experiment.name, _progress_mode(args, sys.stderr), out=out, quiet=_quiet(args),
+        reused_from=args.reuse if fresh else (),
+    )  # fmt: skip
     live = None
     if not args.no_html:
         from ..html import LiveReport
