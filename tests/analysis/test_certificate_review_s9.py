@@ -317,3 +317,20 @@ def test_certified_radii_never_exceed_the_exact_radius() -> None:
         radii = certified_radii(single, (single > 0).long(), lipschitz)
         for value, radius in zip(single.tolist(), radii.tolist()):
             assert Fraction(radius) * Fraction(lipschitz) <= abs(Fraction(value))
+
+
+# ----------------------------------------------------------------------------------------- complex parameters
+
+
+def test_a_complex_linear_is_refused() -> None:
+    """W = 10i·I: ‖Wx − Wy‖ = 10‖x − y‖, but the float64 cast of W keeps its real part 0 (bound 0)."""
+    layer = nn.Linear(4, 4, bias=False, dtype=torch.complex128)
+    with torch.no_grad():
+        layer.weight.copy_(10j * torch.eye(4, dtype=torch.complex128))
+    generator = torch.Generator().manual_seed(0)
+    x, y = (torch.randn(4, dtype=torch.complex128, generator=generator) for _ in range(2))
+    with torch.no_grad():
+        ratio = float(torch.linalg.vector_norm(layer(x) - layer(y)) / torch.linalg.vector_norm(x - y))
+    assert ratio == pytest.approx(10.0)
+    with pytest.raises(ValueError, match=r"parameter `model\.0\.weight` \(Linear\) is complex"):
+        lipschitz_upper_bound(nn.Sequential(layer))

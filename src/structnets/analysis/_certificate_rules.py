@@ -329,6 +329,11 @@ class _Walk:
                     f"{where} is a {type(tensor).__name__} with its own __torch_function__: it may change "
                     "every operation it enters"
                 )
+            if tensor.is_complex():
+                raise CertificateRefused(
+                    f"{where} is complex ({tensor.dtype}): the certificate covers real maps only (a bound read "
+                    "off its real part would drop the imaginary one)"
+                )
             if tensor.is_floating_point() and not bool(torch.isfinite(tensor.detach()).all()):
                 raise CertificateRefused(f"{where} has non-finite values: the model computes NaN or ±inf")
         for table in _HOOK_TABLES:
