@@ -318,3 +318,26 @@ def test_a_new_folder_built_from_reuse_is_not_announced_as_a_resumed_run(
     assert "resuming" not in err and f"4 finished units taken from --reuse {tmp_path / 'a'}" in err, err
     assert main([*args, "--set", "arms=2", "seeds=0,1,2", "repeats=1", "--out", str(new)]) == 0
     assert f"resuming run in {new}: 7 units already finished" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_untouched(tmp_path: Path, link: str) -> None:
+    """A received run folder holding ``.structnets.lock -> ~/.bashrc``: the lock was opened through the link
+    and truncated, so ``structnets run``/``report`` of that folder overwrote the link's target with a
+    ``pid=... host=...`` line."""
+    from structnets.runner import report
+    from structnets.runner.lock import LOCK_FILE
+
+    out = tmp_path / "run"
+    run("toy", ToyConfig.quick(), out, registry=REGISTRY)
+    victim = tmp_path / "bashrc"
+    victim.write_text("export IMPORTANT=1\n")
+    if link == "symbolic":
+        (out / LOCK_FILE).symlink_to(victim)
+    else:
+        (out / LOCK_FILE).hardlink_to(victim)
+    for call in (lambda: run("toy", ToyConfig.quick(), out, registry=REGISTRY), lambda: report(out, registry=REGISTRY)):
+        with pytest.raises(StoreError, match="link"):
+            call()
+        assert victim.read_text() == "export IMPORTANT=1\n"
+        assert (out / LOCK_FILE).is_symlink() or (out / LOCK_FILE).stat().st_nlink == 2

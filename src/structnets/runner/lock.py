@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,14 +60,27 @@ def _refused(folder: Path, text: str) -> RunLockedError:
     )
 
 
+def _not_plain(path: Path, what: str) -> StoreError:
+    return StoreError(
+        f"the lock file {path} is {what}: it is never opened, since a run writes into it; remove it and rerun"
+    )
+
+
 def _open_locked(path: Path, folder: Path) -> int:
     """Open ``path`` and hold its lock; return the descriptor. Retries while the file is swapped."""
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            # never through a link: a run folder is data, and the lock file is truncated and written
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            fd = os.open(path, flags, 0o666)
         except OSError as e:
+            if path.is_symlink():
+                raise _not_plain(path, f"a symbolic link (to {os.readlink(path)})") from e
             raise StoreError(f"cannot create the lock file {path}: {e.strerror or e}") from e
         try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                raise _not_plain(path, "not a plain file" if not stat.S_ISREG(info.st_mode) else "a hard link")
             if fcntl is not None:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
