@@ -40,9 +40,11 @@ def check_own_files(folder: Path) -> None:
     folder's lock) and, when it finishes, delete the checkpoints there.
 
     Raises:
-        StoreError: ``results.db``, ``checkpoints/``, ``models/`` or ``figures/`` is a link.
+        StoreError: ``results.db`` (or its ``-wal``, ``-shm``, ``-journal``), ``checkpoints/``, ``models/``
+            or ``figures/`` is a link.
     """
-    for name in (RESULTS_DB, CHECKPOINTS, MODELS, FIGURES):
+    sqlite_files = [RESULTS_DB + suffix for suffix in ("", "-wal", "-shm", "-journal")]
+    for name in (*sqlite_files, CHECKPOINTS, MODELS, FIGURES):
         path = folder / name
         if path.is_symlink():
             raise StoreError(
