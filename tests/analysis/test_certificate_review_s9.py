@@ -334,3 +334,28 @@ def test_a_complex_linear_is_refused() -> None:
     assert ratio == pytest.approx(10.0)
     with pytest.raises(ValueError, match=r"parameter `model\.0\.weight` \(Linear\) is complex"):
         lipschitz_upper_bound(nn.Sequential(layer))
+
+
+def test_a_redefining_linear_inside_a_layer_with_its_own_bound_is_refused() -> None:
+    """UnconstrainedResidual reads `inner.weight` (no grad) and checks only that `inner` keeps Linear.forward."""
+    from structnets.nn import UnconstrainedResidual
+
+    class GradWeight(nn.Linear):
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            value = super().__getattr__(name)
+            return 10.0 * value if name == "weight" and torch.is_grad_enabled() else value
+
+    torch.manual_seed(0)
+    block = UnconstrainedResidual(4, 4, dtype=F64)
+    inner = GradWeight(4, 4, dtype=F64)
+    with torch.no_grad():
+        inner.weight.copy_(block.inner.weight)
+        inner.bias.copy_(block.inner.bias)
+    block.inner = inner
+    with torch.no_grad():
+        old_bound = 1.0 + float(torch.linalg.matrix_norm(block.outer.weight, ord=2)) * float(
+            torch.linalg.matrix_norm(inner.weight, ord=2)
+        )
+    assert _measured(block, 4) > 1.5 * old_bound  # what the layer's own bound reads, against the forward
+    with pytest.raises(ValueError, match=r"`model\.inner` \(GradWeight\) overrides `__getattr__` of Linear"):
+        lipschitz_upper_bound(block)

@@ -76,6 +76,7 @@ _CALL_PATH = ("_wrapped_call_impl", "_call_impl")
 _REDEFINITIONS_ALLOWED = frozenset(
     {
         "__init__", "reset_parameters", "extra_repr", "__repr__", "__str__", "_version", "__constants__",
+        "_save_to_state_dict", "_load_from_state_dict",
         "__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__", "__slots__",
         "__firstlineno__", "__static_attributes__", "__orig_bases__", "__parameters__", "__abstractmethods__",
         "_abc_impl",
@@ -340,6 +341,9 @@ class _Walk:
             kind = "forward hook" if table == "_forward_hooks" else "forward pre-hook"
             for hook in getattr(module, table, {}).values():
                 self._hook(f"{kind} `{_hook_name(hook)}` on `{path}` ({name})")
+        if isinstance(module, nn.Linear) and type(module).forward is nn.Linear.forward:
+            # layers that read a child nn.Linear's weight (UnconstrainedResidual) check only its forward
+            _refuse_redefinition(module, path, nn.Linear)
 
     @staticmethod
     def _check_parametrizations(path: str, module: nn.Module) -> None:
