@@ -341,3 +341,30 @@ def test_a_lock_file_that_is_a_link_is_refused_and_its_target_untouched(tmp_path
             call()
         assert victim.read_text() == "export IMPORTANT=1\n"
         assert (out / LOCK_FILE).is_symlink() or (out / LOCK_FILE).stat().st_nlink == 2
+
+
+# -- what a write cut short by kill -9 leaves behind ---------------------------------------------------------
+
+
+def test_temporaries_of_writes_cut_short_are_removed_when_the_run_finishes(tmp_path: Path) -> None:
+    """kill -9 while results.csv, table.md, run_info.json, a figure or a model was being written leaves
+    its temporary (``.results.csv.x1y2.tmp``, ``.figures-abc/``, ``models/.unit.pt.x.tmp``) in the run
+    folder; resuming and finishing the run left them there for good."""
+    out = tmp_path / "run"
+    run("toy", ToyConfig.quick(), out, registry=REGISTRY)
+    leftovers = [
+        out / ".results.csv.k2j3h4.tmp",
+        out / ".table.md.abcdef.tmp",
+        out / ".run_info.json.zz9.tmp",
+        out / ".figures-q1w2e3" / "values.png",
+        out / "models" / ".stage1-arm=0-seed=0-0123456789ab.pt.x7.tmp",
+    ]
+    for path in leftovers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half a file")
+    kept = [out / "notes.txt", out / ".hidden-by-the-user", out / "figures" / "mine.png"]
+    for path in kept:
+        path.write_bytes(b"the user's")
+    run("toy", ToyConfig.quick(), out, registry=REGISTRY)  # resumes: nothing to run, outputs rewritten
+    assert [p for p in leftovers if p.exists()] == [] and not (out / ".figures-q1w2e3").exists()
+    assert all(p.read_bytes() == b"the user's" for p in kept)

@@ -7,9 +7,11 @@ mixed (units stored with params the experiment no longer gives).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -51,6 +53,21 @@ def check_own_files(folder: Path) -> None:
                 f"{path} is a symbolic link (to {os.readlink(path)}): a run would write into, and delete from, "
                 f"what it points to; a run folder's {name} must be its own (replace the link with a copy)"
             )
+
+
+def remove_temporaries(folder: Path) -> None:
+    """Delete what writes cut short (``kill -9``) left in the run folder ``folder``: the temporaries of
+    :mod:`~structnets.atomic_io` beside ``results.csv``, ``table.md``, ``run_info.json`` and the models,
+    and the ``.figures-*`` folders figures are drawn in. Only called while holding the run lock."""
+    names = [f".{name}.*.tmp" for name in (RESULTS_CSV, TABLE_MD, RUN_INFO)]
+    found = [p for pattern in names for p in folder.glob(pattern)]
+    found += [*folder.glob(".figures-*"), *(folder / MODELS).glob(".*.pt.*.tmp")]
+    for path in found:
+        with contextlib.suppress(OSError):  # tidying up never fails a run
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
 
 def _write_figures(experiment: Experiment, frame: pd.DataFrame, config: Any, out: Path) -> list[Path]:
@@ -136,6 +153,7 @@ def write_outputs(
     with params the experiment no longer gives (a mixed folder): the table then starts with a
     notice naming them, so a table of old and new results is never taken for one run's.
     """
+    remove_temporaries(out)
     _write_text_output(out / RESULTS_CSV, "", frame)
     mixed = mixed_notice(experiment, changed, out) if changed else ""
     if missing is None:
