@@ -359,3 +359,22 @@ def test_a_redefining_linear_inside_a_layer_with_its_own_bound_is_refused() -> N
     assert _measured(block, 4) > 1.5 * old_bound  # what the layer's own bound reads, against the forward
     with pytest.raises(ValueError, match=r"`model\.inner` \(GradWeight\) overrides `__getattr__` of Linear"):
         lipschitz_upper_bound(block)
+
+
+# ----------------------------------------------------------------------------------------- Dropout's rounded scale
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("p", [0.3, 0.1, 0.7])
+def test_dropout_in_training_mode_is_certified_at_its_rounded_scale(dtype: torch.dtype, p: float) -> None:
+    """The mask is scaled by 1/(1 − p) rounded in the input's dtype (1.4296875 in bfloat16 for p = 0.3)."""
+    dropout = nn.Dropout(p).train()
+    x = torch.randn(1, 64, dtype=dtype)
+
+    def one_mask(v: torch.Tensor) -> torch.Tensor:
+        torch.manual_seed(0)
+        return dropout(v)
+
+    jacobian = torch.autograd.functional.jacobian(one_mask, x).reshape(64, 64).to(F64)
+    assert float(jacobian.max()) == float(torch.ones((), dtype=dtype).div_(1 - p))  # the operand the map uses
+    assert float(torch.linalg.matrix_norm(jacobian, ord=2)) <= lipschitz_upper_bound(nn.Sequential(dropout))

@@ -453,7 +453,7 @@ def _refuse_redefinition(module: nn.Module, path: str, owner: type) -> None:
 
 
 def _dropout_constant(module: nn.Module, path: str) -> float:
-    """1 in eval mode; 1/(1 − p) rounded up in training mode (a diagonal map with entries 0 or 1/(1 − p))."""
+    """1 in eval mode; in training mode the largest entry of the diagonal map (0 or 1/(1 − p)) as any dtype rounds it."""
     p = float(cast(Any, module).p)
     if not 0.0 <= p <= 1.0:
         raise CertificateRefused(f"`{path}` ({type(module).__name__}) has p={p!r} outside [0, 1]")
@@ -465,6 +465,10 @@ def _dropout_constant(module: nn.Module, path: str) -> float:
     keep = Fraction(1) - Fraction(p)
     if Fraction(scale) * keep < 1:
         scale = math.nextafter(scale, math.inf)
+    # the forward scales its mask in the input's dtype (noise.div_(1 − p)): that rounded operand,
+    # e.g. 1.4296875 in bfloat16 and 1.4285714626 in float32 for p = 0.3, can exceed 1/(1 − p)
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        scale = max(scale, float(torch.ones(64, dtype=dtype).div_(1.0 - p).max()))
     return scale
 
 
