@@ -378,3 +378,13 @@ def test_dropout_in_training_mode_is_certified_at_its_rounded_scale(dtype: torch
     jacobian = torch.autograd.functional.jacobian(one_mask, x).reshape(64, 64).to(F64)
     assert float(jacobian.max()) == float(torch.ones((), dtype=dtype).div_(1 - p))  # the operand the map uses
     assert float(torch.linalg.matrix_norm(jacobian, ord=2)) <= lipschitz_upper_bound(nn.Sequential(dropout))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("slope", [1.1, -1.3, 2.7])
+def test_leaky_relu_is_certified_at_its_rounded_slope(dtype: torch.dtype, slope: float) -> None:
+    """On negative inputs LeakyReLU multiplies by the slope as a dtype rounds it (1.1015625 in bfloat16 for 1.1)."""
+    model = nn.Sequential(nn.LeakyReLU(slope))
+    x = -torch.rand(1, 8, dtype=dtype) - 0.5
+    jacobian = torch.autograd.functional.jacobian(model, x).reshape(8, 8).to(F64)
+    assert float(torch.linalg.matrix_norm(jacobian, ord=2)) <= lipschitz_upper_bound(model)

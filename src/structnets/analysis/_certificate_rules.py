@@ -83,6 +83,8 @@ _REDEFINITIONS_ALLOWED = frozenset(
     }
 )  # fmt: skip
 _MISSING = object()
+# Dtypes a constant operand of an activation or Dropout may be rounded to by the forward.
+_ROUNDING_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 class LipschitzBound(float):
@@ -401,7 +403,9 @@ class _Walk:
             slope = float(module.negative_slope)
             if not math.isfinite(slope):
                 raise CertificateRefused(f"`{path}` (LeakyReLU) has a non-finite negative_slope {slope!r}")
-            return max(1.0, abs(slope))
+            # the forward multiplies by the slope as the input's dtype (or float32 opmath) rounds it
+            rounded = (abs(float(torch.tensor(slope, dtype=dtype))) for dtype in _ROUNDING_DTYPES)
+            return max(1.0, abs(slope), *rounded)
         constant = ACTIVATION_CONSTANTS.get(type(module))
         if constant is not None:
             return constant
@@ -467,7 +471,7 @@ def _dropout_constant(module: nn.Module, path: str) -> float:
         scale = math.nextafter(scale, math.inf)
     # the forward scales its mask in the input's dtype (noise.div_(1 − p)): that rounded operand,
     # e.g. 1.4296875 in bfloat16 and 1.4285714626 in float32 for p = 0.3, can exceed 1/(1 − p)
-    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    for dtype in _ROUNDING_DTYPES:
         scale = max(scale, float(torch.ones(64, dtype=dtype).div_(1.0 - p).max()))
     return scale
 
