@@ -96,6 +96,23 @@ def test_a_compiled_call_impl_set_on_the_instance_is_refused() -> None:
         lipschitz_upper_bound(model)
 
 
+class _CompiledOnTheClass(GradientStepResidual):
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return super().forward(input)
+
+    def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
+        return super().lipschitz_bound(operand_dtype=operand_dtype)
+
+    _compiled_call_impl = staticmethod(lambda x: 10.0 * x)
+
+
+def test_a_compiled_call_impl_on_the_class_is_refused() -> None:
+    model = nn.Sequential(_CompiledOnTheClass(4, 4, dtype=F64).eval())
+    assert _measured(model, 4) == pytest.approx(10.0)
+    with pytest.raises(ValueError, match=r"`model\.0` \(_CompiledOnTheClass\) has `_compiled_call_impl` set"):
+        lipschitz_upper_bound(model)
+
+
 def test_module_compile_in_place_is_still_certified() -> None:
     layer = _scaled_linear(3.0)
     layer.compile(backend="eager")  # _compiled_call_impl = torch.compile(layer._call_impl): the same computation

@@ -301,7 +301,7 @@ class _Walk:
                         f"`{path}` ({name}) overrides `{key}`, which nn.Module.__call__ runs instead of "
                         "forward(): its calls cannot be certified"
                     )
-            compiled = vars(module).get("_compiled_call_impl")
+            compiled = getattr(module, "_compiled_call_impl", None)  # on the instance or its class
             if compiled is not None and not _compiled_by_module_compile(module, compiled):
                 raise CertificateRefused(
                     f"`{path}` ({name}) has `_compiled_call_impl` set to {_hook_name(compiled)}, which "
