@@ -368,3 +368,35 @@ def test_temporaries_of_writes_cut_short_are_removed_when_the_run_finishes(tmp_p
     run("toy", ToyConfig.quick(), out, registry=REGISTRY)  # resumes: nothing to run, outputs rewritten
     assert [p for p in leftovers if p.exists()] == [] and not (out / ".figures-q1w2e3").exists()
     assert all(p.read_bytes() == b"the user's" for p in kept)
+
+
+# -- a run folder's own files of the wrong kind -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["results.csv", "table.md", "run_info.json", "figures", "models"])
+def test_a_run_folder_file_of_the_wrong_kind_is_named_before_any_unit_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: Any, name: str
+) -> None:
+    """``mkdir run/table.md`` (or results.csv, run_info.json) ended the run in a ValueError traceback
+    from atomic_io, after its units ran (run_info.json: before any); ``figures`` or ``models`` as a plain
+    file gave 'File exists; check the permissions' or failed every unit that saves a model."""
+    from structnets.runner import report
+
+    monkeypatch.setenv("STRUCTNETS_TOY_MODELS", "1")
+    out = tmp_path / "run"
+    run("toy", ToyConfig.quick(), out, registry=REGISTRY)
+    with sqlite3.connect(out / RESULTS_DB) as conn:
+        conn.execute("DELETE FROM results WHERE key LIKE 'stage2/%'")
+    path = out / name
+    if path.is_dir():
+        __import__("shutil").rmtree(path)
+        path.write_text("a file")
+    else:
+        path.unlink()
+        path.mkdir()
+    before = calls()
+    kind = "a folder" if name in ("results.csv", "table.md", "run_info.json") else "not a folder"
+    for call in (lambda: run("toy", ToyConfig.quick(), out, registry=REGISTRY), lambda: report(out, registry=REGISTRY)):
+        with pytest.raises(StoreError, match=f"{path} is {kind}"):
+            call()
+    assert calls() == before  # refused before any unit ran

@@ -36,23 +36,28 @@ MODELS = "models"
 
 
 def check_own_files(folder: Path) -> None:
-    """Refuse a run folder whose database or folders are symbolic links (named, with their targets).
+    """Refuse a run folder whose own files or folders are symbolic links or of the wrong kind (named).
 
     Through a link a run would write rows, models and figures into another folder (outside that
     folder's lock) and, when it finishes, delete the checkpoints there.
 
     Raises:
         StoreError: ``results.db`` (or its ``-wal``, ``-shm``, ``-journal``), ``checkpoints/``, ``models/``
-            or ``figures/`` is a link.
+            or ``figures/`` is a link; one of its files is a folder, or one of its folders a file.
     """
     sqlite_files = [RESULTS_DB + suffix for suffix in ("", "-wal", "-shm", "-journal")]
-    for name in (*sqlite_files, CHECKPOINTS, MODELS, FIGURES):
+    files = (*sqlite_files, RESULTS_CSV, TABLE_MD, RUN_INFO)
+    for name in (*files, CHECKPOINTS, MODELS, FIGURES):
         path = folder / name
         if path.is_symlink():
             raise StoreError(
                 f"{path} is a symbolic link (to {os.readlink(path)}): a run would write into, and delete from, "
                 f"what it points to; a run folder's {name} must be its own (replace the link with a copy)"
             )
+        if name in files and path.is_dir():
+            raise StoreError(f"{path} is a folder, where the run folder's file {name} goes: move it away")
+        if name not in files and path.exists() and not path.is_dir():
+            raise StoreError(f"{path} is not a folder: the run folder keeps its {name} there; move the file away")
 
 
 def remove_temporaries(folder: Path) -> None:
