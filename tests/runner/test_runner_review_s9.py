@@ -400,3 +400,54 @@ def test_a_run_folder_file_of_the_wrong_kind_is_named_before_any_unit_runs(
         with pytest.raises(StoreError, match=f"{path} is {kind}"):
             call()
     assert calls() == before  # refused before any unit ran
+
+
+# -- finished run folders that cannot be written: read them all the same ---------------------------------------
+
+
+def _read_only(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``folder`` read-only: its permissions where they bind, else (root) SQLite fails as it does there."""
+    import os
+
+    if os.geteuid() != 0:
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(path.stat().st_mode & ~0o222)
+        return
+    real = sqlite3.connect
+    target = str(folder / RESULTS_DB)
+
+    def connect(database: Any, *args: Any, **kwargs: Any) -> Any:
+        conn = real(database, *args, **kwargs)
+        if kwargs.get("uri") or str(database) != target:
+            return conn
+        # WAL mode needs results.db-shm beside the file: in a read-only folder, opening fails
+        return _FailingConnection(conn, "", sqlite3.OperationalError("unable to open database file"))
+
+    monkeypatch.setattr(store_module.sqlite3, "connect", connect)
+
+
+def test_a_read_only_finished_run_folder_can_be_reused_compared_and_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: Any
+) -> None:
+    """A finished run on a read-only mount (an archive, another user's folder): ``--reuse`` of it,
+    ``compare`` and ``load_results`` all failed with "cannot open results.db: unable to open database
+    file (check the permissions ...)", though nothing needs writing: SQLite's WAL mode wanted to create
+    results.db-shm there."""
+    from structnets.runner import load_results
+    from structnets.runner.compare import compare_runs
+
+    source = tmp_path / "archive"
+    config = ToyConfig.quick()
+    expected = run("toy", config, source, registry=REGISTRY)
+    _read_only(source, monkeypatch)
+    try:
+        _, _, frame = load_results(source, registry=REGISTRY)
+        pd.testing.assert_frame_equal(frame, expected)
+        assert compare_runs(source, source, registry=REGISTRY).shared == len(expected)
+        before = calls()
+        grown = run("toy", config, tmp_path / "grown", registry=REGISTRY, reuse=[source])
+        assert calls() == before  # every unit taken from the archive
+        pd.testing.assert_frame_equal(grown, expected)
+    finally:
+        for path in [source, *source.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)

@@ -114,8 +114,13 @@ class ResultStore:
     # -- opening ---------------------------------------------------------------------------------
 
     @staticmethod
-    def _connect(path: Path, *, create: bool) -> tuple[sqlite3.Connection, bool]:
-        """Open and validate ``path``; return the connection and whether the schema is missing."""
+    def _connect(path: Path, *, create: bool, read_only: bool = False) -> tuple[sqlite3.Connection, bool]:
+        """Open and validate ``path``; return the connection and whether the schema is missing.
+
+        ``read_only``: open it without writing anything beside it (see :func:`_read_only_uri`); tried
+        by :meth:`open_existing` where a normal open fails for lack of write access (SQLite's WAL
+        mode creates ``results.db-shm``), so a finished run in a read-only folder can still be read.
+        """
         if path.exists():
             if path.is_dir():
                 raise CorruptStoreError(path, "it is a directory")
@@ -131,7 +136,10 @@ class ResultStore:
             raise StoreError(f"cannot read {path}: permission denied; fix its permissions")
         try:
             # Autocommit: each statement is its own transaction, committed when it returns.
-            conn = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+            if read_only:
+                conn = sqlite3.connect(_read_only_uri(path), timeout=60.0, isolation_level=None, uri=True)
+            else:
+                conn = sqlite3.connect(path, timeout=60.0, isolation_level=None)
         except sqlite3.Error as e:
             raise StoreError(f"cannot open {path}: {e}") from e
         try:
@@ -152,9 +160,13 @@ class ResultStore:
             raise CorruptStoreError(path, f"SQLite error with text that is not UTF-8: {e}") from e
         except sqlite3.DatabaseError as e:
             conn.close()
+            if _is_access_error(e) and not create and not read_only:
+                return ResultStore._connect(path, create=False, read_only=True)
             if _is_access_error(e):
+                unsaved = " (it holds units not yet merged from its -wal file)" if read_only else ""
                 raise StoreError(
-                    f"cannot open {path}: {e} (check the permissions of the file and of its folder)"
+                    f"cannot open {path}: {e}{unsaved}; check the permissions of the file and of its folder, "
+                    "or copy the run folder somewhere writable"
                 ) from e
             if _is_device_error(e):
                 raise _device_error(path, e, "open") from e
@@ -372,6 +384,18 @@ class ResultStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` for reading only, writing nothing beside it.
+
+    Without a ``-wal`` file (a run that ended closes it and merges it into the file), the file is
+    all there is: ``immutable=1`` reads it with no lock and no ``-shm``. With one (a run was killed,
+    or is running), ``mode=ro`` reads the WAL too, which needs its ``-shm`` beside it.
+    """
+    wal = path.with_name(path.name + "-wal")
+    immutable = not wal.exists() or wal.stat().st_size == 0
+    return f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def _is_access_error(e: sqlite3.Error) -> bool:
