@@ -451,3 +451,21 @@ def test_a_read_only_finished_run_folder_can_be_reused_compared_and_loaded(
     finally:
         for path in [source, *source.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)
+
+
+# -- config text that is not UTF-8 --------------------------------------------------------------------------
+
+
+def test_a_config_string_that_is_not_utf8_is_refused_before_the_folder_exists(tmp_path: Path) -> None:
+    """``--set label=$'\\xff'`` (argv bytes that are not UTF-8 arrive as lone surrogates): every unit ran
+    and was committed, then writing results.csv died in a UnicodeEncodeError traceback, leaving a folder
+    whose stored config holds text no file can be written with."""
+    from structnets.runner import InvalidConfigError
+
+    out = tmp_path / "run"
+    with pytest.raises(InvalidConfigError, match="`label`.*UTF-8"):
+        run("toy", ToyConfig(label="caf\udce9"), out, registry=REGISTRY)
+    assert not out.exists()
+    with pytest.raises(InvalidConfigError, match="`seeds`.*UTF-8"):
+        run("toy", ToyConfig(seeds=(0, "\udcff")), out, registry=REGISTRY)  # type: ignore[arg-type]
+    assert not out.exists()

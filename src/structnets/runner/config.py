@@ -291,12 +291,28 @@ def _has_nonfinite(value: Any) -> bool:
     return False
 
 
+def _is_utf8(value: Any) -> bool:
+    """Whether every string in ``value`` (also inside tuples, lists and dicts) can be written as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_is_utf8(v) for v in value)
+    if isinstance(value, dict):
+        return all(_is_utf8(k) and _is_utf8(v) for k, v in value.items())
+    return True
+
+
 def validate_config(config: Any) -> None:
     """Check a whole config before anything is run or written.
 
     On top of the config class's own ``__post_init__`` checks (which run whenever a config is
     built), this refuses:
 
+    * a string that UTF-8 cannot encode (lone surrogates, as undecodable ``argv`` bytes become);
     * a NaN or infinite float anywhere (also inside tuples), unless the field's default is one;
     * a field that experiments pass to training (``epochs``, ``patience``, ``batch_size``: ints
       >= 1; ``lr``: a finite float > 0; ``weight_decay``: a finite float >= 0), also element-wise
@@ -313,6 +329,8 @@ def validate_config(config: Any) -> None:
         if not field.init:
             continue
         value = getattr(config, field.name)
+        if not _is_utf8(value):  # e.g. argv bytes that are not UTF-8: no file could hold the rows
+            raise InvalidConfigError(f"`{field.name}` must be text that UTF-8 can encode, got {value!r}")
         if _has_nonfinite(value) and not _has_nonfinite(_default(field)):
             raise InvalidConfigError(f"`{field.name}` must be finite, got {value!r}")
         rule = _TRAINING_FIELDS.get(field.name)
