@@ -21,8 +21,16 @@ def unique_modules(root: nn.Module) -> Iterator[nn.Module]:
 
 
 def replace_children(root: nn.Module, replacements: dict[int, nn.Module]) -> None:
-    """Swap every child whose id is in ``replacements``, at every place it occurs under ``root``."""
-    for parent in unique_modules(root):
-        for child_name, child in list(parent._modules.items()):
-            if child is not None and id(child) in replacements:
-                parent._modules[child_name] = replacements[id(child)]
+    """Swap every child whose id is in ``replacements``, at every place it occurs under ``root``.
+
+    The places are found in the tree as given, before any swap: a replacement is not walked into, so
+    one that holds the module it replaces (a wrapper) keeps it instead of being put inside itself.
+    """
+    places = [
+        (parent, child_name, child)
+        for parent in unique_modules(root)
+        for child_name, child in parent._modules.items()
+        if child is not None and id(child) in replacements
+    ]
+    for parent, child_name, child in places:
+        parent._modules[child_name] = replacements[id(child)]
