@@ -469,3 +469,21 @@ def test_a_config_string_that_is_not_utf8_is_refused_before_the_folder_exists(tm
     with pytest.raises(InvalidConfigError, match="`seeds`.*UTF-8"):
         run("toy", ToyConfig(seeds=(0, "\udcff")), out, registry=REGISTRY)  # type: ignore[arg-type]
     assert not out.exists()
+
+
+# -- an emptied results.db ----------------------------------------------------------------------------------
+
+
+def test_an_emptied_results_db_of_a_run_with_finished_units_is_not_restarted_silently(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``truncate -s 0 run/results.db``: a 0-byte file is taken for a new database, so the run started
+    over without a word, though run_info.json said 15 units had finished there."""
+    out = tmp_path / "run"
+    expected = run("toy", ToyConfig(), out, registry=REGISTRY)
+    (out / RESULTS_DB).write_bytes(b"")
+    with caplog.at_level("WARNING", logger="structnets.runner"):
+        again = run("toy", ToyConfig(), out, registry=REGISTRY)
+    assert "results.db holds no finished unit" in caplog.text and "run_info.json" in caplog.text
+    assert "15" in caplog.text
+    pd.testing.assert_frame_equal(again, expected)

@@ -80,3 +80,14 @@ def machine_info() -> dict[str, Any]:
         "memory_bytes": memory_bytes(),
         "python_executable": sys.executable,
     }
+
+
+def recorded_units(folder: Path) -> int:
+    """How many finished units the run folder's ``run_info.json`` last recorded (0 when unreadable)."""
+    import json
+
+    try:
+        units = json.loads((folder / "run_info.json").read_text(encoding="utf-8")).get("units", {})
+        return int(units.get("finished") or 0) if isinstance(units, dict) else 0
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0

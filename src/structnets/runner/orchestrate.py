@@ -41,7 +41,7 @@ from .checkpoints import CHECKPOINTS, checkpoint_file, discard, remove_all
 from .config import config_from_json, config_to_json, validate_config
 from .device import apply_device
 from .errors import ChangedUnitsError, CorruptStoreError, MixedRunWarning, RunnerError, StoreError, UnitFailedError
-from .info import git_info, machine_info, package_versions
+from .info import git_info, machine_info, package_versions, recorded_units
 from .lock import run_lock
 from .outputs import RESULTS_DB, RUN_INFO, check_own_files, write_outputs
 from .resolve import Registry, experiment_ref, get_registry, resolve_experiment, resolve_stored_experiment, worker_spec
@@ -293,6 +293,11 @@ def _run_locked(
     )
     try:
         records = store.records()  # checks every stored row before anything is written
+        if not records and recorded_units(out):
+            logger.warning(
+                "%s holds no finished unit, but %s records %d: it was emptied or replaced; every unit runs again",
+                store.path, out / RUN_INFO, recorded_units(out),
+            )  # fmt: skip
         unbacked = unbacked_rows(out, records)  # a finished unit whose saved model is lost runs again
         for key, problem in unbacked.items():
             logger.warning("%s runs again: the model file its row names %s", key, problem)
