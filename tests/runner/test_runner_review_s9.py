@@ -487,3 +487,24 @@ def test_an_emptied_results_db_of_a_run_with_finished_units_is_not_restarted_sil
     assert "results.db holds no finished unit" in caplog.text and "run_info.json" in caplog.text
     assert "15" in caplog.text
     pd.testing.assert_frame_equal(again, expected)
+
+
+def test_a_hard_linked_results_db_is_refused(tmp_path: Path) -> None:
+    """``cp -al runA runB`` (a hard-link copy) then a run in runB: one database file under two names, whose
+    journals (results.db-wal) SQLite keeps beside each name, so runs in both corrupt it; runB's run
+    wrote straight into runA's database, outside runA's lock."""
+    import contextlib
+    import os
+
+    first = tmp_path / "a"
+    run("toy", ToyConfig.quick(), first, registry=REGISTRY)
+    second = tmp_path / "b"
+    second.mkdir()
+    os.link(first / RESULTS_DB, second / RESULTS_DB)
+    with contextlib.closing(sqlite3.connect(first / RESULTS_DB)) as conn:
+        conn.execute("DELETE FROM results WHERE key LIKE 'stage2/%'")
+        conn.commit()
+    before = (first / RESULTS_DB).read_bytes()
+    with pytest.raises(StoreError, match="hard link"):
+        run("toy", ToyConfig.quick(), second, registry=REGISTRY)
+    assert (first / RESULTS_DB).read_bytes() == before

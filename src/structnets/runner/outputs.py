@@ -43,7 +43,8 @@ def check_own_files(folder: Path) -> None:
 
     Raises:
         StoreError: ``results.db`` (or its ``-wal``, ``-shm``, ``-journal``), ``checkpoints/``, ``models/``
-            or ``figures/`` is a link; one of its files is a folder, or one of its folders a file.
+            or ``figures/`` is a link (``results.db`` also a hard link); one of its files is a folder, or
+            one of its folders a file.
     """
     sqlite_files = [RESULTS_DB + suffix for suffix in ("", "-wal", "-shm", "-journal")]
     files = (*sqlite_files, RESULTS_CSV, TABLE_MD, RUN_INFO)
@@ -53,6 +54,11 @@ def check_own_files(folder: Path) -> None:
             raise StoreError(
                 f"{path} is a symbolic link (to {os.readlink(path)}): a run would write into, and delete from, "
                 f"what it points to; a run folder's {name} must be its own (replace the link with a copy)"
+            )
+        if name == RESULTS_DB and path.is_file() and path.stat().st_nlink > 1:
+            raise StoreError(
+                f"{path} is a hard link ({path.stat().st_nlink} names for one file, e.g. a cp -al copy): SQLite "
+                "keeps a journal beside each name, so writing through two of them corrupts it; make it a copy (cp)"
             )
         if name in files and path.is_dir():
             raise StoreError(f"{path} is a folder, where the run folder's file {name} goes: move it away")
