@@ -171,3 +171,41 @@ def itemsize_of(dtype: Any) -> int:
     import torch
 
     return (dtype if isinstance(dtype, torch.dtype) else torch.get_default_dtype()).itemsize
+
+
+def _distinct_key(value: Any) -> Any:
+    # Floats compare at the 6 significant digits that unit keys write them with (``f"{x:g}"``), so
+    # 2.0 and 2.0000001 are one value; tuples (e.g. (d, s) targets) compare entry by entry.
+    if isinstance(value, float):
+        return format(value, "g")
+    if isinstance(value, (tuple, list)):
+        return tuple(_distinct_key(v) for v in value)
+    return value
+
+
+def check_distinct(name: str, values: Any) -> None:
+    """Refuse a repeated entry in the sequence ``values`` of the config field ``name``.
+
+    Each entry of a swept or listed config field names its own units (or its own rows of a table),
+    so a repeat would either give two units one key or silently run, count or average an entry
+    twice. Floats count as repeats when they agree to 6 significant digits (``format(x, "g")``,
+    the precision unit keys write them with).
+
+    Raises:
+        ValueError: naming ``name``, the constraint, the repeated value and the whole sequence.
+    """
+    if not isinstance(values, (tuple, list)):
+        return  # the field's own type check reports it
+    seen: dict[Any, int] = {}
+    for index, value in enumerate(values):
+        try:
+            key = _distinct_key(value)
+            first = seen.setdefault(key, index)
+        except TypeError:  # unhashable: the field's own checks refuse it
+            continue
+        if first != index:
+            raise ValueError(
+                f"`{name}` must list distinct values (floats to 6 significant digits), got {values!r:.200}: "
+                f"entries {first} and {index} are both {values[first]!r}"
+                + ("" if values[first] == value else f" and {value!r}")
+            )

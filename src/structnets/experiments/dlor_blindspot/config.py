@@ -89,3 +89,8 @@ class DLoRBlindspotConfig:
             check_choice("decompose_kinds", kind, DECOMPOSE_KINDS)
         check_int("decompose_seed", self.decompose_seed, low=0)
         check_device(self.device)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("widths", "seeds", "interpolation_sizes", "decompose_sizes", "decompose_kinds"):
+            check_distinct(name, getattr(self, name))

@@ -109,3 +109,8 @@ class DLoRUniversalityConfig:
         for eps in self.thresholds:
             check_real("thresholds", eps, low=0.0, low_open=True)
         check_device(self.device)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("targets", "neurons", "thresholds"):
+            check_distinct(name, getattr(self, name))

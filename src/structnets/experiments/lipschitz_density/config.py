@@ -130,6 +130,11 @@ class LipschitzDensityConfig:
         for seed in self.unbounded_seeds:
             check_int("unbounded_seeds", seed, low=0)
         check_device(self.device)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("pieces_1d", "groups_2d", "depths", "seeds", "unbounded_seeds"):
+            check_distinct(name, getattr(self, name))
 
 
 __all__ = ["LipschitzDensityConfig"]

@@ -181,6 +181,11 @@ class LipschitzMNISTConfig:
             check_int("cost_depths", depth, low=1)
         check_choice("bound", self.bound, TRAINING_BOUNDS)
         check_device(self.device)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("depths", "widths", "models", "losses", "lifts", "radii", "seeds", "claim_seeds", "cost_depths"):
+            check_distinct(name, getattr(self, name))
 
 
 __all__ = [

@@ -142,6 +142,11 @@ class LipschitzMNISTConvConfig:
         check_int("attack_steps", self.attack_steps, low=1)
         check_int("attack_targets", self.attack_targets, low=0)
         check_device(self.device)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("models", "radii", "seeds"):
+            check_distinct(name, getattr(self, name))
 
 
 __all__ = ["MODELS", "PUBLISHED", "TARGET_CERTIFIED", "TARGET_CLEAN", "TARGET_QUICK", "TARGET_RADIUS",

@@ -104,3 +104,8 @@ class LipschitzMoonsConfig:
         if not isinstance(self.authors_baseline, bool):
             raise TypeError(f"`authors_baseline` must be a bool, got {self.authors_baseline!r}")
         check_device(self.device)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("train_fractions", "depths", "widths", "radii", "seeds", "claim_seeds"):
+            check_distinct(name, getattr(self, name))

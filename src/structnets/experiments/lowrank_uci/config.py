@@ -164,3 +164,8 @@ class LowRankUCIConfig:
             raise ValueError(f"`early_stopping` must be a bool, got {self.early_stopping!r}")
         if self.categorical not in ("ordinal", "onehot"):
             raise ValueError(f"`categorical` must be one of 'ordinal', 'onehot', got {self.categorical!r}")
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("datasets", "seeds", "depths", "widths", "sensitivity", "efficiency_widths"):
+            check_distinct(name, getattr(self, name))

@@ -211,6 +211,25 @@ class RankBoundsConfig:
             if part not in PARTS:
                 raise ValueError(f"`parts` entries must be in {list(PARTS)}, got {part!r}")
         check_device(self.device)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in (
+            "datasets",
+            "widths",
+            "depths",
+            "weight_decays",
+            "ranks",
+            "seeds",
+            "ps",
+            "linear_depths",
+            "linear_weight_decays",
+            "norm_depths",
+            "norm_spectral",
+            "norm_seeds",
+            "parts",
+        ):
+            check_distinct(name, getattr(self, name))
 
 
 def _p_column(p: float) -> str:

@@ -85,3 +85,8 @@ class SmoothConstantDepthConfig:
         check_int("grid_3d", self.grid_3d, low=3)
         check_int("floor_points", self.floor_points, low=16)
         check_int("l2_points", self.l2_points, low=16)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("targets", "activations", "Ks_1d", "Ks_2d", "Ks_3d"):
+            check_distinct(name, getattr(self, name))

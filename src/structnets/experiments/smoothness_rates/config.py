@@ -171,6 +171,22 @@ class SmoothnessRatesConfig:
             check_real("approx_targets", s, low=0.0, low_open=True)
         for N in self.approx_parameters:
             check_int("approx_parameters", N, low=8)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in (
+            "targets",
+            "separation_cells",
+            "sizes",
+            "seeds",
+            "depths",
+            "activations",
+            "approx_targets",
+            "approx_parameters",
+            "approx_seeds",
+            "parts",
+        ):
+            check_distinct(name, getattr(self, name))
 
 
 def parse_separation_cells(cells: tuple[str, ...]) -> list[tuple[int, float, int]]:

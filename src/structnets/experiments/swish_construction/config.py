@@ -83,6 +83,11 @@ class SwishConstructionConfig:
             check_real("lam", value, low=0.0, low_open=True)
         check_int("grid_1d", self.grid_1d, low=11)
         check_int("grid_2d", self.grid_2d, low=11)
+        from ..._validation import check_distinct
+
+        # a repeat gives two units one key, or runs (averages, counts) an entry twice
+        for name in ("targets", "Ms_1d", "Ms_2d", "taus", "lams"):
+            check_distinct(name, getattr(self, name))
 
 
 __all__ = ["FAMILIES", "SwishConstructionConfig", "parse_target"]
