@@ -209,3 +209,18 @@ def check_distinct(name: str, values: Any) -> None:
                 f"entries {first} and {index} are both {values[first]!r}"
                 + ("" if values[first] == value else f" and {value!r}")
             )
+
+
+SEED_MAX = 2**32 - 1
+"""Largest seed every consumer takes: NumPy's ``RandomState`` and scikit-learn's ``random_state``
+refuse more (and negatives), while ``torch.manual_seed`` and ``numpy.random.default_rng`` take it."""
+
+
+def check_seeds(name: str, value: Any, *, high: int = SEED_MAX) -> None:
+    """Refuse a seed (or a tuple of seeds) of ``name`` that is not an int in ``[0, high]``.
+
+    A seed out of range passed the configs and then failed inside a unit ("Seed must be between 0
+    and 2**32 - 1"), after the run folder existed.
+    """
+    for seed in value if isinstance(value, (tuple, list)) else (value,):
+        check_int(name, seed, low=0, high=high)

@@ -87,3 +87,86 @@ def test_cli_repeated_grid_value_is_refused_before_the_folder(
     assert code != 0
     assert not out.exists()
     assert "`Ms_1d` must list distinct values" in capsys.readouterr().err
+
+
+def _seed_fields() -> list[tuple[str, str]]:
+    out = []
+    for name in names():
+        for field in dataclasses.fields(get(name).config_class):
+            if "seed" in field.name:
+                out.append((name, field.name))
+    return out
+
+
+SEED_FIELDS = _seed_fields()
+
+
+def test_the_seed_sweep_finds_the_fields() -> None:
+    assert ("dlor-blindspot", "data_seed") in SEED_FIELDS
+    assert ("lipschitz-moons", "claim_seeds") in SEED_FIELDS
+    assert len(SEED_FIELDS) >= 20
+
+
+@pytest.mark.parametrize(("name", "field"), SEED_FIELDS, ids=[f"{n}-{f}" for n, f in SEED_FIELDS])
+@pytest.mark.parametrize("seed", [-1, 2**32, True, 1.5], ids=["negative", "2**32", "bool", "float"])
+def test_a_seed_out_of_range_or_not_an_int_is_refused(name: str, field: str, seed: object) -> None:
+    # NumPy's RandomState and scikit-learn refuse seeds outside [0, 2**32 - 1] ("Seed must be between
+    # 0 and 2**32 - 1"): such a seed passed the config and failed inside the first unit
+    config_class = get(name).config_class
+    base = config_class.quick()
+    value = (seed,) if isinstance(getattr(base, field), tuple) else seed
+    with pytest.raises((ValueError, TypeError), match=rf"`{field}` must be (an int|ints)"):
+        dataclasses.replace(base, **{field: value})
+
+
+def test_the_largest_seed_is_accepted() -> None:
+    config_class = get("dlor-blindspot").config_class
+    config = dataclasses.replace(config_class.quick(), seeds=(2**32 - 1,), data_seed=2**32 - 1)
+    assert config.seeds == (2**32 - 1,)
+
+
+def test_lowrank_uci_seed_bound_keeps_the_estimator_seed_below_2_32() -> None:
+    # the cv unit seeds its estimator with 1000·seed + fold: seed 5,000,000 passed and every cv unit failed
+    config_class = get("lowrank-uci").config_class
+    with pytest.raises(ValueError, match=r"`seeds` must be ints in \[0, 4294967\].*folds=3.*got 5000000"):
+        dataclasses.replace(config_class.quick(), seeds=(5_000_000,))
+    top = (2**32 - 3) // 1000
+    assert 1000 * top + 2 <= 2**32 - 1
+    dataclasses.replace(config_class.quick(), seeds=(top,))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("validation_fraction", 0.0),
+        ("validation_fraction", -1.0),
+        ("validation_fraction", 1.0),
+        ("latency_batch", 0),
+        ("latency_batch", -1),
+        ("latency_pairs", 0),
+        ("latency_pairs", -1),
+    ],
+)
+def test_lowrank_uci_refuses_what_its_units_fail_on(field: str, value: object) -> None:
+    # each was accepted; the cv or efficiency units then failed (`validation_fraction` must be ... in
+    # (0.0, 1.0); `pairs` must be an int >= 1; `input_shape` must be an int >= 0), and a batch of 0
+    # timed an empty forward pass
+    config_class = get("lowrank-uci").config_class
+    with pytest.raises(ValueError, match=rf"`{field}` must be"):
+        dataclasses.replace(config_class.quick(), **{field: value})
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0])
+def test_dlor_sawtooth_refuses_a_dense_lr_that_is_not_positive(value: float) -> None:
+    # accepted: the dense MLP of the correspondence then trained with a zero or negative step
+    config_class = get("dlor-sawtooth").config_class
+    with pytest.raises(ValueError, match=r"`dense_lr` must be a real number in \(0.0, inf\]"):
+        dataclasses.replace(config_class.quick(), dense_lr=value)
+
+
+@pytest.mark.parametrize("value", [0, -1])
+def test_dlor_sawtooth_dense_width_error_names_dense_width(value: int) -> None:
+    # the message blamed `width` ("`width` must be >= dim + 1 = 2 for target 'd1t2', got 8")
+    config_class = get("dlor-sawtooth").config_class
+    with pytest.raises(ValueError, match=rf"`dense_width` must be an int >= 1, got {value}"):
+        dataclasses.replace(config_class.quick(), dense_width=value)

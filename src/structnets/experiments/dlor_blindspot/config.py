@@ -65,6 +65,11 @@ class DLoRBlindspotConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import check_seeds
+
+        # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only
+        for name in ("seeds", "data_seed", "decompose_seed"):
+            check_seeds(name, getattr(self, name))
         from ..._validation import check_choice, check_int, check_real
         from ...nn import ACTIVATIONS
         from ...training.device import check_device

@@ -99,6 +99,11 @@ class DLoRSawtoothConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import check_seeds
+
+        # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only
+        for name in ("seeds", "data_seed", "correspondence_seeds"):
+            check_seeds(name, getattr(self, name))
         from ..._validation import check_choice, check_int, check_real
         from ...nn import ACTIVATIONS
         from ...training.device import check_device
@@ -107,7 +112,7 @@ class DLoRSawtoothConfig:
             raise ValueError("`targets` must list at least one target, got ()")
         for target in self.targets:
             dim, _ = parse_target(target)
-            if self.width < dim + 1 or self.dense_width < 1:
+            if self.width < dim + 1:
                 raise ValueError(f"`width` must be >= dim + 1 = {dim + 1} for target {target!r}, got {self.width}")
         if not self.seeds:
             raise ValueError("`seeds` must list at least one seed, got ()")
@@ -136,6 +141,7 @@ class DLoRSawtoothConfig:
         check_int("dense_width", self.dense_width, low=1)
         check_int("dense_depth", self.dense_depth, low=1)
         check_int("dense_epochs", self.dense_epochs, low=1)
+        check_real("dense_lr", self.dense_lr, low=0.0, low_open=True)
         for h in self.hs:
             check_real("hs", h, low=0.0, high=1.0, low_open=True)
         check_int("correspondence_rank", self.correspondence_rank, low=1)

@@ -86,6 +86,11 @@ class DLoRUniversalityConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import check_seeds
+
+        # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only
+        for name in ("seed",):
+            check_seeds(name, getattr(self, name))
         from ..._validation import check_choice, check_int, check_real
         from ...constructive.dlor_universality import universal_activations
         from ...training.device import check_device

@@ -81,6 +81,11 @@ class LipschitzDensityConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import check_seeds
+
+        # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only
+        for name in ("target_seed", "seeds", "unbounded_seeds"):
+            check_seeds(name, getattr(self, name))
 
         if not self.pieces_1d and not self.groups_2d:
             raise ValueError("`pieces_1d` and `groups_2d` must not both be empty (no targets), got () and ()")

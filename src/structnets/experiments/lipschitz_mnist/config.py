@@ -134,6 +134,11 @@ class LipschitzMNISTConfig:
         )  # fmt: skip
 
     def __post_init__(self) -> None:
+        from ..._validation import check_seeds
+
+        # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only
+        for name in ("seeds", "claim_seeds"):
+            check_seeds(name, getattr(self, name))
         from ...models.lipschitz_resnet import LIFTS
         from ...training.losses import CERTIFIED_LOSSES
 

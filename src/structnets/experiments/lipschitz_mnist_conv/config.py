@@ -92,6 +92,11 @@ class LipschitzMNISTConvConfig:
         )  # fmt: skip
 
     def __post_init__(self) -> None:
+        from ..._validation import check_seeds
+
+        # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only
+        for name in ("seeds",):
+            check_seeds(name, getattr(self, name))
         unknown = [m for m in self.models if m not in MODELS]
         if unknown or not self.models:
             raise ValueError(f"`models` must be a non-empty subset of {list(MODELS)}, got {self.models!r}")

@@ -79,6 +79,11 @@ class LipschitzMoonsConfig:
         return cls(depths=(2, 8), widths=(10, 20), epochs=30, ascent_steps=30, claim_seeds=())
 
     def __post_init__(self) -> None:
+        from ..._validation import check_seeds
+
+        # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only
+        for name in ("seeds", "claim_seeds"):
+            check_seeds(name, getattr(self, name))
         check_int("n_samples", self.n_samples, low=20)
         check_real("noise", self.noise, low=0.0)
         if not self.train_fractions:

@@ -147,6 +147,15 @@ class LowRankUCIConfig:
         check_int("folds", self.folds, low=2)
         if not self.seeds:
             raise ValueError("`seeds` must list at least one seed, got ()")
+        # the estimator's seed is 1000·seed + fold, which NumPy and scikit-learn take up to 2**32 − 1
+        seed_max = (2**32 - self.folds) // 1000
+        for seed in self.seeds:
+            check_int("seeds", seed, low=0)
+            if seed > seed_max:
+                raise ValueError(
+                    f"`seeds` must be ints in [0, {seed_max}] (the estimator's seed 1000·seed + fold must stay "
+                    f"below 2**32 with folds={self.folds}), got {seed}"
+                )
         for depth in self.depths:
             check_int("depths", depth, low=1)
         for width in (*self.widths, *self.efficiency_widths):
@@ -159,6 +168,10 @@ class LowRankUCIConfig:
         if self.max_rows is not None:
             check_int("max_rows", self.max_rows, low=50)
         check_real("selection_fraction", self.selection_fraction, low=0.05, high=0.5)
+        # the estimators' own rule, checked here so that a unit does not fail on it after the folder exists
+        check_real("validation_fraction", self.validation_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_int("latency_batch", self.latency_batch, low=1)
+        check_int("latency_pairs", self.latency_pairs, low=1)
         check_device(self.device)
         if not isinstance(self.early_stopping, bool):
             raise ValueError(f"`early_stopping` must be a bool, got {self.early_stopping!r}")

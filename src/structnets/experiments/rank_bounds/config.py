@@ -146,6 +146,11 @@ class RankBoundsConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import check_seeds
+
+        # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only
+        for name in ("seeds", "norm_seeds"):
+            check_seeds(name, getattr(self, name))
         from ..._validation import check_int, check_real
         from ...training.device import check_device
 
