@@ -128,6 +128,27 @@ def dlor_product(W: Any, rank: int) -> list[DLoRFactor]:
     Raises:
         ValueError: non-square, smaller than 2×2 or non-finite ``W``; ``rank`` out of range.
     """
+    factors, scale = product_factors(W, rank)
+    if scale != 0:
+        last = factors[-1]
+        factors[-1] = DLoRFactor(math.ldexp(last.alpha, scale), _ldexp(last.U, scale), last.V)
+    return factors
+
+
+def product_factors(W: Any, rank: int, *, shift_pivots: bool = True) -> tuple[list[DLoRFactor], int]:
+    """The factors of :func:`dlor_product` before the exact scale: W = 2^scale · Π_k M_k, all α_k = 1.
+
+    ``shift_pivots=False`` skips step 2's shift (m = 0): the factors of R are then as large as R
+    itself (‖R‖ ≤ ‖W̃‖), so every partial product M_j ⋯ M_K and M_1 ⋯ M_j is bounded by about
+    ‖W̃‖ + 1, at the price of a pivot |r_jj| ≪ 1 being stored only to absolute accuracy ε
+    (normwise exact). The shift instead multiplies every column of R by 2^m, with m ≈ 56 for a
+    singular W whose rounded pivots are ~1e−17: partial products of size 2^m, harmless in exact
+    arithmetic but not to a network that evaluates them one layer at a time with an offset c
+    (:func:`.dlor_network.dlor_network_from_dense`, ``mode="deep"``).
+
+    Returns:
+        (factors, scale) with W = 2^scale · M_1 ⋯ M_K to rounding.
+    """
     matrix = _as_matrix(W)
     n = matrix.shape[0]
     rank = _check_rank(rank, n)
@@ -135,7 +156,7 @@ def dlor_product(W: Any, rank: int) -> list[DLoRFactor]:
     work = matrix.T.contiguous() if transpose else matrix
     exponent = _max_exponent(work)
     reflectors, upper = _householder_qr(_ldexp(work, -exponent))
-    shift = _pivot_shift(upper, exponent)
+    shift = _pivot_shift(upper, exponent) if shift_pivots else 0
     upper = _ldexp(upper, shift)
     eye = torch.eye(n, dtype=F64)
     elementary: list[tuple[torch.Tensor, torch.Tensor]] = list(reflectors)
@@ -163,11 +184,7 @@ def dlor_product(W: Any, rank: int) -> list[DLoRFactor]:
     factors = elementary_factors
     if transpose:
         factors = [DLoRFactor(f.alpha, f.V.clone(), f.U.clone()) for f in reversed(factors)]
-    scale = exponent - shift
-    if scale != 0:
-        last = factors[-1]
-        factors[-1] = DLoRFactor(math.ldexp(last.alpha, scale), _ldexp(last.U, scale), last.V)
-    return factors
+    return factors, exponent - shift
 
 
 def _max_exponent(matrix: torch.Tensor) -> int:

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from .._validation import check_int, check_real
-from .dlor_decompositions import dlor_product, dlor_sum
+from .dlor_decompositions import _ldexp, dlor_sum, product_factors
 from .dlor_factor import F64, DLoRFactor, _check_finite, _load_factor
 
 # --------------------------------------------------------------------------------------------
@@ -47,7 +47,9 @@ def dlor_network_from_dense(
       ``ZeroPad, [DLoRParallel, DLoRLinear, σ] × (L − 1), DLoRBranches, TakeFirst``; sup error
       O(h), O(h²) when σ''(c) = 0, exactly 0 for ReLU once h·max|M_k a| < c: it converges to
       the MLP only as h → 0.
-    * ``mode="deep"``: W_ℓ = M_1 ⋯ M_K by :func:`dlor_product`; the product is evaluated by
+    * ``mode="deep"``: W_ℓ = M_1 ⋯ M_K by :func:`dlor_product`'s Householder construction
+      without its pivot shift, the exact scale 2^e in M_1 (:func:`_network_product`: every
+      partial product stays of the size of W, also for singular W); the product is evaluated by
       K DLoR layers, each but the last followed by σ used in its near-linear regime around
       the operating point c: with s = σ'(c), λ_h(z) = (σ(hz + c) − σ(c))/(h s) = z + O(h z²).
       Layer 1 computes hM_K a + c (α and U scaled by h, bias c·1); the middle layers
@@ -127,7 +129,7 @@ def dlor_network_from_dense(
             layers += [parallel, recentre, _clone_activation(sigma)]
         return nn.Sequential(*layers).to(dtype)
 
-    unpadded = [dlor_product(w, rank) for w, _ in padded]
+    unpadded = [_network_product(w, rank) for w, _ in padded]
     count = max(len(p) for p in unpadded)
     identity = DLoRFactor(1.0, torch.zeros(width, rank, dtype=F64), torch.zeros(width, rank, dtype=F64))
     products = [[*p, *[identity] * (count - len(p))] for p in unpadded]
@@ -149,6 +151,30 @@ def dlor_network_from_dense(
                 layer_bias = bias - (value / (h * slope)) * (factor.dense() @ ones)
             _load_factor(next(deep_layers), scaled, layer_bias)
     return network.to(dtype)
+
+
+def _network_product(weight: torch.Tensor, rank: int) -> list[DLoRFactor]:
+    """W = M_1 ⋯ M_K for the deep network: no pivot shift; the exact scale 2^e on M_1 (applied
+    last) when e > 0, on M_K (applied first) when e < 0.
+
+    The layers evaluate M_K first, then M_{K−1}, … one at a time, each output offset by c
+    (and σ(c) taken off again): a rounding of ε·max(|c|, |σ(c)|)/h per layer, multiplied by the
+    factors still to come. :func:`dlor_product`'s pivot shift makes those factors as large as
+    2^m‖R‖ (m ≈ 56 for a singular W, e.g. a bottleneck layer UV, whose rounded pivots are
+    ~1e−17) while its first factor shrinks the input by 2^{e−m}: the deep network of
+    ``mlp(3, 2, 5, 3, "relu", bottleneck=2)`` was off by 3.6e2 at h = 1e−3 (1/h growth). Unshifted
+    (:func:`.dlor_decompositions.product_factors`), every partial product is bounded by about
+    ‖W̃‖ + 1 with max|W̃| in [1, 2). Where the scale s = 2^e goes decides the rest: applied
+    last it multiplies both the O(h z²) remainders and the rounding by s, applied first it
+    multiplies the remainders by s² (z carries s) and leaves the rounding alone; the smaller of
+    the two is taken.
+    """
+    factors, scale = product_factors(weight, rank, shift_pivots=False)
+    index = 0 if scale > 0 else len(factors) - 1
+    if scale != 0:
+        factor = factors[index]
+        factors[index] = DLoRFactor(math.ldexp(factor.alpha, scale), _ldexp(factor.U, scale), factor.V)
+    return factors
 
 
 def _load_bias(layer: nn.Module, bias: torch.Tensor) -> None:
