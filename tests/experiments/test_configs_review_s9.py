@@ -170,3 +170,42 @@ def test_dlor_sawtooth_dense_width_error_names_dense_width(value: int) -> None:
     config_class = get("dlor-sawtooth").config_class
     with pytest.raises(ValueError, match=rf"`dense_width` must be an int >= 1, got {value}"):
         dataclasses.replace(config_class.quick(), dense_width=value)
+
+
+@pytest.mark.parametrize("field", ["depths", "widths"])
+def test_lipschitz_mnist_refuses_an_empty_architecture_grid(field: str) -> None:
+    # widths=() was accepted and units() died in an IndexError (widths[0]); depths=() made a run of
+    # one timing unit and no training
+    config_class = get("lipschitz-mnist").config_class
+    with pytest.raises(ValueError, match=r"`depths` and `widths` must each list at least one value"):
+        dataclasses.replace(config_class.quick(), **{field: ()})
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("test_points", 0),
+        ("test_points", -1),
+        ("approx_train", 0),
+        ("approx_train", -1),
+        ("input_scale", 0.0),
+        ("input_scale", -1.0),
+        ("levels", 0),
+        ("levels", 65537),
+    ],
+)
+def test_smoothness_rates_refuses_sizes_its_units_cannot_use(field: str, value: object) -> None:
+    config_class = get("smoothness-rates").config_class
+    with pytest.raises(ValueError, match=rf"`{field}` must be"):
+        dataclasses.replace(config_class.quick(), **{field: value})
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("Ms_1d", (0,)), ("Ms_2d", (-1,)), ("sweep_M_1d", 0), ("sweep_M_2d", 0), ("taus", (0.0,)), ("lams", (-1.0,))],
+)
+def test_swish_construction_errors_name_the_field(field: str, value: object) -> None:
+    # the messages named `M`, `tau` and `lam`, fields that do not exist (`--set M=...` is refused)
+    config_class = get("swish-construction").config_class
+    with pytest.raises(ValueError, match=rf"^`{field}` must be"):
+        dataclasses.replace(config_class.quick(), **{field: value})

@@ -146,6 +146,10 @@ class LipschitzMNISTConfig:
             check_int("depths", depth, low=1)
         for width in self.widths:
             check_int("widths", width, low=1)
+        if not self.depths or not self.widths:  # units() reads depths[0] and widths[0]
+            raise ValueError(
+                f"`depths` and `widths` must each list at least one value, got {self.depths!r} and {self.widths!r}"
+            )
         unknown = [m for m in self.models if m not in MODELS]
         if unknown or not self.models:
             raise ValueError(f"`models` must be a non-empty subset of {list(MODELS)}, got {self.models!r}")

@@ -160,6 +160,12 @@ class SmoothnessRatesConfig:
         check_real("ftol", self.ftol, low=0.0)
         check_real("settle_tol", self.settle_tol, low=0.0)
         check_int("min_width", self.min_width, low=1)
+        # 0 test points gave a NaN test error, 0 training points no fit, input_scale <= 0 a first layer of
+        # zeros (or a reflected one), levels outside [1, 65536] a failure inside lacunary_target
+        check_int("test_points", self.test_points, low=1)
+        check_int("approx_train", self.approx_train, low=1)
+        check_real("input_scale", self.input_scale, low=0.0, low_open=True)
+        check_int("levels", self.levels, low=1, high=65536)
         check_int("approx_steps", self.approx_steps, low=0)
         check_int("approx_lbfgs_iters", self.approx_lbfgs_iters, low=0)
         check_int("lm_iters", self.lm_iters, low=0)

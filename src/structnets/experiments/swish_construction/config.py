@@ -75,12 +75,17 @@ class SwishConstructionConfig:
             raise ValueError("`targets` must list at least one target, got ()")
         for spec in self.targets:
             parse_target(spec)
-        for M in (*self.Ms_1d, *self.Ms_2d, self.sweep_M_1d, self.sweep_M_2d):
-            check_int("M", M, low=1)
-        for value in (*self.taus, self.tau):
-            check_real("tau", value, low=0.0, low_open=True)
-        for value in (*self.lams, self.lam):
-            check_real("lam", value, low=0.0, low_open=True)
+        for name in ("Ms_1d", "Ms_2d"):
+            for M in getattr(self, name):
+                check_int(name, M, low=1)
+        check_int("sweep_M_1d", self.sweep_M_1d, low=1)
+        check_int("sweep_M_2d", self.sweep_M_2d, low=1)
+        for value in self.taus:
+            check_real("taus", value, low=0.0, low_open=True)
+        check_real("tau", self.tau, low=0.0, low_open=True)
+        for value in self.lams:
+            check_real("lams", value, low=0.0, low_open=True)
+        check_real("lam", self.lam, low=0.0, low_open=True)
         check_int("grid_1d", self.grid_1d, low=11)
         check_int("grid_2d", self.grid_2d, low=11)
         from ..._validation import check_distinct
