@@ -1,0 +1,67 @@
+"""Review (session 9) of the structured layers: float64 references for what the docstrings promise."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from structnets.nn import Swish
+
+F64 = torch.float64
+
+
+def _reference(x: torch.Tensor, beta: float) -> torch.Tensor:
+    return x * torch.sigmoid(beta * x)
+
+
+def test_swish_state_dict_beta_is_used_by_a_default_swish() -> None:
+    # Swish() (β = 1, fixed) took the fused SiLU path from its constructor argument and ignored its
+    # own `beta` buffer: loading a trained learnable β (the same state_dict key) into a rebuilt
+    # Swish() succeeded under strict=True and computed β = 1 (max error 0.20 at β = 2 on [-3, 3]).
+    x = torch.linspace(-3, 3, 61, dtype=F64)
+    trained = Swish(1.0, learnable=True, dtype=F64)
+    with torch.no_grad():
+        trained.beta.fill_(2.0)
+    rebuilt = Swish(dtype=F64)
+    rebuilt.load_state_dict(trained.state_dict())
+    torch.testing.assert_close(rebuilt(x), _reference(x, 2.0), rtol=1e-15, atol=1e-15)
+    # and back: a β = 1 state makes a β = 2 layer compute β = 1 (that path always read the buffer)
+    other = Swish(2.0, dtype=F64)
+    other.load_state_dict(Swish(dtype=F64).state_dict())
+    torch.testing.assert_close(other(x), _reference(x, 1.0), rtol=1e-15, atol=1e-15)
+    # ... and the reloaded β = 1 layer is SiLU again, bit for bit
+    rebuilt.load_state_dict(Swish(dtype=F64).state_dict())
+    assert torch.equal(rebuilt(x), nn.functional.silu(x))
+
+
+def test_swish_buffer_changed_in_place_or_swapped_is_used() -> None:
+    x = torch.linspace(-3, 3, 61, dtype=F64)
+    swish = Swish(dtype=F64)
+    with torch.no_grad():
+        swish.beta.fill_(3.0)
+    torch.testing.assert_close(swish(x), _reference(x, 3.0), rtol=1e-15, atol=1e-15)
+    fresh = Swish(dtype=F64)
+    got = functional_call(fresh, {"beta": torch.tensor(0.5, dtype=F64)}, (x,))
+    torch.testing.assert_close(got, _reference(x, 0.5), rtol=1e-15, atol=1e-15)
+    assert torch.equal(fresh(x), nn.functional.silu(x))
+
+
+def test_swish_fast_path_survives_dtype_moves_and_copies() -> None:
+    x = torch.linspace(-3, 3, 61, dtype=F64)
+    for module in (Swish().to(F64), copy.deepcopy(Swish(dtype=F64)), Swish().double()):
+        assert torch.equal(module(x), nn.functional.silu(x))
+    moved = Swish(dtype=F64)
+    moved.load_state_dict(Swish(2.0, dtype=F64).state_dict())
+    moved = moved.float().double()
+    torch.testing.assert_close(moved(x), _reference(x, 2.0), rtol=1e-15, atol=1e-15)
+
+
+def test_swish_on_the_meta_device_then_materialised() -> None:
+    x = torch.linspace(-3, 3, 61, dtype=F64)
+    for beta in (1.0, 2.0):
+        swish = Swish(beta, device="meta", dtype=F64).to_empty(device="cpu")
+        swish.reset_parameters()
+        torch.testing.assert_close(swish(x), _reference(x, beta), rtol=1e-15, atol=1e-15)
