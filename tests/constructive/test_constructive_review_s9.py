@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -43,3 +44,25 @@ def test_dlor_product_of_a_singular_matrix_stays_exact() -> None:
     for rank in (1, 2, 5):
         factors = dlor_product(W, rank)
         assert float((dense_product(factors) - W).abs().max()) <= 1e-14 * float(W.abs().max())
+
+
+@pytest.mark.parametrize("activation", ["swish", "gelu", "softplus", "tanh", "sigmoid", "relu"])
+@pytest.mark.parametrize(("offset", "spread", "n"), [(1e4, 1.0, 20), (1e6, 10.0, 30), (-5e5, 1.0, 10)])
+def test_rank_one_interpolant_network_meets_the_residual_it_certified(
+    activation: str, offset: float, spread: float, n: int
+) -> None:
+    # The solve used κ(t − β) but the network computes fl(fl(κ·vᵀx) + fl(−κβ)): with inputs far
+    # from 0 the two differ by ~ε·κ|t| in every argument, and the returned network missed y by up
+    # to 7.7e-8 (sigmoid, offset −5e5) while the solve's residual had passed the 1e-9 check.
+    from structnets.constructive import rank_one_interpolant
+    from structnets.constructive.rank_one import _allowed_residual
+
+    rng = np.random.default_rng(0)
+    x = offset + spread * np.sort(rng.random(n))
+    y = rng.standard_normal(n)
+    net = rank_one_interpolant(x, y, activation)
+    with torch.no_grad():
+        out = net(torch.tensor(x)[:, None]).squeeze(-1).numpy()
+    ts = torch.tensor(x)
+    allowed = _allowed_residual(ts, float(np.diff(x).min()), torch.tensor(y))
+    assert np.abs(out - y).max() <= allowed, (np.abs(out - y).max(), allowed)

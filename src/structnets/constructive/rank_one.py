@@ -97,8 +97,12 @@ def rank_one_interpolant(
     else:  # ReLU-like: σ(κs) ≈ κ·max(s, 0) up to e^{-30}, so A is numerically lower triangular
         scale = 1.0 if activation == "relu" else 30.0 / gap
         breaks = torch.cat([ts[:1] - gap, ts[:-1]])
+    # The arguments rounded as the network rounds them, fl(fl(κ·t) + fl(−κβ)), not κ(t − β): far
+    # from 0 the two differ by ~ε·κ|t|, and a solve of the other matrix missed y by 7.7e-8 at
+    # t ≈ −5e5 (sigmoid) after its residual had passed the 1e-9 check.
+    biases = -scale * breaks
     with torch.no_grad():
-        matrix = sigma(scale * (ts[:, None] - breaks[None, :]))
+        matrix = sigma(ts[:, None] * scale + biases[None, :])
     if activation == "relu":
         coefficients = torch.linalg.solve_triangular(matrix, ys[:, None], upper=False)[:, 0]
     else:
@@ -113,7 +117,7 @@ def rank_one_interpolant(
     with torch.no_grad():
         hidden.u.fill_(scale)
         hidden.v.copy_(direction)
-        hidden.bias.copy_(-scale * breaks)
+        hidden.bias.copy_(biases)
         output.u.fill_(1.0)
         output.v.copy_(coefficients)
         output.bias.zero_()
