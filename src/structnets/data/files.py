@@ -90,9 +90,9 @@ class FileStatus:
     message: str
 
 
-# Content digests already computed in this process, keyed on (path, size, mtime_ns): a file that
-# changes on disk gets a new key, so a stale digest is never reused.
-_DIGESTS: dict[tuple[str, int, int], str] = {}
+# Content digests already computed in this process, keyed on (path, size, mtime_ns, inode, ctime_ns)
+# (:func:`_stat_key`): a file that changes on disk gets a new key, so a stale digest is never reused.
+_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
 
 
 def cache_dir() -> Path | None:
@@ -199,7 +199,33 @@ def locate(spec: FileSpec, dirs: list[Path]) -> Path | None:
         for candidate in (folder / spec.filename, folder / f"{spec.filename}.gz"):
             if candidate.is_file():
                 return candidate
+            if os.path.lexists(candidate):  # a folder, a broken link, a pipe: never skipped silently
+                raise DataFileError(
+                    f"data file {spec.filename!r}: {candidate} is {_not_a_file(candidate)}, not a file; remove "
+                    "it or put a verified copy there",
+                    filename=spec.filename,
+                    path=candidate,
+                )
     return None
+
+
+def _not_a_file(path: Path) -> str:
+    if path.is_dir():
+        return "a folder"
+    if path.is_symlink() and not path.exists():
+        return "a broken link"
+    return "something other than a regular file"
+
+
+def _stat_key(path: Path) -> tuple[str, int, int, int, int]:
+    """What identifies one version of a file on disk, for the per-process caches.
+
+    Size and mtime alone miss a same-size edit whose mtime was put back (``touch -r``, ``cp -p``,
+    ``rsync -t``); the inode changes when a file is replaced and the ctime on every write, and
+    neither can be set back.
+    """
+    stat = path.stat()
+    return (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
 
 
 def read_verified(spec: FileSpec, path: Path) -> bytes:
@@ -217,7 +243,7 @@ def read_verified(spec: FileSpec, path: Path) -> bytes:
             content SHA-256 differs from the pinned one (the message gives both digests).
     """
     try:
-        stat = path.stat()
+        key = _stat_key(path)
         raw = path.read_bytes()
     except OSError as exc:
         raise DataFileError(
@@ -227,7 +253,7 @@ def read_verified(spec: FileSpec, path: Path) -> bytes:
         ) from exc
     content = _decompress(raw, spec, path) if path.name.endswith(".gz") else raw
     actual = hashlib.sha256(content).hexdigest()
-    _DIGESTS[(str(path), stat.st_size, stat.st_mtime_ns)] = actual
+    _DIGESTS[key] = actual
     _check_digest(spec, path, actual)
     return content
 
@@ -242,14 +268,13 @@ def content_sha256(spec: FileSpec, path: Path) -> str:
         DataFileError: the file cannot be read or decompressed.
     """
     try:
-        stat = path.stat()
+        key = _stat_key(path)
     except OSError as exc:
         raise DataFileError(
             f"data file {spec.filename!r} at {path} cannot be read: {exc}",
             filename=spec.filename,
             path=path,
         ) from exc
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
     if key not in _DIGESTS:
         digest = hashlib.sha256()
         try:
@@ -305,8 +330,14 @@ def verify(data_dir: PathArg | None = None) -> list[FileStatus]:
     statuses: list[FileStatus] = []
     for dataset, specs in FILES.items():
         for spec in specs:
-            path = locate(spec, dirs)
             actual: str | None = None
+            try:
+                path = locate(spec, dirs)
+            except DataFileError as exc:  # e.g. a folder of the file's name
+                statuses.append(
+                    FileStatus(dataset, spec.filename, exc.path, False, spec.sha256, None, f"unreadable: {exc}")
+                )
+                continue
             if path is None:
                 ok = False
                 message = f"missing: looked in {where}; load({dataset!r}) would download it from {spec.urls[0]}"

@@ -72,15 +72,15 @@ def load(name: str, data_dir: PathArg | None = None, *, download: bool = True) -
     )
 
 
-def _stat_key(path: Path) -> tuple[str, int, int]:
-    stat = path.stat()
-    return (str(path), stat.st_size, stat.st_mtime_ns)
+def _stat_key(path: Path) -> tuple[str, int, int, int, int]:
+    # size, mtime, inode and ctime: a same-size edit with its mtime put back still gets a new key
+    return files._stat_key(path)
 
 
 @functools.lru_cache(maxsize=16)
-def _parse(name: str, key: tuple[tuple[str, int, int], ...]) -> Parsed:
+def _parse(name: str, key: tuple[tuple[str, int, int, int, int], ...]) -> Parsed:
     specs = files.FILES[name]
-    contents = [files.read_verified(spec, Path(path)) for spec, (path, _, _) in zip(specs, key, strict=True)]
+    contents = [files.read_verified(spec, Path(entry[0])) for spec, entry in zip(specs, key, strict=True)]
     if name == "mnist":
         return _mnist(contents, [spec.filename for spec in specs])
     from . import uci  # pandas is imported only when a UCI set is loaded
