@@ -224,3 +224,25 @@ def check_seeds(name: str, value: Any, *, high: int = SEED_MAX) -> None:
     """
     for seed in value if isinstance(value, (tuple, list)) else (value,):
         check_int(name, seed, low=0, high=high)
+
+
+def check_row_cap(name: str, value: Any, *, low: int, rows: int, what: str) -> None:
+    """Refuse a subsample size ``value`` (None: keep all) outside ``[low, rows]``.
+
+    A cap above the ``rows`` a fixed-size split has silently kept all of them while the run's
+    config recorded the larger number.
+
+    Args:
+        name: the config field.
+        value: the cap, or None.
+        low: the smallest cap accepted.
+        rows: how many rows the split has.
+        what: the split, for the message (e.g. "the MNIST training split").
+    """
+    if value is None:
+        return
+    check_int(name, value, low=low)
+    if value > rows:
+        raise ValueError(
+            f"`{name}` must be an int in [{low}, {rows}] ({what} has {rows} rows; None keeps all), got {value}"
+        )

@@ -209,3 +209,24 @@ def test_swish_construction_errors_name_the_field(field: str, value: object) -> 
     config_class = get("swish-construction").config_class
     with pytest.raises(ValueError, match=rf"^`{field}` must be"):
         dataclasses.replace(config_class.quick(), **{field: value})
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "rows"),
+    [
+        ("lipschitz-mnist", "max_train", 60000),
+        ("lipschitz-mnist", "max_test", 10000),
+        ("lipschitz-mnist-conv", "max_train", 60000),
+        ("lipschitz-mnist-conv", "max_test", 10000),
+        ("lowrank-compress", "curve_max_train", 60000),
+        ("lowrank-compress", "curve_max_test", 10000),
+    ],
+)
+def test_an_mnist_cap_above_the_split_is_refused(name: str, field: str, rows: int) -> None:
+    # max_test=20000 silently kept the 10,000 test images while run_info.json said 20000
+    config_class = get(name).config_class
+    with pytest.raises(ValueError, match=rf"`{field}` must be an int in \[10, {rows}\] .*got {rows + 1}"):
+        dataclasses.replace(config_class.quick(), **{field: rows + 1})
+    assert getattr(dataclasses.replace(config_class.quick(), **{field: rows}), field) == rows
+    with pytest.raises(ValueError, match=rf"`{field}` must be an int >= 10, got 0"):
+        dataclasses.replace(config_class.quick(), **{field: 0})

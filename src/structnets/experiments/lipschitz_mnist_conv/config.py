@@ -92,6 +92,10 @@ class LipschitzMNISTConvConfig:
         )  # fmt: skip
 
     def __post_init__(self) -> None:
+        from ..._validation import check_row_cap
+
+        check_row_cap("max_train", self.max_train, low=10, rows=60000, what="the MNIST training split")
+        check_row_cap("max_test", self.max_test, low=10, rows=10000, what="the MNIST test split")
         from ..._validation import check_seeds
 
         # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only

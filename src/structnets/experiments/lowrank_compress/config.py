@@ -134,6 +134,10 @@ class LowRankCompressConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import check_row_cap
+
+        check_row_cap("curve_max_train", self.curve_max_train, low=10, rows=60000, what="the MNIST training split")
+        check_row_cap("curve_max_test", self.curve_max_test, low=10, rows=10000, what="the MNIST test split")
         unknown = [name for name in self.datasets if name not in DATASETS]
         if unknown or not (self.datasets or self.architectures) or len(set(self.datasets)) != len(self.datasets):
             raise ValueError(
