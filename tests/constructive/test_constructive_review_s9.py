@@ -66,3 +66,44 @@ def test_rank_one_interpolant_network_meets_the_residual_it_certified(
     ts = torch.tensor(x)
     allowed = _allowed_residual(ts, float(np.diff(x).min()), torch.tensor(y))
     assert np.abs(out - y).max() <= allowed, (np.abs(out - y).max(), allowed)
+
+
+@pytest.mark.parametrize("offset", [1e5, 1e6, 1e8])
+def test_lattice_pieces_1d_far_from_the_origin_represent_the_interpolant(offset: float) -> None:
+    # S_k = {j : ℓ_j ≥ ℓ_k at t_k and t_{k+1}} was decided with an absolute slack of 1e-12; a
+    # concave neighbour meets ℓ_k at the shared knot with equality, and at |t|, |v| ~ 1e5..1e8 the
+    # rounding of m·t + c (~ε·1e6) excluded it: max-min then exceeded the interpolant by 0.14..1.5
+    # on walks of unit-order slopes (96 of 300 random walks with offsets 1..1e8).
+    from structnets.constructive import evaluate_maxmin, lattice_pieces_1d
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.integers(3, 12))
+        t = offset + np.cumsum(rng.random(n) + 0.1)
+        v = offset / 2 + np.concatenate([[0.0], np.cumsum(rng.uniform(-1, 1, n - 1) * np.diff(t))])
+        xs = np.concatenate([t, np.linspace(t[0], t[-1], 2001), [t[0] - 3.0, t[-1] + 3.0]])
+        got = evaluate_maxmin(lattice_pieces_1d(t, v), xs[:, None])
+        slopes = np.diff(v) / np.diff(t)
+        want = np.interp(xs, t, v, left=v[0] - 3.0 * slopes[0], right=v[-1] + 3.0 * slopes[-1])
+        # the stored pieces round m·t + c at the scale of |t| + |v|: a few ulps of that
+        assert np.abs(got - want).max() <= 1e-13 * (offset + abs(v).max()), np.abs(got - want).max()
+
+
+def test_lattice_pieces_1d_is_the_affine_extension_beyond_the_end_knots() -> None:
+    # "the piecewise-linear interpolant ... on ℝ, pieces extended affinely beyond the ends": S_0 and
+    # S_{n−1} were decided on [t_0, t_1] and [t_{n−1}, t_n] only, not on the half-lines the end
+    # pieces hold, so 85 of 200 random walks were wrong outside the knots (by 0.59 three units past
+    # t_n, 39 a hundred units past).
+    from structnets.constructive import evaluate_maxmin, lattice_pieces_1d
+
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        n = int(rng.integers(3, 12))
+        t = np.cumsum(rng.random(n) + 0.1)
+        v = np.concatenate([[0.0], np.cumsum(rng.uniform(-1, 1, n - 1) * np.diff(t))])
+        slopes = np.diff(v) / np.diff(t)
+        steps = np.array([0.5, 3.0, 100.0])
+        xs = np.concatenate([t[0] - steps, t[-1] + steps])
+        want = np.concatenate([v[0] - steps * slopes[0], v[-1] + steps * slopes[-1]])
+        got = evaluate_maxmin(lattice_pieces_1d(t, v), xs[:, None])
+        assert np.abs(got - want).max() <= 1e-12, np.abs(got - want).max()

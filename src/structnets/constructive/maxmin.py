@@ -308,11 +308,27 @@ def lattice_pieces_1d(knots: Sequence[float] | np.ndarray, values: Sequence[floa
     def at(j: int, s: float) -> float:
         return float(affine[j][0][0] * s + affine[j][1])
 
+    def slack(j: int, k: int, s: float) -> float:
+        # Neighbours meet at their shared knot with equality in exact arithmetic; the stored
+        # (m, c) and m·s + c round at the scale |m·s| + |c|, so an absolute 1e-12 excluded a
+        # concave neighbour once |t|, |v| ≳ 1e5 (max-min then exceeded f by O(1)). A j let in by
+        # this slack is ≥ ℓ_k − slack on [t_k, t_{k+1}], which moves max-min by at most the slack.
+        size = sum(abs(float(affine[i][0][0] * s)) + abs(affine[i][1]) for i in (j, k))
+        return 1e-12 + 32 * np.finfo(np.float64).eps * size
+
+    def above(j: int, k: int) -> bool:
+        """ℓ_j ≥ ℓ_k on piece k's region: [t_k, t_{k+1}], but (−∞, t_1] and [t_{n−1}, ∞) at the ends."""
+        if not all(at(j, s) >= at(k, s) - slack(j, k, s) for s in (t[k], t[k + 1])):
+            return False
+        # on a half-line the difference must not fall away from the knot: a slope condition
+        tolerance = 1e-12
+        if k == 0 and affine[j][0][0] > affine[k][0][0] + tolerance:
+            return False
+        return not (k == len(affine) - 1 and affine[j][0][0] < affine[k][0][0] - tolerance)
+
     pieces: list[list[Piece]] = []
     for k in range(len(affine)):
-        ends = (t[k], t[k + 1])
-        group: list[Piece] = [affine[j] for j in range(len(affine)) if all(at(j, s) >= at(k, s) - 1e-12 for s in ends)]
-        pieces.append(group)
+        pieces.append([affine[j] for j in range(len(affine)) if above(j, k)])
     return pieces
 
 
