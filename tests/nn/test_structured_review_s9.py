@@ -65,3 +65,27 @@ def test_swish_on_the_meta_device_then_materialised() -> None:
         swish = Swish(beta, device="meta", dtype=F64).to_empty(device="cpu")
         swish.reset_parameters()
         torch.testing.assert_close(swish(x), _reference(x, beta), rtol=1e-15, atol=1e-15)
+
+
+def test_batched_dlor_refuses_networks_whose_activations_differ() -> None:
+    # BatchedDLoRNet ran every seed through model 0's activation: dlor_mlp(..., Swish(3.0)) batched
+    # after one with Swish(1.0) was computed with β = 1 (error 0.17), though the docstring promises
+    # what models[s] computes for every s; networks that cannot be batched must be refused.
+    import pytest
+
+    from structnets.models.batched_dlor import BatchedDLoRNet
+    from structnets.models.dlor_mlp import dlor_mlp
+
+    torch.manual_seed(0)
+    same = [dlor_mlp(2, 1, 4, 2, 1, "deep", Swish(2.0), dtype=F64) for _ in range(2)]
+    x = torch.randn(5, 2, dtype=F64)
+    out = BatchedDLoRNet(same)(x)
+    for s, model in enumerate(same):
+        torch.testing.assert_close(out[s], model(x), rtol=1e-13, atol=1e-13)
+    for mode, branches in (("deep", 1), ("parallel", 2)):
+        first = dlor_mlp(2, 1, 4, 2, 1, mode, Swish(1.0, learnable=True), branches, dtype=F64)
+        second = dlor_mlp(2, 1, 4, 2, 1, mode, Swish(1.0, learnable=True), branches, dtype=F64)
+        with torch.no_grad():
+            next(m for m in second.modules() if isinstance(m, Swish)).beta.fill_(3.0)
+        with pytest.raises(ValueError, match="activation"):
+            BatchedDLoRNet([first, second])

@@ -166,12 +166,36 @@ def _check_models(models: Sequence[nn.Sequential]) -> None:
                 f"{type(model).__name__} at index {index}"
             )
     reference = _architecture(models[0])
+    activations = _activation_states(models[0])
     for index, model in enumerate(models[1:], start=1):
         if _architecture(model) != reference:
             raise ValueError(
                 f"`models` must share one architecture (dlor_mlp with identical arguments); network {index} "
                 "differs from network 0"
             )
+        # Every seed runs through network 0's activation: one whose state differs (a Swish β)
+        # would be computed wrongly (β = 3 run as β = 1 was off by 0.17), so it is refused.
+        if not _same_states(_activation_states(model), activations):
+            raise ValueError(
+                f"`models` must share one activation state (every seed runs through network 0's); network "
+                f"{index}'s activation differs from network 0's"
+            )
+
+
+def _activation_states(model: nn.Sequential) -> list[tuple[str, dict[str, torch.Tensor]]]:
+    """repr and state (parameters and buffers, e.g. a Swish β) of every activation of a ``dlor_mlp`` network."""
+    modules = [m.activation if isinstance(m, DLoRParallel) else m for m in model]
+    skip = (ZeroPad, TakeFirst, DLoRLinear, DLoRBranches)
+    return [(repr(m), m.state_dict()) for m in modules if not isinstance(m, skip)]
+
+
+def _same_states(a: list[tuple[str, dict[str, torch.Tensor]]], b: list[tuple[str, dict[str, torch.Tensor]]]) -> bool:
+    return len(a) == len(b) and all(
+        name_a == name_b
+        and state_a.keys() == state_b.keys()
+        and all(torch.equal(state_a[k], state_b[k]) for k in state_a)
+        for (name_a, state_a), (name_b, state_b) in zip(a, b)
+    )
 
 
 def _dlor_maps(model: nn.Sequential, live: bool = False) -> list[tuple[list[Any], torch.Tensor | None]]:
