@@ -230,3 +230,44 @@ def test_an_mnist_cap_above_the_split_is_refused(name: str, field: str, rows: in
     assert getattr(dataclasses.replace(config_class.quick(), **{field: rows}), field) == rows
     with pytest.raises(ValueError, match=rf"`{field}` must be an int >= 10, got 0"):
         dataclasses.replace(config_class.quick(), **{field: 0})
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides", "message"),
+    [
+        # 0 units: the run "finished" with an empty table (rc 0)
+        ("swish-construction", {"Ms_1d": (), "Ms_2d": (), "taus": (), "lams": ()}, r"`Ms_1d` must list at least one M"),
+        ("swish-construction", {"targets": ("power:2:1.5",), "Ms_2d": ()}, r"`Ms_2d` must list at least one M"),
+        # 0 units, then report() failed on the stored results: KeyError: 'target'
+        ("smooth-constant-depth", {"Ks_1d": (), "Ks_2d": (), "Ks_3d": ()}, r"`Ks_1d` must list at least one K"),
+        ("smooth-constant-depth", {"targets": ("sine:3:1",), "Ks_3d": ()}, r"`Ks_3d` must list at least one K"),
+        ("lipschitz-moons", {"depths": (), "widths": ()}, r"`depths` and `widths` must not both be empty"),
+    ],
+)
+def test_a_config_that_makes_no_units_is_refused(name: str, overrides: dict[str, object], message: str) -> None:
+    config_class = get(name).config_class
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(config_class.quick(), **overrides)
+
+
+def test_every_quick_config_and_default_still_make_units() -> None:
+    from structnets.runner.schedule import results_frame
+
+    for name in names():
+        experiment = get(name)
+        for config in (experiment.config_class.quick(), experiment.config_class()):
+            assert experiment.units(config, results_frame([])), name
+
+
+def test_smooth_constant_depth_errors_name_the_field() -> None:
+    config_class = get("smooth-constant-depth").config_class
+    with pytest.raises(ValueError, match=r"^`Ks_2d` must be an int >= 1, got 0"):
+        dataclasses.replace(config_class.quick(), Ks_2d=(0,))
+
+
+def test_cli_empty_run_is_refused_before_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    argv = ["run", "smooth-constant-depth", "--quick", "--set", "Ks_1d=", "Ks_2d=", "Ks_3d=", "--out", str(out)]
+    assert main(argv) != 0
+    assert not out.exists()
+    assert "`Ks_1d` must list at least one K" in capsys.readouterr().err

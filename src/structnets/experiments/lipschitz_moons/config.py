@@ -94,6 +94,8 @@ class LipschitzMoonsConfig:
             check_int("depths", depth, low=1)
         for width in (*self.widths, self.depth_sweep_width):
             check_int("widths", width, low=1)
+        if not self.depths and not self.widths:  # no sweep: a run of no units
+            raise ValueError("`depths` and `widths` must not both be empty (no sweep to run), got () and ()")
         check_choice("variant", self.variant, ("gradient-step", "fixed-width"))
         check_int("epochs", self.epochs, low=1)
         check_int("batch_size", self.batch_size, low=1)

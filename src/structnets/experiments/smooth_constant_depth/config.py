@@ -77,8 +77,16 @@ class SmoothConstantDepthConfig:
         for name in self.activations:
             if name not in ACTIVATIONS:
                 raise ValueError(f"`activations` entries must be one of {list(ACTIVATIONS)}, got {name!r}")
-        for K in (*self.Ks_1d, *self.Ks_2d, *self.Ks_3d):
-            check_int("K", K, low=1)
+        for name in ("Ks_1d", "Ks_2d", "Ks_3d"):
+            for K in getattr(self, name):
+                try:
+                    check_int(name, K, low=1)
+                except (TypeError, ValueError) as error:
+                    raise type(error)(f"{error} (each entry is a `K`, cells per axis)") from None
+        for spec in self.targets:  # a target with no K has no unit (and the report died on a KeyError)
+            d = parse_target(spec).d
+            if not self.Ks(d):
+                raise ValueError(f"`Ks_{d}d` must list at least one K: target {spec!r} has d = {d}, got ()")
         check_real("tau", self.tau, low=0.0, low_open=True)
         check_int("grid_1d", self.grid_1d, low=11)
         check_int("grid_2d", self.grid_2d, low=11)

@@ -78,6 +78,10 @@ class SwishConstructionConfig:
         for name in ("Ms_1d", "Ms_2d"):
             for M in getattr(self, name):
                 check_int(name, M, low=1)
+        for spec in self.targets:  # the M sweep is each target's main result: none would be an empty row
+            name = "Ms_1d" if parse_target(spec).d == 1 else "Ms_2d"
+            if not getattr(self, name):
+                raise ValueError(f"`{name}` must list at least one M: target {spec!r} sweeps it, got ()")
         check_int("sweep_M_1d", self.sweep_M_1d, low=1)
         check_int("sweep_M_2d", self.sweep_M_2d, low=1)
         for value in self.taus:
