@@ -246,3 +246,22 @@ def check_row_cap(name: str, value: Any, *, low: int, rows: int, what: str) -> N
         raise ValueError(
             f"`{name}` must be an int in [{low}, {rows}] ({what} has {rows} rows; None keeps all), got {value}"
         )
+
+
+def check_distinct_parsed(name: str, specs: Any, parse: Any, what: str = "targets") -> None:
+    """Refuse two entries of ``specs`` that ``parse`` maps to one value (one target, two spellings).
+
+    ``"power:1:1.5"`` and ``"power:1:1.50"`` are different strings, so different unit keys, but the
+    same target: each of its units would run twice and the tables hold it twice.
+    """
+    if not isinstance(specs, (tuple, list)):
+        return
+    seen: dict[Any, Any] = {}
+    for spec in specs:
+        value = parse(spec)
+        if value in seen and seen[value] != spec:
+            raise ValueError(
+                f"`{name}` must list distinct {what}, got {specs!r:.200}: {seen[value]!r} and {spec!r} are the same "
+                f"target"
+            )
+        seen.setdefault(value, spec)

@@ -271,3 +271,27 @@ def test_cli_empty_run_is_refused_before_the_folder(tmp_path: Path, capsys: pyte
     assert main(argv) != 0
     assert not out.exists()
     assert "`Ks_1d` must list at least one K" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "targets"),
+    [
+        # the same target under two spellings: every unit ran twice, with two rows in the tables
+        ("swish-construction", ("power:1:1.5", "power:1:1.50")),
+        ("smooth-constant-depth", ("sine:1:1", "sine:01:1.0")),
+        ("dlor-sawtooth", ("d1t2", "d01t2")),
+    ],
+)
+def test_one_target_under_two_spellings_is_refused(name: str, targets: tuple[str, ...]) -> None:
+    config_class = get(name).config_class
+    with pytest.raises(ValueError, match=r"`targets` must list distinct targets, got .*: .* are the same target"):
+        dataclasses.replace(config_class.quick(), targets=targets)
+
+
+def test_lowrank_uci_sensitivity_ratios_equal_in_model_names_are_refused() -> None:
+    # a model is named f"ratio={r:.4g}": 0.12345 and 0.12346 both became "ratio=0.1235", and one of
+    # the two ratios was silently dropped from the cv stage
+    config_class = get("lowrank-uci").config_class
+    with pytest.raises(ValueError, match=r"`sensitivity` must be distinct to 4 significant digits"):
+        dataclasses.replace(config_class.quick(), sensitivity=(0.12345, 0.12346))
+    dataclasses.replace(config_class.quick(), sensitivity=(0.1234, 0.1235))

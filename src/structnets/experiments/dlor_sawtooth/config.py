@@ -146,7 +146,9 @@ class DLoRSawtoothConfig:
             check_real("hs", h, low=0.0, high=1.0, low_open=True)
         check_int("correspondence_rank", self.correspondence_rank, low=1)
         check_device(self.device)
-        from ..._validation import check_distinct
+        from ..._validation import check_distinct, check_distinct_parsed
+
+        check_distinct_parsed("targets", self.targets, parse_target)
 
         # a repeat gives two units one key, or runs (averages, counts) an entry twice
         for name in ("targets", "seeds", "budgets", "wide_modes", "hs", "correspondence_seeds"):

@@ -165,6 +165,12 @@ class LowRankUCIConfig:
         check_real("bottleneck", self.bottleneck, low=0.0, high=1.0, low_open=True)
         for ratio in self.sensitivity:
             check_real("sensitivity", ratio, low=0.0, high=1.0, low_open=True)
+        names = [f"{ratio:.4g}" for ratio in self.sensitivity]  # the cv models are named ratio=<4 digits>
+        if len(set(names)) != len(names):
+            raise ValueError(
+                f"`sensitivity` must be distinct to 4 significant digits (each names a model ratio=<r:.4g>), "
+                f"got {self.sensitivity!r}"
+            )
         if self.max_rows is not None:
             check_int("max_rows", self.max_rows, low=50)
         check_real("selection_fraction", self.selection_fraction, low=0.05, high=0.5)

@@ -93,7 +93,11 @@ class SmoothConstantDepthConfig:
         check_int("grid_3d", self.grid_3d, low=3)
         check_int("floor_points", self.floor_points, low=16)
         check_int("l2_points", self.l2_points, low=16)
-        from ..._validation import check_distinct
+        from ..._validation import check_distinct, check_distinct_parsed
+
+        check_distinct_parsed(
+            "targets", self.targets, lambda spec: (spec.split(":")[0], parse_target(spec).d, parse_target(spec).beta)
+        )
 
         # a repeat gives two units one key, or runs (averages, counts) an entry twice
         for name in ("targets", "activations", "Ks_1d", "Ks_2d", "Ks_3d"):

@@ -92,7 +92,11 @@ class SwishConstructionConfig:
         check_real("lam", self.lam, low=0.0, low_open=True)
         check_int("grid_1d", self.grid_1d, low=11)
         check_int("grid_2d", self.grid_2d, low=11)
-        from ..._validation import check_distinct
+        from ..._validation import check_distinct, check_distinct_parsed
+
+        check_distinct_parsed(
+            "targets", self.targets, lambda spec: (spec.split(":")[0], parse_target(spec).d, parse_target(spec).beta)
+        )
 
         # a repeat gives two units one key, or runs (averages, counts) an entry twice
         for name in ("targets", "Ms_1d", "Ms_2d", "taus", "lams"):
