@@ -89,3 +89,29 @@ def test_batched_dlor_refuses_networks_whose_activations_differ() -> None:
             next(m for m in second.modules() if isinstance(m, Swish)).beta.fill_(3.0)
         with pytest.raises(ValueError, match="activation"):
             BatchedDLoRNet([first, second])
+
+
+def test_forward_and_from_linear_refuse_bad_input_by_name() -> None:
+    # RankOneLinear.forward had no check (RuntimeError 'size mismatch ... vec (3)' or a TypeError
+    # about '@'), LowRankLinear.forward an AttributeError for a list; DLoRLinear.from_linear of a
+    # NaN weight named `weight`, an argument it does not have. DESIGN: errors name the argument.
+    import pytest
+
+    from structnets.nn import DLoRLinear, LowRankLinear
+    from structnets.nn.dlor_linear import RankOneLinear
+
+    rank_one, low_rank = RankOneLinear(3, 4, dtype=F64), LowRankLinear(3, 4, 2, dtype=F64)
+    for layer in (rank_one, low_rank):
+        with pytest.raises(ValueError, match="`input`.*3"):
+            layer(torch.randn(2, 5, dtype=F64))
+        with pytest.raises(ValueError, match="`input`"):
+            layer(torch.tensor(1.0, dtype=F64))
+        with pytest.raises(TypeError, match="`input`.*list"):
+            layer([1.0, 2.0, 3.0])
+    x = torch.randn(2, 3, dtype=F64)
+    torch.testing.assert_close(rank_one(x), x @ rank_one.to_dense().T + rank_one.bias, rtol=1e-14, atol=1e-14)
+    linear = nn.Linear(4, 4)
+    with torch.no_grad():
+        linear.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="`linear`.*non-finite"):
+        DLoRLinear.from_linear(linear, 2)

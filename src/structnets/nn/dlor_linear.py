@@ -139,6 +139,8 @@ class DLoRLinear(nn.Module):
                 f"in_features={linear.in_features}, out_features={linear.out_features}"
             )
         weight = linear.weight.detach()
+        if not bool(torch.isfinite(weight).all()):
+            raise ValueError("`linear` has non-finite weights (nan or inf); they have no SVD")
         features = check_int("features", linear.in_features, low=2)
         rank = check_int("rank", rank, low=1, high=features - 1)
         if alpha is not None:
@@ -219,6 +221,10 @@ class RankOneLinear(nn.Module):
             nn.init.uniform_(self.bias, -1.0, 1.0)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if not isinstance(input, torch.Tensor):
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
+        if input.dim() == 0 or input.shape[-1] != self.in_features:
+            raise ValueError(f"`input` must have shape (*, in_features={self.in_features}), got {tuple(input.shape)}")
         projection = input @ self.v  # (*,): the only thing the layer sees of x
         out = projection.unsqueeze(-1) * self.u
         return out if self.bias is None else out + self.bias

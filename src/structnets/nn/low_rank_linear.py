@@ -92,6 +92,8 @@ class LowRankLinear(nn.Module):
         1-4% slower at rank 341, hence the threshold). Autograd's matmul backward keeps these
         layouts, so the gradients come out contiguous either way.
         """
+        if not isinstance(input, torch.Tensor):
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
         if input.dim() == 0 or input.shape[-1] != self.in_features:
             raise ValueError(f"`input` must have shape (*, in_features={self.in_features}), got {tuple(input.shape)}")
         rows = input.reshape(-1, self.in_features)
