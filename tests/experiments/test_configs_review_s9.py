@@ -295,3 +295,21 @@ def test_lowrank_uci_sensitivity_ratios_equal_in_model_names_are_refused() -> No
     with pytest.raises(ValueError, match=r"`sensitivity` must be distinct to 4 significant digits"):
         dataclasses.replace(config_class.quick(), sensitivity=(0.12345, 0.12346))
     dataclasses.replace(config_class.quick(), sensitivity=(0.1234, 0.1235))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"Ms_1d": (4, 10**12)}, r"`Ms_1d` entry M=1000000000000 \(target 'power:1:0.5', d=1\) ask for .* more than"),
+        ({"Ms_2d": (4, 10**9)}, r"`Ms_2d` entry M=1000000000 \(target 'power:2:1.5', d=2\) ask for"),
+        ({"sweep_M_1d": 10**12}, r"`sweep_M_1d` entry M=1000000000000"),
+        ({"grid_1d": 10**13}, r"`grid_1d`=10000000000000 \(target 'power:1:0.5', d=1\) ask for .* grid values"),
+        ({"grid_2d": 10**7}, r"`grid_2d`=10000000 \(target 'power:2:1.5', d=2\) ask for .* grid values"),
+    ],
+)
+def test_swish_construction_refuses_units_larger_than_memory(overrides: dict[str, object], message: str) -> None:
+    # accepted; each unit then failed in swish_approximator's own memory check, or tried to allocate
+    # the evaluation grid (torch.linspace of 10^13 points)
+    config_class = get("swish-construction").config_class
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(config_class(), **overrides)

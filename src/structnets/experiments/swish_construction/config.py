@@ -92,6 +92,32 @@ class SwishConstructionConfig:
         check_real("lam", self.lam, low=0.0, low_open=True)
         check_int("grid_1d", self.grid_1d, low=11)
         check_int("grid_2d", self.grid_2d, low=11)
+        self._check_memory()
+
+    def _check_memory(self) -> None:
+        """Refuse an M or a grid whose unit cannot fit in memory, before the run folder exists.
+
+        The units would fail (``swish_approximator``'s own check) or exhaust memory one by one; the
+        sizes are those of :func:`.units.make_units` and :func:`structnets.constructive.swish_approximator`.
+        """
+        import math
+
+        from ..._validation import check_fits_in_memory
+
+        for spec in self.targets:
+            d = parse_target(spec).d
+            name, Ms, sweep = ("Ms_1d", self.Ms_1d, "sweep_M_1d") if d == 1 else ("Ms_2d", self.Ms_2d, "sweep_M_2d")
+            for field, M in [(name, M) for M in Ms] + [(sweep, getattr(self, sweep))]:
+                if d * math.log2(M + 1) > 64:
+                    raise ValueError(f"`{field}` entry M={M} asks for (M+1)^d > 2**64 grid points for target {spec!r}")
+                check_fits_in_memory(f"`{field}` entry M={M} (target {spec!r}, d={d})", 6 * (M + 1) ** d * (d + 1))
+            per_axis = self.grid_1d if d == 1 else max(11, round(self.grid_2d ** (2 / d)))
+            grid = "grid_1d" if d == 1 else "grid_2d"
+            if d * math.log2(per_axis) > 64:
+                raise ValueError(f"`{grid}`={getattr(self, grid)} asks for more than 2**64 grid points for {spec!r}")
+            check_fits_in_memory(
+                f"`{grid}`={getattr(self, grid)} (target {spec!r}, d={d})", 2 * per_axis**d * d, what="grid values"
+            )
         from ..._validation import check_distinct, check_distinct_parsed
 
         check_distinct_parsed(
