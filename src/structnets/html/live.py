@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .run_page import FailedUnit, record_failed_unit, write_run_page
+from .run_page import FailedUnit, record_failed_unit, remove_page_temporaries, write_run_page
 
 logger = logging.getLogger(__name__)
 
@@ -99,10 +99,29 @@ class LiveReport:
     def finish(self, status: str, failure: tuple[str, str] | None = None) -> None:
         """Render the page a last time with the run's final ``status``; record ``failure`` ``(key, error)``.
 
+        Call it once :func:`structnets.runner.run` has returned (or raised): the page is written
+        holding the folder's run lock, as the runner wrote the folder, so a second ``structnets run``
+        or ``report`` of the folder that started meanwhile is never overwritten by this run's last
+        page (that one is then not written: the other process owns the folder and its page). The
+        temporaries a write of the page cut short left in the folder (``kill -9``) are removed.
         Nothing is written when the run never reached its first progress call (e.g. a folder it refused).
         """
         if self._progress is None:
             return
+        from ..runner.errors import RunLockedError
+        from ..runner.lock import run_lock
+
+        try:
+            with run_lock(self.run_dir):
+                self._finish_locked(status, failure)
+        except RunLockedError as e:
+            logger.info("%s not refreshed: %s", self.run_dir / "report.html", e)
+        except Exception as e:  # noqa: BLE001 - the page is a convenience: log, never raise
+            self.failures += 1
+            logger.warning("could not write the last %s: %s: %s", self.run_dir / "report.html", type(e).__name__, e)
+
+    def _finish_locked(self, status: str, failure: tuple[str, str] | None) -> None:
+        remove_page_temporaries(self.run_dir)
         if failure is not None:
             try:
                 when = datetime.now(UTC).isoformat(timespec="seconds")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import glob
 import json
 import logging
 import math
@@ -136,6 +137,22 @@ def record_failed_unit(run_dir: Path, failure: FailedUnit) -> None:
     kept = [f for f in read_failed_units(run_dir) if f.key != failure.key]
     kept.append(failure)
     atomic_io.write_json(Path(run_dir) / FAILED_UNITS, [dataclasses.asdict(f) for f in kept[-100:]])
+
+
+def remove_page_temporaries(run_dir: Path) -> None:
+    """Delete what writes of ``report.html`` or ``failed_units.json`` cut short (``kill -9``) left in
+    ``run_dir``: their :mod:`~structnets.atomic_io` temporaries ``.report.html.*.tmp`` and
+    ``.failed_units.json.*.tmp``. Only called while holding the run lock (another writer's temporary
+    is never in flight then)."""
+    folder = Path(run_dir)
+    for name in (REPORT_HTML, FAILED_UNITS):
+        for path in folder.glob(f".{glob.escape(name)}.*.tmp"):
+            if path.is_dir() and not path.is_symlink():
+                continue
+            try:
+                path.unlink()
+            except OSError as e:  # tidying up never fails a run
+                logger.debug("could not remove %s: %s", path, e)
 
 
 def _json_text(value: Any) -> str:

@@ -1,0 +1,92 @@
+"""Review of the HTML report (session 9): each test names what went wrong before its fix."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from structnets.cli import main
+
+
+def _toy_run(out: Path, *extra: str) -> int:
+    return main(["run", "toy", "--quick", "--out", str(out), "--jobs", "1", "-q", *extra])
+
+
+def _lock_is_held(run_dir: Path) -> bool:
+    """Whether some open file description holds the run lock of ``run_dir`` (flock conflicts across them)."""
+    path = run_dir / ".structnets.lock"
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_the_last_page_is_written_while_the_run_lock_is_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``LiveReport.finish`` wrote report.html after ``runner.run`` had released the run lock, so a second
+    ``structnets run`` (or ``report``) of the folder could start meanwhile and have its page overwritten
+    by this run's stale last page (e.g. 'finished' over a page of a run in progress)."""
+    from structnets.html import live
+
+    seen: list[tuple[object, bool]] = []
+    real = live.write_run_page
+
+    def spy(run_dir: Path, **options: object) -> Path:
+        seen.append((options.get("progress"), _lock_is_held(Path(run_dir))))
+        return real(run_dir, **options)
+
+    monkeypatch.setattr(live, "write_run_page", spy)
+    run = tmp_path / "run"
+    assert _toy_run(run) == 0
+    assert seen and seen[-1][0] is None  # the last page (no live progress) was written
+    assert [held for _, held in seen] == [True] * len(seen), seen
+    assert not (run / ".structnets.lock").exists()  # the lock file is removed after, as by the runner
+
+
+def test_the_last_page_is_not_written_over_a_folder_another_run_holds(tmp_path: Path) -> None:
+    """The other side of the lock: when another process took the folder between the end of the run and its
+    last page, that page is not written (the other run writes its own), and nothing is raised."""
+    import toy_experiment as toy
+
+    from structnets.html import LiveReport
+    from structnets.runner.lock import run_lock
+
+    run = tmp_path / "run"
+    assert _toy_run(run) == 0
+    page = LiveReport(run, experiment=toy.EXPERIMENT)
+    page.progress(1, 2)  # a mid-run render (takes no lock: the runner holds it then)
+    mid = (run / "report.html").read_bytes()
+    assert page.renders == 1 and b'<span class="badge s-running">running</span>' in mid
+    with run_lock(run):  # another run holds the folder now
+        page.finish("finished")
+        assert (run / "report.html").read_bytes() == mid
+    assert page.renders == 1 and page.failures == 0
+    page.finish("finished")  # the folder is free again: the last page is written
+    assert page.renders == 2 and b'<span class="badge s-finished">finished</span>' in (run / "report.html").read_bytes()
+
+
+def test_temporaries_of_a_page_write_cut_short_are_removed_when_the_run_finishes(tmp_path: Path) -> None:
+    """kill -9 while report.html (or failed_units.json) was being written leaves its atomic_io temporary
+    (``.report.html.x1y2.tmp``, a whole page) in the run folder; resuming and finishing the run left it
+    there for good (the runner tidies only its own files' temporaries)."""
+    run = tmp_path / "run"
+    assert _toy_run(run) == 0
+    with sqlite3.connect(run / "results.db") as conn:  # as if killed before the last units
+        conn.execute("DELETE FROM results WHERE key LIKE 'stage2/%'")
+    conn.close()
+    leftovers = [run / ".report.html.k2j3h4.tmp", run / ".failed_units.json.zz9.tmp"]
+    kept = [run / ".report.html.notes", run / "report.html.tmp", run / "my.report.html.tmp"]
+    for path in [*leftovers, *kept]:
+        path.write_text("half a page")
+    assert _toy_run(run) == 0
+    assert [p for p in leftovers if p.exists()] == []
+    assert all(p.read_text() == "half a page" for p in kept)
