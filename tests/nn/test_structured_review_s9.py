@@ -115,3 +115,20 @@ def test_forward_and_from_linear_refuse_bad_input_by_name() -> None:
         linear.weight[0, 0] = float("nan")
     with pytest.raises(ValueError, match="`linear`.*non-finite"):
         DLoRLinear.from_linear(linear, 2)
+
+
+def test_dlor_linear_initialisation_matches_its_docstring() -> None:
+    # The docstring said b is drawn "as LowRankLinear" (±1/√r); it is ±1/√N (nn.Linear(N, N)).
+    from structnets.nn import DLoRLinear
+
+    torch.manual_seed(0)
+    layer = DLoRLinear(400, 5, dtype=F64).requires_grad_(False)
+    for tensor, bound in ((layer.V, 400**-0.5), (layer.U, 5**-0.5), (layer.bias, 400**-0.5)):
+        assert float(tensor.abs().max()) <= bound
+        assert float(tensor.abs().max()) > 0.95 * bound  # 400·5 (or 400) draws reach the edge
+    x = torch.randn(20000, 400, dtype=F64)
+    low_rank = (x @ layer.V) @ layer.U.T
+    # Var = Σ_k U_ik² Σ_j V_jk², about 1/9 on average over i
+    want = float((layer.U.square() @ layer.V.square().sum(0)).mean())
+    assert abs(float(low_rank.var(0).mean()) - want) < 0.05 * want
+    assert abs(want - 1 / 9) < 0.05

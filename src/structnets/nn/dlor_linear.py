@@ -73,10 +73,13 @@ class DLoRLinear(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """α ← ``alpha``; U, V (and b) as ``LowRankLinear`` initialises its two factors.
+        """α ← ``alpha``; U, V as ``LowRankLinear`` initialises its two factors; b as ``nn.Linear(N, N)``.
 
-        With α = 1 the layer starts as the identity plus a low-rank map whose output has about a
-        third of the input's scale, the initialisation of a residual block.
+        Vᵀ ~ U(±1/√N) (fan-in N), U ~ U(±1/√r) (fan-in r), b ~ U(±1/√N) (``LowRankLinear`` uses
+        ±1/√r for its bias, the fan-in of its second factor). With α = 1 the layer starts as the
+        identity plus a low-rank map whose output has about a third of the input's scale
+        (Var UVᵀx = r·(1/(3r))·N·(1/(3N)) = 1/9 for x ~ N(0, I)), the initialisation of a
+        residual block.
         """
         with torch.no_grad():
             self.alpha.fill_(self.initial_alpha)
