@@ -265,3 +265,35 @@ def check_distinct_parsed(name: str, specs: Any, parse: Any, what: str = "target
                 f"target"
             )
         seen.setdefault(value, spec)
+
+
+def _plain(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return tuple(_plain(v) for v in value.tolist()) if value.ndim else value.item()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        items = [_plain(v) for v in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
+    return value
+
+
+def plain_fields(config: Any) -> None:
+    """Turn NumPy scalars and arrays in the fields of a frozen dataclass config into Python values.
+
+    ``np.int64(4)`` becomes ``4`` and ``np.array([4, 8])`` becomes ``(4, 8)`` (``.item()`` /
+    ``.tolist()``: the same numbers). The checks accept NumPy integers as ints, but the runner stores
+    configs and unit params as JSON, which refuses them: such a config passed validation and the run
+    failed after its folder existed. Call first in ``__post_init__``.
+    """
+    import dataclasses
+
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        plain = _plain(value)
+        if plain is not value:
+            object.__setattr__(config, field.name, plain)

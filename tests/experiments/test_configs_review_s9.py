@@ -313,3 +313,54 @@ def test_swish_construction_refuses_units_larger_than_memory(overrides: dict[str
     config_class = get("swish-construction").config_class
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(config_class(), **overrides)
+
+
+def _numpy_version(value: object) -> object:
+    import numpy as np
+
+    if isinstance(value, bool):
+        return np.bool_(value)
+    if isinstance(value, int):
+        return np.int64(value)
+    if isinstance(value, float):
+        return np.float64(value)
+    if isinstance(value, str):
+        return np.str_(value)
+    if isinstance(value, tuple):
+        return tuple(_numpy_version(v) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("name", names())
+def test_numpy_scalars_become_the_python_values_they_equal(name: str) -> None:
+    # a config built with np.int64 / np.float64 values (e.g. from a NumPy grid) passed its checks,
+    # then the run failed after its folder existed: "params of unit ... are not JSON-serialisable:
+    # Object of type int64 is not JSON serializable"
+    import json
+
+    from structnets.runner.schedule import results_frame
+
+    experiment = get(name)
+    quick = experiment.config_class.quick()
+    values = {f.name: _numpy_version(getattr(quick, f.name)) for f in dataclasses.fields(quick) if f.init}
+    config = dataclasses.replace(quick, **values)
+    assert config == quick
+
+    def plain(value: object) -> bool:
+        if isinstance(value, tuple):
+            return all(plain(v) for v in value)
+        return value is None or type(value) in (bool, int, float, str)
+
+    for field in dataclasses.fields(config):
+        assert plain(getattr(config, field.name)), (field.name, getattr(config, field.name))
+    for unit in experiment.units(config, results_frame([])):
+        json.dumps(dict(unit.params), allow_nan=False)
+
+
+def test_a_numpy_array_of_grid_values_becomes_a_tuple() -> None:
+    import numpy as np
+
+    config_class = get("swish-construction").config_class
+    config = dataclasses.replace(config_class.quick(), Ms_1d=np.array([4, 8, 16]))
+    assert config.Ms_1d == (4, 8, 16)
+    assert all(type(M) is int for M in config.Ms_1d)

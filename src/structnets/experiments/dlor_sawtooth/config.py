@@ -99,6 +99,9 @@ class DLoRSawtoothConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import plain_fields
+
+        plain_fields(self)  # NumPy scalars and arrays -> the Python values they equal (JSON stores them)
         from ..._validation import check_seeds
 
         # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only

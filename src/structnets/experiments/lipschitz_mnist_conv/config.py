@@ -92,6 +92,9 @@ class LipschitzMNISTConvConfig:
         )  # fmt: skip
 
     def __post_init__(self) -> None:
+        from ..._validation import plain_fields
+
+        plain_fields(self)  # NumPy scalars and arrays -> the Python values they equal (JSON stores them)
         from ..._validation import check_row_cap
 
         check_row_cap("max_train", self.max_train, low=10, rows=60000, what="the MNIST training split")

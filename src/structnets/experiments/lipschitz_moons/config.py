@@ -79,6 +79,9 @@ class LipschitzMoonsConfig:
         return cls(depths=(2, 8), widths=(10, 20), epochs=30, ascent_steps=30, claim_seeds=())
 
     def __post_init__(self) -> None:
+        from ..._validation import plain_fields
+
+        plain_fields(self)  # NumPy scalars and arrays -> the Python values they equal (JSON stores them)
         from ..._validation import check_seeds
 
         # NumPy's RandomState and scikit-learn take seeds in [0, 2**32 - 1] only

@@ -138,6 +138,9 @@ class LowRankUCIConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import plain_fields
+
+        plain_fields(self)  # NumPy scalars and arrays -> the Python values they equal (JSON stores them)
         from ..._validation import check_int, check_real
         from ...training.device import check_device
 

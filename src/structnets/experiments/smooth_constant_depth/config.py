@@ -66,6 +66,9 @@ class SmoothConstantDepthConfig:
         return {1: self.grid_1d, 2: self.grid_2d, 3: self.grid_3d}[d]
 
     def __post_init__(self) -> None:
+        from ..._validation import plain_fields
+
+        plain_fields(self)  # NumPy scalars and arrays -> the Python values they equal (JSON stores them)
         if not self.targets:
             raise ValueError("`targets` must list at least one target, got ()")
         for spec in self.targets:

@@ -69,6 +69,9 @@ class SwishConstructionConfig:
         )
 
     def __post_init__(self) -> None:
+        from ..._validation import plain_fields
+
+        plain_fields(self)  # NumPy scalars and arrays -> the Python values they equal (JSON stores them)
         from ..._validation import check_int, check_real
 
         if not self.targets:
