@@ -364,3 +364,16 @@ def test_a_numpy_array_of_grid_values_becomes_a_tuple() -> None:
     config = dataclasses.replace(config_class.quick(), Ms_1d=np.array([4, 8, 16]))
     assert config.Ms_1d == (4, 8, 16)
     assert all(type(M) is int for M in config.Ms_1d)
+
+
+def test_lowrank_uci_refuses_more_folds_than_rows() -> None:
+    # accepted; every cv unit then failed: "Cannot have number of splits n_splits=500 greater than the
+    # number of samples: n_samples=414"
+    config_class = get("lowrank-uci").config_class
+    with pytest.raises(
+        ValueError, match=r"`folds` must be at most the rows of every data set \('real-estate' has 414\)"
+    ):
+        config_class(datasets=("real-estate",), folds=500)
+    with pytest.raises(ValueError, match=r"\('iris' has 60 with max_rows=60\), got 61"):
+        config_class(datasets=("iris",), folds=61, max_rows=60)
+    assert config_class(datasets=("real-estate",), folds=414).folds == 414
