@@ -90,3 +90,33 @@ def test_temporaries_of_a_page_write_cut_short_are_removed_when_the_run_finishes
     assert _toy_run(run) == 0
     assert [p for p in leftovers if p.exists()] == []
     assert all(p.read_text() == "half a page" for p in kept)
+
+
+_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+def test_odd_entries_of_figures_do_not_break_the_page_nor_reach_outside_the_folder(tmp_path: Path) -> None:
+    """The PNGs of figures/ embedded when the page draws none (a run's first page, a stopped run): a folder
+    named ``x.png`` made every render fail (IsADirectoryError: a run's page never appeared, ``report
+    --html`` died); a symbolic link ``figures/leak.png -> ~/secret`` in a received folder embedded that
+    file in the page (to be shared); a file that is not a PNG showed as a broken image."""
+    import base64
+
+    import toy_experiment as toy
+
+    from structnets.html import write_run_page
+
+    run = tmp_path / "run"
+    assert _toy_run(run) == 0
+    figures = run / "figures"
+    good = (figures / "values.png").read_bytes()
+    secret = tmp_path / "secret"
+    secret.write_bytes(_PNG + b"SECRET-KEY")
+    (figures / "a-folder.png").mkdir()
+    (figures / "leak.png").symlink_to(secret)
+    (figures / "garbled.png").write_bytes(b"half a figure")
+    page = write_run_page(run, experiment=toy.EXPERIMENT, draw_figures=False).read_text()
+    assert page.count("<figure ") == 1 and base64.b64encode(good).decode() in page
+    assert base64.b64encode(secret.read_bytes()).decode() not in page
+    for name in ("a-folder.png", "leak.png", "garbled.png"):
+        assert name in page.split('id="figures"')[1].split("</p>")[0]  # named in the note, not embedded

@@ -323,16 +323,36 @@ def _figures(
             logger.info("%s.figures() for the HTML page: %s", experiment.name, reason)
     else:
         reason = "no unit has finished yet"
-    pngs = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").is_dir() else []
+    folder = run_dir / "figures"
+    pngs = sorted(folder.glob("*.png")) if folder.is_dir() and not folder.is_symlink() else []
     figures = []
+    skipped = []
     for path in pngs:
+        data = _png_bytes(path)
+        if data is None:
+            skipped.append(path.name)
+            continue
         title, alt = _describe(None, path.name, experiment.name)
-        figures.append(
-            _Figure(title, alt, _data_uri(path, "image/png"), "PNG from figures/ (no SVG: see above)", path.name)
+        src = f"data:image/png;base64,{base64.b64encode(data).decode('ascii')}"
+        figures.append(_Figure(title, alt, src, "PNG from figures/ (no SVG: see above)", path.name))
+    if figures:
+        reason += f"; showing the {len(figures)} PNG(s) already in figures/ instead (they may predate these results)"
+    if skipped:
+        reason += "; not shown, as not a readable PNG file of the folder (a link, a folder, other bytes): " + (
+            ", ".join(skipped)
         )
-    if pngs:
-        reason += f"; showing the {len(pngs)} PNG(s) already in figures/ instead (they may predate these results)"
     return figures, reason
+
+
+def _png_bytes(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a plain file (never a link: a run folder is data) holding a PNG; else None."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data if data.startswith(b"\x89PNG\r\n\x1a\n") else None
 
 
 def _cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
