@@ -377,3 +377,18 @@ def test_lowrank_uci_refuses_more_folds_than_rows() -> None:
     with pytest.raises(ValueError, match=r"\('iris' has 60 with max_rows=60\), got 61"):
         config_class(datasets=("iris",), folds=61, max_rows=60)
     assert config_class(datasets=("real-estate",), folds=414).folds == 414
+
+
+@pytest.mark.parametrize(
+    ("n_samples", "fraction", "sides"),
+    [(20, 0.01, "0 training and 20 test"), (20, 0.05, "1 training and 19 test"), (20, 0.95, "19 training and 1 test")],
+)
+def test_lipschitz_moons_refuses_a_split_without_both_moons(n_samples: int, fraction: float, sides: str) -> None:
+    # accepted; every unit then failed in scikit-learn's split ("the resulting train set will be empty",
+    # "The train_size = 1 should be greater or equal to the number of classes = 2")
+    config_class = get("lipschitz-moons").config_class
+    with pytest.raises(
+        ValueError, match=rf"`train_fractions` entry {fraction} of `n_samples`={n_samples} gives {sides}"
+    ):
+        dataclasses.replace(config_class.quick(), n_samples=n_samples, train_fractions=(fraction,))
+    dataclasses.replace(config_class.quick(), n_samples=21, train_fractions=(0.5,))

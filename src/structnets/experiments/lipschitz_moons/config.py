@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..._validation import check_choice, check_int, check_real
@@ -93,6 +94,13 @@ class LipschitzMoonsConfig:
             raise ValueError("`train_fractions` must be non-empty, got ()")
         for fraction in self.train_fractions:
             check_real("train_fractions", fraction, low=0.0, high=1.0, low_open=True, high_open=True)
+            # the stratified split (scikit-learn) needs both moons on each side: ≥ 2 rows per side
+            n_train = math.floor(fraction * self.n_samples)
+            if min(n_train, self.n_samples - n_train) < 2:
+                raise ValueError(
+                    f"`train_fractions` entry {fraction} of `n_samples`={self.n_samples} gives {n_train} training and "
+                    f"{self.n_samples - n_train} test points; the stratified split needs at least 2 on each side"
+                )
         for depth in (*self.depths, self.width_sweep_depth):
             check_int("depths", depth, low=1)
         for width in (*self.widths, self.depth_sweep_width):
