@@ -297,3 +297,17 @@ def plain_fields(config: Any) -> None:
         plain = _plain(value)
         if plain is not value:
             object.__setattr__(config, field.name, plain)
+
+
+def check_network_fits(fields: str, width: int, depth: int, in_features: int = 0) -> None:
+    """Refuse a ``width`` × ``depth`` network whose float32 weights alone cannot fit in memory.
+
+    A lower bound on what training needs (gradients and optimiser state come on top): ``depth``
+    ``width``×``width`` matrices plus an ``in_features``×``width`` input layer. Configs call it so that
+    a width of 10⁶ is refused before the run folder exists, not by the allocator inside every unit.
+
+    Args:
+        fields: the config fields that set the size, as the message should name them.
+        width, depth, in_features: the network's size.
+    """
+    check_fits_in_memory(fields, width * width * depth + in_features * width, itemsize=4, what="float32 weights")

@@ -392,3 +392,22 @@ def test_lipschitz_moons_refuses_a_split_without_both_moons(n_samples: int, frac
     ):
         dataclasses.replace(config_class.quick(), n_samples=n_samples, train_fractions=(fraction,))
     dataclasses.replace(config_class.quick(), n_samples=21, train_fractions=(0.5,))
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides", "message"),
+    [
+        ("lowrank-uci", {"widths": (32, 10**7)}, r"`widths` entry 10000000 \(`depths` up to 3\) ask for"),
+        ("lowrank-uci", {"efficiency_widths": (10**7,)}, r"`efficiency_widths` entry 10000000 ask for"),
+        ("rank-bounds", {"widths": (10**7,)}, r"`widths` entry 10000000 \(`depths` up to \d+\) ask for"),
+        ("lipschitz-mnist", {"widths": (10**7,)}, r"`widths` entry 10000000 \(`depths` up to \d+\) ask for"),
+        ("lipschitz-moons", {"widths": (10**7,)}, r"`widths` entry 10000000 \(`width_sweep_depth`=\d+\) ask for"),
+        ("lipschitz-moons", {"depth_sweep_width": 10**7}, r"`depths` entry \d+ \(`depth_sweep_width`=10000000\) ask"),
+        ("lowrank-compress", {"width": 10**7}, r"`width`=10000000, `depth`=\d+ ask for"),
+    ],
+)
+def test_a_network_larger_than_memory_is_refused(name: str, overrides: dict[str, object], message: str) -> None:
+    # accepted; every unit then died allocating 10^14 weights (or the machine ran out of memory)
+    config_class = get(name).config_class
+    with pytest.raises(ValueError, match=message + r" .*float32 weights.*more than this machine's memory"):
+        dataclasses.replace(config_class.quick(), **overrides)

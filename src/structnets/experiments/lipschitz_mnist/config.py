@@ -170,6 +170,12 @@ class LipschitzMNISTConfig:
         if not isinstance(self.maxmin, bool):
             raise TypeError(f"`maxmin` must be a bool, got {self.maxmin!r}")
         check_int("epochs", self.epochs, low=1)
+        from ..._validation import check_network_fits
+
+        for width in self.widths:
+            check_network_fits(
+                f"`widths` entry {width} (`depths` up to {max(self.depths)})", width, max(self.depths), 784
+            )
         check_int("batch_size", self.batch_size, low=1)
         check_real("lr", self.lr, low=0.0, low_open=True)
         check_real("fixed_width_lr", self.fixed_width_lr, low=0.0, low_open=True)

@@ -108,6 +108,16 @@ class LipschitzMoonsConfig:
         if not self.depths and not self.widths:  # no sweep: a run of no units
             raise ValueError("`depths` and `widths` must not both be empty (no sweep to run), got () and ()")
         check_choice("variant", self.variant, ("gradient-step", "fixed-width"))
+        from ..._validation import check_network_fits
+
+        for width in self.widths:
+            check_network_fits(
+                f"`widths` entry {width} (`width_sweep_depth`={self.width_sweep_depth})", width, self.width_sweep_depth
+            )
+        for depth in self.depths:
+            check_network_fits(
+                f"`depths` entry {depth} (`depth_sweep_width`={self.depth_sweep_width})", self.depth_sweep_width, depth
+            )
         check_int("epochs", self.epochs, low=1)
         check_int("batch_size", self.batch_size, low=1)
         check_real("lr", self.lr, low=0.0, low_open=True)

@@ -173,6 +173,9 @@ class LowRankCompressConfig:
                 f"`depth` must be ≥ 2 for method='dlor' (its only square layers are hidden), got {self.depth}"
             )
         check_int("epochs", self.epochs, low=1)
+        from ..._validation import check_network_fits
+
+        check_network_fits(f"`width`={self.width}, `depth`={self.depth}", self.width, self.depth, 784)
         check_int("finetune_epochs", self.finetune_epochs, low=1)
         check_int("batch_size", self.batch_size, low=1)
         check_real("lr", self.lr, low=0.0, low_open=True)

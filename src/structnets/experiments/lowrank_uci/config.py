@@ -166,6 +166,14 @@ class LowRankUCIConfig:
         if not self.depths or not self.widths:
             raise ValueError(f"`depths` and `widths` must be non-empty, got {self.depths}, {self.widths}")
         check_real("bottleneck", self.bottleneck, low=0.0, high=1.0, low_open=True)
+        from ..._validation import check_network_fits
+
+        for width in self.widths:
+            check_network_fits(
+                f"`widths` entry {width} (`depths` up to {max(self.depths)})", width, max(self.depths), 108
+            )
+        for width in self.efficiency_widths:
+            check_network_fits(f"`efficiency_widths` entry {width}", width, max(2, *self.depths), 108)
         for ratio in self.sensitivity:
             check_real("sensitivity", ratio, low=0.0, high=1.0, low_open=True)
         names = [f"{ratio:.4g}" for ratio in self.sensitivity]  # the cv models are named ratio=<4 digits>

@@ -181,6 +181,12 @@ class RankBoundsConfig:
         if self.n_test is not None:
             check_int("n_test", self.n_test, low=10)
         check_int("epochs", self.epochs, low=1)
+        from ..._validation import check_network_fits
+
+        for width in self.widths:
+            check_network_fits(
+                f"`widths` entry {width} (`depths` up to {max(self.depths)})", width, max(self.depths), 784
+            )
         check_int("batch_size", self.batch_size, low=1)
         check_real("lr", self.lr, low=0.0, low_open=True)
         check_int("rank_checkpoints", self.rank_checkpoints, low=1)
