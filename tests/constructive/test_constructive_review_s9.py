@@ -107,3 +107,24 @@ def test_lattice_pieces_1d_is_the_affine_extension_beyond_the_end_knots() -> Non
         want = np.concatenate([v[0] - steps * slopes[0], v[-1] + steps * slopes[-1]])
         got = evaluate_maxmin(lattice_pieces_1d(t, v), xs[:, None])
         assert np.abs(got - want).max() <= 1e-12, np.abs(got - want).max()
+
+
+def test_dlor_network_refuses_activations_that_differ_only_in_state() -> None:
+    # `mlp` must use one activation throughout; the check compared type and repr, and a Swish's repr
+    # shows its initial β: two learnable Swish layers trained to β = 1 and β = 3 passed, and every
+    # layer got the first one's β ("summed", claimed exact, was off by 0.10).
+    from torch import nn
+
+    from structnets.nn import Swish
+
+    torch.manual_seed(0)
+    first, second = Swish(1.0, learnable=True), Swish(1.0, learnable=True)
+    with torch.no_grad():
+        second.beta.fill_(3.0)
+    net = nn.Sequential(nn.Linear(3, 4), first, nn.Linear(4, 4), second, nn.Linear(4, 2)).to(F64)
+    with pytest.raises(ValueError, match="one activation"):
+        dlor_network_from_dense(net, "summed")
+    with torch.no_grad():
+        second.beta.fill_(1.0)
+    x = torch.randn(100, 3, dtype=F64)
+    assert _sup_error(net, dlor_network_from_dense(net, "summed"), x) < 1e-13

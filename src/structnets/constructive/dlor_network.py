@@ -211,12 +211,23 @@ def _dense_layers(mlp: nn.Module) -> tuple[list[tuple[torch.Tensor, torch.Tensor
             raise ValueError(f"`mlp` has mismatched layer shapes {tuple(w.shape)} then {tuple(w_next.shape)}")
     activations = list(mlp)[1::2]
     first = activations[0]
-    if any(type(a) is not type(first) or repr(a) != repr(first) for a in activations):
-        raise ValueError(f"`mlp` must use one activation throughout, got {[repr(a) for a in activations]}")
+    # repr alone misses state: a Swish shows its initial β, not a trained or loaded one
+    if any(type(a) is not type(first) or repr(a) != repr(first) or not _same_state(a, first) for a in activations):
+        raise ValueError(
+            "`mlp` must use one activation throughout (same type, arguments, parameters and buffers), got "
+            f"{[repr(a) for a in activations]}"
+        )
     for w, b in maps:
         _check_finite("mlp", w)
         _check_finite("mlp", b)
     return maps, _clone_activation(first)
+
+
+def _same_state(a: nn.Module, b: nn.Module) -> bool:
+    state_a, state_b = a.state_dict(), b.state_dict()
+    return state_a.keys() == state_b.keys() and all(
+        state_a[k].shape == state_b[k].shape and bool((state_a[k] == state_b[k]).all()) for k in state_a
+    )
 
 
 def _clone_activation(module: nn.Module) -> nn.Module:
