@@ -132,3 +132,20 @@ def test_dlor_linear_initialisation_matches_its_docstring() -> None:
     want = float((layer.U.square() @ layer.V.square().sum(0)).mean())
     assert abs(float(low_rank.var(0).mean()) - want) < 0.05 * want
     assert abs(want - 1 / 9) < 0.05
+
+
+def test_batched_dlor_refuses_activations_with_parameters() -> None:
+    # A learnable activation became one parameter shared by all seeds (parameters_per_seed 39 for a
+    # 40-parameter network) that to_models() did not write back: after a change of the batched β,
+    # to_models()[0] differed from the batched seed 0 by 0.21.
+    import pytest
+
+    from structnets.models.batched_dlor import BatchedDLoRNet
+    from structnets.models.dlor_mlp import dlor_mlp
+
+    models = [dlor_mlp(2, 1, 4, 2, 1, "deep", Swish(1.0, learnable=True), dtype=F64) for _ in range(2)]
+    with pytest.raises(ValueError, match="activation.*parameters"):
+        BatchedDLoRNet(models)
+    fixed = [dlor_mlp(2, 1, 4, 2, 1, "deep", "swish", dtype=F64) for _ in range(2)]
+    batched = BatchedDLoRNet(fixed)
+    assert batched.parameters_per_seed() == sum(p.numel() for p in fixed[0].parameters())

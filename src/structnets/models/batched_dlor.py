@@ -167,6 +167,12 @@ def _check_models(models: Sequence[nn.Sequential]) -> None:
             )
     reference = _architecture(models[0])
     activations = _activation_states(models[0])
+    if any(next(m.parameters(), None) is not None for m, _ in _activation_modules(models[0])):
+        # one copy would serve every seed, shared in training and never written back by to_models
+        raise ValueError(
+            "`models` must use activations without parameters (e.g. Swish(learnable=False)): "
+            "a batched activation is one module shared by all seeds"
+        )
     for index, model in enumerate(models[1:], start=1):
         if _architecture(model) != reference:
             raise ValueError(
@@ -182,11 +188,16 @@ def _check_models(models: Sequence[nn.Sequential]) -> None:
             )
 
 
-def _activation_states(model: nn.Sequential) -> list[tuple[str, dict[str, torch.Tensor]]]:
-    """repr and state (parameters and buffers, e.g. a Swish β) of every activation of a ``dlor_mlp`` network."""
+def _activation_modules(model: nn.Sequential) -> list[tuple[nn.Module, dict[str, torch.Tensor]]]:
+    """Every activation module of a ``dlor_mlp`` network with its state (parameters and buffers)."""
     modules = [m.activation if isinstance(m, DLoRParallel) else m for m in model]
     skip = (ZeroPad, TakeFirst, DLoRLinear, DLoRBranches)
-    return [(repr(m), m.state_dict()) for m in modules if not isinstance(m, skip)]
+    return [(m, m.state_dict()) for m in modules if not isinstance(m, skip)]
+
+
+def _activation_states(model: nn.Sequential) -> list[tuple[str, dict[str, torch.Tensor]]]:
+    """repr and state (parameters and buffers, e.g. a Swish β) of every activation of a ``dlor_mlp`` network."""
+    return [(repr(m), state) for m, state in _activation_modules(model)]
 
 
 def _same_states(a: list[tuple[str, dict[str, torch.Tensor]]], b: list[tuple[str, dict[str, torch.Tensor]]]) -> bool:
