@@ -120,3 +120,24 @@ def test_odd_entries_of_figures_do_not_break_the_page_nor_reach_outside_the_fold
     assert base64.b64encode(secret.read_bytes()).decode() not in page
     for name in ("a-folder.png", "leak.png", "garbled.png"):
         assert name in page.split('id="figures"')[1].split("</p>")[0]  # named in the note, not embedded
+
+
+def test_a_folder_whose_name_is_not_utf8_gets_its_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--out $'run\\xff'`` (a byte that is not UTF-8: Python holds it as the lone surrogate \\udcff): the run
+    finished but its page was never written (UnicodeEncodeError, logged at every refresh), and ``structnets
+    report RUN --html`` died in a UnicodeEncodeError traceback after rewriting the other outputs."""
+    import io
+    import sys
+
+    # the command prints the folder's name as a terminal would take it (pytest's capture is strict UTF-8)
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="surrogateescape"))
+    run = tmp_path / os.fsdecode(b"run\xff")
+    assert _toy_run(run) == 0
+    assert [r.getMessage() for r in caplog.records if "UnicodeEncodeError" in r.getMessage()] == []
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "run\ufffd" in page and "not UTF-8" in page
+    (run / "report.html").unlink()
+    assert main(["report", str(run), "--html", "-q"]) == 0
+    assert "run\ufffd" in (run / "report.html").read_text(encoding="utf-8")

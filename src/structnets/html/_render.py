@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from typing import Any
 
-__all__ = ["HtmlUnavailableError", "check_available", "number", "render"]
+__all__ = ["LONE_SURROGATE", "HtmlUnavailableError", "check_available", "number", "render"]
 
 
 class HtmlUnavailableError(RuntimeError):
@@ -40,13 +41,21 @@ def check_available() -> None:
     _environment()
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: a byte of a file name that is not UTF-8, as Python holds it (``os.fsdecode``)."""
+
+
 def render(template: str, **context: Any) -> str:
     """Render the package template ``template`` with ``context``; every value is HTML-escaped.
+
+    A lone surrogate (how Python holds a byte of a file name that is not UTF-8, e.g. ``--out
+    $'run\\xff'``) becomes U+FFFD, as a terminal shows it: UTF-8 cannot encode it, so the page
+    could not be written at all.
 
     Raises:
         HtmlUnavailableError: Jinja2 is not installed.
     """
-    return str(_environment().get_template(template).render(**context))
+    return LONE_SURROGATE.sub("\ufffd", str(_environment().get_template(template).render(**context)))
 
 
 def number(value: Any) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from . import _markdown
-from ._render import number, render
+from ._render import LONE_SURROGATE, number, render
 
 logger = logging.getLogger(__name__)
 
@@ -451,6 +451,9 @@ def render_run_page(
 
     config_rows = [(str(k), _json_text(v)) for k, v in config_to_json(config).items()]
     command, command_note = reproduce_command(exp, config, str(folder))
+    if LONE_SURROGATE.search(str(folder)):
+        not_utf8 = "the folder's name holds bytes that are not UTF-8, shown as \ufffd: type its name yourself"
+        command_note = "; ".join(n for n in (command_note, not_utf8) if n)
     raw_sessions = info.get("sessions")
     sessions: list[Any] = raw_sessions if isinstance(raw_sessions, list) else []
     session_rows = [
