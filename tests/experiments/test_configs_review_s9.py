@@ -411,3 +411,34 @@ def test_a_network_larger_than_memory_is_refused(name: str, overrides: dict[str,
     config_class = get(name).config_class
     with pytest.raises(ValueError, match=message + r" .*float32 weights.*more than this machine's memory"):
         dataclasses.replace(config_class.quick(), **overrides)
+
+
+@pytest.mark.parametrize("name", ["swish-construction", "smooth-constant-depth"])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        # an OverflowError traceback out of `structnets run ... --set targets=sine:1:1e300`
+        ("sine:1:1e300", r"`targets` entry 'sine:1:1e300': .*out of range"),
+        # accepted; every unit failed: "`R` must be finite ..., got inf"
+        ("power:1:1001", r"`targets` entry 'power:1:1001' is out of range: .* got order 1000 and R=inf"),
+        # accepted; every unit failed: "OverflowError: int too large to convert to float"
+        ("sine:1:300", r"`targets` entry 'sine:1:300' is out of range: .* got order 299"),
+        ("power:1:-1", r"`targets` entry 'power:1:-1': `beta` must be"),
+    ],
+)
+def test_a_target_the_constructions_cannot_build_is_refused(name: str, spec: str, message: str) -> None:
+    config_class = get(name).config_class
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(config_class.quick(), targets=(spec,))
+
+
+def test_the_largest_taylor_order_is_accepted() -> None:
+    config_class = get("swish-construction").config_class
+    assert dataclasses.replace(config_class.quick(), targets=("sine:1:171",)).targets == ("sine:1:171",)
+
+
+def test_cli_overflowing_target_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main(["run", "swish-construction", "--quick", "--set", "targets=sine:1:1e300", "--out", str(out)]) == 2
+    assert not out.exists()
+    assert "`targets` entry 'sine:1:1e300'" in capsys.readouterr().err

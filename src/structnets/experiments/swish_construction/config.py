@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,11 +23,24 @@ def parse_target(spec: str) -> SmoothTarget:
         raise ValueError(f"`targets` entries must look like 'power:1:1.5', got {spec!r}") from error
     if family not in FAMILIES:
         raise ValueError(f"`targets` family must be one of {list(FAMILIES)}, got {family!r} in {spec!r}")
-    if family == "power":
-        return power_target(d_value, beta_value)
-    if family == "sine":
-        return sine_target(d_value, beta_value)
-    return lacunary_target(d_value, beta_value, levels=4)
+    try:
+        if family == "power":
+            target = power_target(d_value, beta_value)
+        elif family == "sine":
+            target = sine_target(d_value, beta_value)
+        else:
+            target = lacunary_target(d_value, beta_value, levels=4)
+    except (ValueError, OverflowError) as error:  # e.g. (2π)^β past the float range: an OverflowError
+        raise ValueError(f"`targets` entry {spec!r}: {error}") from None
+    # Both constructions (swish_approximator, smooth_constant_depth_approximator) divide by k! up to the
+    # Taylor order ⌈β⌉ − 1 and need a finite Hölder constant R: past them every unit failed on an overflow
+    order = math.ceil(target.beta) - 1
+    if order > 170 or not math.isfinite(target.R):
+        raise ValueError(
+            f"`targets` entry {spec!r} is out of range: the constructions need the Taylor order ⌈β⌉ − 1 <= 170 "
+            f"(170! is the last factorial a float holds) and a finite constant R, got order {order} and R={target.R:g}"
+        )
+    return target
 
 
 @dataclass(frozen=True)
