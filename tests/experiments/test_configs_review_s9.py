@@ -442,3 +442,18 @@ def test_cli_overflowing_target_is_a_one_line_error(tmp_path: Path, capsys: pyte
     assert main(["run", "swish-construction", "--quick", "--set", "targets=sine:1:1e300", "--out", str(out)]) == 2
     assert not out.exists()
     assert "`targets` entry 'sine:1:1e300'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "assignment", "message"),
+    [
+        ("lipschitz-moons", "n_samples=" + "9" * 400, r"`n_samples`=9+ ask for"),
+        ("swish-construction", "grid_2d=" + "9" * 400, r"`grid_2d`=9+ asks for more than 2\*\*64 grid points"),
+    ],
+)
+def test_a_huge_int_is_a_value_error_not_an_overflow(name: str, assignment: str, message: str) -> None:
+    from structnets.runner import apply_overrides
+
+    config_class = get(name).config_class
+    with pytest.raises(ValueError, match=message):
+        apply_overrides(config_class.quick(), [assignment])

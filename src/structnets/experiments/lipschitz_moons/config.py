@@ -89,6 +89,9 @@ class LipschitzMoonsConfig:
         for name in ("seeds", "claim_seeds"):
             check_seeds(name, getattr(self, name))
         check_int("n_samples", self.n_samples, low=20)
+        from ..._validation import check_fits_in_memory
+
+        check_fits_in_memory(f"`n_samples`={self.n_samples}", 3 * self.n_samples, what="coordinates and labels")
         check_real("noise", self.noise, low=0.0)
         if not self.train_fractions:
             raise ValueError("`train_fractions` must be non-empty, got ()")
