@@ -141,3 +141,20 @@ def test_a_folder_whose_name_is_not_utf8_gets_its_page(
     (run / "report.html").unlink()
     assert main(["report", str(run), "--html", "-q"]) == 0
     assert "run\ufffd" in (run / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_long_run_of_backticks_is_read_in_linear_time() -> None:
+    """The inline-code pattern backtracked over every split of a run of backticks: 8000 of them (a config
+    string in a table, a table.md cell) took 6 s to read, 16000 about a minute, for every page render."""
+    import time
+
+    from structnets.html._markdown import Span, spans
+
+    start = time.perf_counter()
+    assert spans("`" * 20000) == [Span("text", "`" * 20000)]
+    assert spans("a" + "`" * 20000 + "b") == [Span("text", "a" + "`" * 20000 + "b")]
+    assert time.perf_counter() - start < 1.0
+    assert spans("``a`b`` and `c` and ```d``` ") == [
+        Span("code", "a`b"), Span("text", " and "), Span("code", "c"), Span("text", " and "), Span("code", "d"),
+        Span("text", " "),
+    ]  # fmt: skip

@@ -44,7 +44,9 @@ class Block:
 
 
 _INLINE = re.compile(
-    r"(?P<code>`+)(?P<code_text>.+?)(?P=code)"
+    # A code span opens and closes with backtick runs of one length, each a whole run (as in CommonMark):
+    # one opening per run, so a long run of backticks is read in linear time, not by trying its splits.
+    r"(?<!`)(?P<code>`+)(?!`)(?P<code_text>.+?)(?<!`)(?P=code)(?!`)"
     r"|\*\*(?P<strong>\S(?:.*?\S)?)\*\*"
     r"|(?<![\w*])\*(?P<em>[^\s*](?:[^*]*?[^\s*])?)\*(?![\w*])"
     r"|\[(?P<link_text>[^\]]+)\]\((?P<href>[^)\s]+)\)"
