@@ -220,8 +220,11 @@ def check_seeds(name: str, value: Any, *, high: int = SEED_MAX) -> None:
     """Refuse a seed (or a tuple of seeds) of ``name`` that is not an int in ``[0, high]``.
 
     A seed out of range passed the configs and then failed inside a unit ("Seed must be between 0
-    and 2**32 - 1"), after the run folder existed.
+    and 2**32 - 1"), after the run folder existed. A field whose name ends in ``seeds`` is a tuple
+    of seeds (a bare int there failed in ``units()``); any other is one seed.
     """
+    if name.endswith("seeds") and not isinstance(value, (tuple, list)):
+        raise TypeError(f"`{name}` must be a tuple of ints in [0, {high}], got {value!r:.80} ({type(value).__name__})")
     for seed in value if isinstance(value, (tuple, list)) else (value,):
         check_int(name, seed, low=0, high=high)
 

@@ -457,3 +457,20 @@ def test_a_huge_int_is_a_value_error_not_an_overflow(name: str, assignment: str,
     config_class = get(name).config_class
     with pytest.raises(ValueError, match=message):
         apply_overrides(config_class.quick(), [assignment])
+
+
+@pytest.mark.parametrize("value", ["foo", 1, None])
+def test_lowrank_uci_refuses_an_unknown_activation(value: object) -> None:
+    # not checked: the run made its folder and every unit's estimator refused it
+    config_class = get("lowrank-uci").config_class
+    with pytest.raises((ValueError, TypeError), match=r"`activation` must be one of"):
+        dataclasses.replace(config_class.quick(), activation=value)
+
+
+@pytest.mark.parametrize(("name", "field"), [(n, f) for n, f in SEED_FIELDS if f.endswith("seeds")])
+def test_a_bare_int_for_a_tuple_of_seeds_is_refused(name: str, field: str) -> None:
+    # dlor-sawtooth correspondence_seeds=5 passed and units() failed iterating an int; lowrank-compress
+    # and lowrank-uci raised an unnamed "TypeError: 'int' object is not iterable"
+    config_class = get(name).config_class
+    with pytest.raises(TypeError, match=rf"`{field}` must be a tuple of ints"):
+        dataclasses.replace(config_class.quick(), **{field: 5})

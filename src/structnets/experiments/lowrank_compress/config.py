@@ -137,6 +137,10 @@ class LowRankCompressConfig:
         from ..._validation import plain_fields
 
         plain_fields(self)  # NumPy scalars and arrays -> the Python values they equal (JSON stores them)
+        from ..._validation import check_seeds
+
+        for name in ("seeds", "curve_seeds"):  # a tuple of ints in [0, 2**32 - 1]; tighter bounds below
+            check_seeds(name, getattr(self, name))
         from ..._validation import check_row_cap
 
         check_row_cap("curve_max_train", self.curve_max_train, low=10, rows=60000, what="the MNIST training split")

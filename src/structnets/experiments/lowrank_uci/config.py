@@ -141,7 +141,11 @@ class LowRankUCIConfig:
         from ..._validation import plain_fields
 
         plain_fields(self)  # NumPy scalars and arrays -> the Python values they equal (JSON stores them)
-        from ..._validation import check_int, check_real
+        from ..._validation import check_seeds
+
+        for name in ("seeds",):  # a tuple of ints in [0, 2**32 - 1]; tighter bounds below
+            check_seeds(name, getattr(self, name))
+        from ..._validation import check_choice, check_int, check_real
         from ...training.device import check_device
 
         unknown = [name for name in self.datasets if name not in ALL_DATASETS]
@@ -195,6 +199,11 @@ class LowRankUCIConfig:
         # the estimators' own rule, checked here so that a unit does not fail on it after the folder exists
         check_real("validation_fraction", self.validation_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
         check_int("latency_batch", self.latency_batch, low=1)
+        from ...nn import ACTIVATIONS
+
+        if not isinstance(self.activation, str):  # the estimators' rule (MLPClassifier / MLPRegressor)
+            raise TypeError(f"`activation` must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        check_choice("activation", self.activation, ACTIVATIONS)
         check_int("latency_pairs", self.latency_pairs, low=1)
         check_device(self.device)
         if not isinstance(self.early_stopping, bool):

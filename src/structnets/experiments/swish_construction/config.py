@@ -129,7 +129,7 @@ class SwishConstructionConfig:
                     raise ValueError(f"`{field}` entry M={M} asks for (M+1)^d > 2**64 grid points for target {spec!r}")
                 check_fits_in_memory(f"`{field}` entry M={M} (target {spec!r}, d={d})", 6 * (M + 1) ** d * (d + 1))
             grid = "grid_1d" if d == 1 else "grid_2d"
-            if 2 * math.log2(getattr(self, grid)) > 64:  # grid_2d ** (2 / d) would overflow a float first
+            if d >= 2 and 2 * math.log2(self.grid_2d) > 64:  # grid_2d ** (2 / d) would overflow a float first
                 raise ValueError(f"`{grid}`={getattr(self, grid)} asks for more than 2**64 grid points for {spec!r}")
             per_axis = self.grid_1d if d == 1 else max(11, round(self.grid_2d ** (2 / d)))
             if d * math.log2(per_axis) > 64:
