@@ -158,3 +158,27 @@ def test_a_long_run_of_backticks_is_read_in_linear_time() -> None:
         Span("code", "a`b"), Span("text", " and "), Span("code", "c"), Span("text", " and "), Span("code", "d"),
         Span("text", " "),
     ]  # fmt: skip
+
+
+def test_the_command_of_a_run_of_an_unregistered_experiment_names_its_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``structnets run toy_experiment:EXPERIMENT --out RUN``: the page's 'Reproduce (or resume) this run'
+    command read ``structnets run toy --out RUN``, which fails (no experiment is registered as 'toy')."""
+    import toy_experiment as toy
+
+    from structnets import experiments
+    from structnets.html.run_page import reproduce_command
+
+    monkeypatch.delitem(experiments._MODULES, "toy")  # as for a user: toy is not a registered experiment
+
+    run = tmp_path / "run"
+    assert main(["run", toy.SPEC, "--quick", "--out", str(run), "--jobs", "1", "-q"]) == 0
+    assert f"<code>structnets run {toy.SPEC} --quick --out {run}</code>" in (run / "report.html").read_text()
+    config = toy.ToyConfig.quick()
+    assert (
+        reproduce_command(toy.EXPERIMENT, config, "r", registry=toy.REGISTRY)[0] == "structnets run toy --quick --out r"
+    )
+    assert (
+        reproduce_command(toy.EXPERIMENT, config, "r", registry={})[0] == f"structnets run {toy.SPEC} --quick --out r"
+    )

@@ -165,14 +165,20 @@ def _normal(value: Any) -> Any:
     return json.loads(json.dumps(value, allow_nan=True))
 
 
-def reproduce_command(experiment: Any, config: Any, run_dir: str) -> tuple[str, str]:
+def reproduce_command(
+    experiment: Any, config: Any, run_dir: str, *, registry: Mapping[str, str] | None = None
+) -> tuple[str, str]:
     """The ``structnets run`` command that gives ``config``: the preset it differs least from, plus ``--set``.
+
+    The experiment is named as ``structnets run`` finds it: its name where ``registry`` (None: the
+    default registry) holds it, else its ``module:OBJECT`` spec.
 
     Returns:
         ``(command, note)``: the note names any field that ``--set`` cannot write (empty if none).
     """
     from ..runner import config_to_json, parse_overrides
     from ..runner.config import format_value
+    from ..runner.resolve import experiment_ref
 
     stored = _normal(config_to_json(config))
     config_class = experiment.config_class
@@ -203,17 +209,24 @@ def reproduce_command(experiment: Any, config: Any, run_dir: str) -> tuple[str, 
         score = len(sets) + 100 * len(bad)
         if best is None or score < best[0]:
             best = (score, flags, sets, bad)
-    parts = ["structnets", "run", experiment.name]
-    note = ""
+    try:
+        ref = experiment_ref(experiment, registry)
+    except Exception:  # noqa: BLE001 - a registry that cannot be read: the name, said to be unsure
+        ref = None
+    parts = ["structnets", "run", ref or experiment.name]
+    note = "" if ref else f"{experiment.name} is neither registered nor importable by a spec: name it yourself"
     if best is None:
-        note = "no preset of this config class could be built; every field is listed above"
+        note = "; ".join(
+            n for n in (note, "no preset of this config class could be built; every field is listed above") if n
+        )
     else:
         _, flags, sets, bad = best
         parts += flags
         if sets:
             parts += ["--set", *sets]
         if bad:
-            note = "--set cannot write " + ", ".join(bad) + " exactly; their stored values are listed above"
+            unset = "--set cannot write " + ", ".join(bad) + " exactly; their stored values are listed above"
+            note = "; ".join(n for n in (note, unset) if n)
     parts += ["--out", run_dir]
     return " ".join(shlex.quote(p) for p in parts), note
 
@@ -450,7 +463,7 @@ def render_run_page(
     from ..runner import config_to_json
 
     config_rows = [(str(k), _json_text(v)) for k, v in config_to_json(config).items()]
-    command, command_note = reproduce_command(exp, config, str(folder))
+    command, command_note = reproduce_command(exp, config, str(folder), registry=registry)
     if LONE_SURROGATE.search(str(folder)):
         not_utf8 = "the folder's name holds bytes that are not UTF-8, shown as \ufffd: type its name yourself"
         command_note = "; ".join(n for n in (command_note, not_utf8) if n)
