@@ -170,8 +170,8 @@ def reproduce_command(
 ) -> tuple[str, str]:
     """The ``structnets run`` command that gives ``config``: the preset it differs least from, plus ``--set``.
 
-    The experiment is named as ``structnets run`` finds it: its name where ``registry`` (None: the
-    default registry) holds it, else its ``module:OBJECT`` spec.
+    The experiment is named as ``structnets run`` finds it: its name where ``registry`` (None:
+    :data:`structnets.experiments.REGISTRY`, the command line's) holds it, else its ``module:OBJECT`` spec.
 
     Returns:
         ``(command, note)``: the note names any field that ``--set`` cannot write (empty if none).
@@ -209,6 +209,8 @@ def reproduce_command(
         score = len(sets) + 100 * len(bad)
         if best is None or score < best[0]:
             best = (score, flags, sets, bad)
+    if registry is None:
+        from ..experiments import REGISTRY as registry
     try:
         ref = experiment_ref(experiment, registry)
     except Exception:  # noqa: BLE001 - a registry that cannot be read: the name, said to be unsure
@@ -463,7 +465,7 @@ def render_run_page(
     from ..runner import config_to_json
 
     config_rows = [(str(k), _json_text(v)) for k, v in config_to_json(config).items()]
-    command, command_note = reproduce_command(exp, config, str(folder), registry=registry)
+    command, command_note = reproduce_command(exp, config, str(folder))
     if LONE_SURROGATE.search(str(folder)):
         not_utf8 = "the folder's name holds bytes that are not UTF-8, shown as \ufffd: type its name yourself"
         command_note = "; ".join(n for n in (command_note, not_utf8) if n)
