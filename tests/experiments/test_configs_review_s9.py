@@ -474,3 +474,10 @@ def test_a_bare_int_for_a_tuple_of_seeds_is_refused(name: str, field: str) -> No
     config_class = get(name).config_class
     with pytest.raises(TypeError, match=rf"`{field}` must be a tuple of ints"):
         dataclasses.replace(config_class.quick(), **{field: 5})
+
+
+def test_lowrank_uci_huge_folds_names_folds() -> None:
+    # the folds bound comes before the seed bound, which depends on folds
+    config_class = get("lowrank-uci").config_class
+    with pytest.raises(ValueError, match=r"^`folds` must be at most the rows"):
+        dataclasses.replace(config_class.quick(), folds=10**20)

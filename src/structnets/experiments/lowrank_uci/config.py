@@ -152,6 +152,15 @@ class LowRankUCIConfig:
         if unknown or not self.datasets:
             raise ValueError(f"`datasets` must be a non-empty subset of {list(ALL_DATASETS)}, got {self.datasets!r}")
         check_int("folds", self.folds, low=2)
+        if self.max_rows is not None:
+            check_int("max_rows", self.max_rows, low=50)
+        for name in self.datasets:  # K-fold needs K <= rows (scikit-learn: "Cannot have number of splits ...")
+            rows = DATASET_ROWS[name] if self.max_rows is None else min(DATASET_ROWS[name], self.max_rows)
+            if self.folds > rows:
+                raise ValueError(
+                    f"`folds` must be at most the rows of every data set ({name!r} has {rows}"
+                    f"{'' if self.max_rows is None else f' with max_rows={self.max_rows}'}), got {self.folds}"
+                )
         if not self.seeds:
             raise ValueError("`seeds` must list at least one seed, got ()")
         # the estimator's seed is 1000·seed + fold, which NumPy and scikit-learn take up to 2**32 − 1
@@ -186,15 +195,6 @@ class LowRankUCIConfig:
                 f"`sensitivity` must be distinct to 4 significant digits (each names a model ratio=<r:.4g>), "
                 f"got {self.sensitivity!r}"
             )
-        if self.max_rows is not None:
-            check_int("max_rows", self.max_rows, low=50)
-        for name in self.datasets:  # K-fold needs K <= rows (scikit-learn: "Cannot have number of splits ...")
-            rows = DATASET_ROWS[name] if self.max_rows is None else min(DATASET_ROWS[name], self.max_rows)
-            if self.folds > rows:
-                raise ValueError(
-                    f"`folds` must be at most the rows of every data set ({name!r} has {rows}"
-                    f"{'' if self.max_rows is None else f' with max_rows={self.max_rows}'}), got {self.folds}"
-                )
         check_real("selection_fraction", self.selection_fraction, low=0.05, high=0.5)
         # the estimators' own rule, checked here so that a unit does not fail on it after the folder exists
         check_real("validation_fraction", self.validation_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
