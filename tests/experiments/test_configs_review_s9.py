@@ -481,3 +481,19 @@ def test_lowrank_uci_huge_folds_names_folds() -> None:
     config_class = get("lowrank-uci").config_class
     with pytest.raises(ValueError, match=r"^`folds` must be at most the rows"):
         dataclasses.replace(config_class.quick(), folds=10**20)
+
+
+def test_dlor_sawtooth_refuses_correspondence_units_without_hs() -> None:
+    # accepted; every correspondence unit then died in an UnboundLocalError (its loop over hs was empty)
+    config_class = get("dlor-sawtooth").config_class
+    with pytest.raises(ValueError, match=r"`hs` must list at least one h when `correspondence_seeds` is not empty"):
+        dataclasses.replace(config_class.quick(), hs=())
+    assert dataclasses.replace(config_class.quick(), hs=(), correspondence_seeds=()).hs == ()
+
+
+def test_dlor_blindspot_refuses_decompose_sizes_without_kinds() -> None:
+    # accepted; the decompose stage silently made no unit while decompose_sizes asked for it
+    config_class = get("dlor-blindspot").config_class
+    with pytest.raises(ValueError, match=r"`decompose_kinds` must name at least one of .* when `decompose_sizes`"):
+        dataclasses.replace(config_class.quick(), decompose_kinds=())
+    assert dataclasses.replace(config_class.quick(), decompose_kinds=(), decompose_sizes=()).decompose_kinds == ()

@@ -95,6 +95,11 @@ class DLoRBlindspotConfig:
             check_int("decompose_sizes", size, low=2, high=512)
         for kind in self.decompose_kinds:
             check_choice("decompose_kinds", kind, DECOMPOSE_KINDS)
+        if self.decompose_sizes and not self.decompose_kinds:  # the stage would silently make no unit
+            raise ValueError(
+                f"`decompose_kinds` must name at least one of {list(DECOMPOSE_KINDS)} when `decompose_sizes` is not "
+                f"empty, got () with decompose_sizes={self.decompose_sizes!r}"
+            )
         check_int("decompose_seed", self.decompose_seed, low=0)
         check_device(self.device)
         from ..._validation import check_distinct

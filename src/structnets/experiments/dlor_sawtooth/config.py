@@ -147,6 +147,11 @@ class DLoRSawtoothConfig:
         check_real("dense_lr", self.dense_lr, low=0.0, low_open=True)
         for h in self.hs:
             check_real("hs", h, low=0.0, high=1.0, low_open=True)
+        if self.correspondence_seeds and not self.hs:  # each correspondence unit sweeps hs (none: it failed)
+            raise ValueError(
+                f"`hs` must list at least one h when `correspondence_seeds` is not empty, got () with "
+                f"correspondence_seeds={self.correspondence_seeds!r}"
+            )
         check_int("correspondence_rank", self.correspondence_rank, low=1)
         check_device(self.device)
         from ..._validation import check_distinct, check_distinct_parsed
