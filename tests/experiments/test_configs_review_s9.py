@@ -497,3 +497,14 @@ def test_dlor_blindspot_refuses_decompose_sizes_without_kinds() -> None:
     with pytest.raises(ValueError, match=r"`decompose_kinds` must name at least one of .* when `decompose_sizes`"):
         dataclasses.replace(config_class.quick(), decompose_kinds=())
     assert dataclasses.replace(config_class.quick(), decompose_kinds=(), decompose_sizes=()).decompose_kinds == ()
+
+
+@pytest.mark.parametrize("field", ["approx_targets", "approx_parameters", "approx_seeds"])
+def test_smoothness_rates_refuses_an_empty_approximation_grid(field: str) -> None:
+    # approx_seeds=() made approximation units that fit no seed; approx_targets=() or
+    # approx_parameters=() silently dropped the approximation part that `parts` asked for
+    config_class = get("smoothness-rates").config_class
+    with pytest.raises(ValueError, match=rf"`{field}` must not be empty when `parts` includes approximation"):
+        dataclasses.replace(config_class.quick(), **{field: ()})
+    only_estimation = dataclasses.replace(config_class.quick(), parts=("estimation",), **{field: ()})
+    assert getattr(only_estimation, field) == ()

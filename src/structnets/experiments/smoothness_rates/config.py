@@ -185,6 +185,17 @@ class SmoothnessRatesConfig:
             check_real("approx_targets", s, low=0.0, low_open=True)
         for N in self.approx_parameters:
             check_int("approx_parameters", N, low=8)
+        # the approximation and relu-floor parts make one unit per (approx target, depth, N), each fitting
+        # every approx seed: an empty list there silently dropped the part (or gave units of no seed)
+        needed = [] if "approximation" not in self.parts else ["approx_targets", "approx_parameters", "approx_seeds"]
+        if "relu-floor" in self.parts:
+            needed += [name for name in ("approx_targets", "approx_parameters") if name not in needed]
+        for name in needed:
+            if not getattr(self, name):
+                raise ValueError(
+                    f"`{name}` must not be empty when `parts` includes "
+                    f"{'approximation' if 'approximation' in self.parts else 'relu-floor'}, got ()"
+                )
         from ..._validation import check_distinct
 
         # a repeat gives two units one key, or runs (averages, counts) an entry twice
