@@ -182,3 +182,22 @@ def test_the_command_of_a_run_of_an_unregistered_experiment_names_its_spec(
     assert (
         reproduce_command(toy.EXPERIMENT, config, "r", registry={})[0] == f"structnets run {toy.SPEC} --quick --out r"
     )
+
+
+def test_a_finished_run_shows_no_failure_of_an_earlier_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first unit failed (no unit finished), so the folder took the next command's other config; that run
+    finished every unit, yet its page said '1 failed' with the old error for good: the failed key is no
+    unit of the new config, so it never finished and failed_units.json kept it."""
+    run = tmp_path / "run"
+    monkeypatch.setenv("STRUCTNETS_TOY_FAIL_KEYS", "stage1/arm=0/seed=0")
+    assert _toy_run(run) == 1
+    assert "1 failed" in (run / "report.html").read_text()
+    monkeypatch.delenv("STRUCTNETS_TOY_FAIL_KEYS")
+    assert _toy_run(run, "--set", "seeds=5,6") == 0
+    page = (run / "report.html").read_text()
+    assert "no failed unit" in page and "toy failure requested" not in page
+    assert not (run / "failed_units.json").exists()
+    assert main(["report", str(run), "--html", "-q"]) == 0
+    assert "no failed unit" in (run / "report.html").read_text()

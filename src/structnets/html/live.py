@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .run_page import FailedUnit, record_failed_unit, remove_page_temporaries, write_run_page
+from .run_page import FAILED_UNITS, FailedUnit, record_failed_unit, remove_page_temporaries, write_run_page
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +132,9 @@ class LiveReport:
         # figures were drawn by the runner (kept by capture()); a stopped run's are not drawn, so
         # that Ctrl-C or a failure ends the command at once.
         finished = status == "finished"
+        if finished:  # every unit finished: a failure on record is over (or of a config the folder left)
+            with contextlib.suppress(OSError):
+                (self.run_dir / FAILED_UNITS).unlink(missing_ok=True)
         self._render(
             status=None if finished else status,
             final=True,

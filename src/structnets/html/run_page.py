@@ -45,7 +45,7 @@ REPORT_HTML = "report.html"
 """The page's file name inside a run folder."""
 
 FAILED_UNITS = "failed_units.json"
-"""Failed units recorded by ``structnets run`` (key, one-line error, time), shown until they finish."""
+"""Failed units recorded by ``structnets run`` (key, one-line error, time), shown until they (or the run) finish."""
 
 
 def unit_anchor(key: Any) -> str:
@@ -455,7 +455,10 @@ def render_run_page(
     if state == "finished" and total is not None and done < total:
         state = "unfinished"
     finished_keys = set(frame["key"]) if "key" in frame else set()
-    failures = [f for f in (read_failed_units(folder) if failed is None else failed) if f.key not in finished_keys]
+    # A finished run has no failed unit: a recorded one it never finished is no unit of its config (the
+    # folder took another config after a first unit failed).
+    recorded = ([] if state == "finished" else read_failed_units(folder)) if failed is None else failed
+    failures = [f for f in recorded if f.key not in finished_keys]
     markdown, table_note = _table(exp, frame, config, table)
     if figures is not None and all("svg" in f for f in figures):
         shown, figure_note = _drawn_figures(figures, exp.name), ""
