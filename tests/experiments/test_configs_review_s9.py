@@ -508,3 +508,12 @@ def test_smoothness_rates_refuses_an_empty_approximation_grid(field: str) -> Non
         dataclasses.replace(config_class.quick(), **{field: ()})
     only_estimation = dataclasses.replace(config_class.quick(), parts=("estimation",), **{field: ()})
     assert getattr(only_estimation, field) == ()
+
+
+@pytest.mark.parametrize(("part", "field"), [("deep-linear", "linear_depths"), ("fixed-norm", "norm_depths")])
+def test_rank_bounds_refuses_a_named_part_without_units(part: str, field: str) -> None:
+    # --set parts=deep-linear linear_depths= was a run of 0 units
+    config_class = get("rank-bounds").config_class
+    with pytest.raises(ValueError, match=rf"`{field}` must not be empty when `parts` names '{part}'"):
+        dataclasses.replace(config_class.quick(), parts=(part,), **{field: ()})
+    assert getattr(dataclasses.replace(config_class.quick(), **{field: ()}), field) == ()  # all parts: "empty: none"

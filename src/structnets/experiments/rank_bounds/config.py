@@ -224,6 +224,13 @@ class RankBoundsConfig:
         for part in self.parts:
             if part not in PARTS:
                 raise ValueError(f"`parts` entries must be in {list(PARTS)}, got {part!r}")
+        if set(self.parts) != set(PARTS):  # a part asked for by name must make units (all parts: empty is none)
+            for part, field in (("deep-linear", "linear_depths"), ("fixed-norm", "norm_depths")):
+                if part in self.parts and not getattr(self, field):
+                    raise ValueError(
+                        f"`{field}` must not be empty when `parts` names {part!r} (the part would make no unit), "
+                        f"got () with parts={self.parts!r}"
+                    )
         check_device(self.device)
         from ..._validation import check_distinct
 
