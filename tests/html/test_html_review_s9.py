@@ -201,3 +201,24 @@ def test_a_finished_run_shows_no_failure_of_an_earlier_config(
     assert not (run / "failed_units.json").exists()
     assert main(["report", str(run), "--html", "-q"]) == 0
     assert "no failed unit" in (run / "report.html").read_text()
+
+
+def test_deeply_nested_quotes_do_not_break_the_page() -> None:
+    """A table.md line of 3000 '>' (each a nested quote) raised RecursionError in the Markdown reader (400
+    in the template), so the page could not be made at all; deeper than MAX_QUOTE_DEPTH stays text."""
+    from structnets.html import _markdown
+    from structnets.html._render import render
+
+    blocks = _markdown.parse(">" * 3000 + " x\n\nafter")
+    html = render("run.html.j2", page=_page_of(blocks))
+    assert html.count("<blockquote>") == _markdown.MAX_QUOTE_DEPTH and "after" in html
+
+
+def _page_of(blocks: list[object]) -> object:
+    from structnets.html import run_page as rp
+
+    return rp._Page(
+        experiment="x", description="", run_dir="r", status="finished", done=1, total=1, failed=[], missing=0,
+        config=[], command="c", command_note="", table=blocks, table_note="", columns=[], rows=[], figures=[],
+        figure_note="", environment=[], sessions=[], generated="g",
+    )  # type: ignore[arg-type]  # fmt: skip

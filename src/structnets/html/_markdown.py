@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Block", "Span", "parse", "spans"]
+__all__ = ["MAX_QUOTE_DEPTH", "Block", "Span", "parse", "spans"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,12 @@ _HEADING = re.compile(r"(#{1,6})\s+(.*?)\s*#*\s*\Z")
 _ITEM = re.compile(r"\s{0,3}[-*+]\s+(.*)\Z")
 
 
-def parse(markdown: str) -> list[Block]:
+MAX_QUOTE_DEPTH = 8
+"""Quotes nest this deep at most; a deeper ``>`` stays text (each level is a recursion of the reader
+and of the template, so a line of thousands of ``>`` would otherwise make no page at all)."""
+
+
+def parse(markdown: str, *, _depth: int = 0) -> list[Block]:
     """The blocks of ``markdown`` (see the module docstring for what is understood).
 
     Args:
@@ -140,13 +145,13 @@ def parse(markdown: str) -> list[Block]:
             blocks.append(Block("heading", spans(heading.group(2)), level=len(heading.group(1))))
             i += 1
             continue
-        if stripped.startswith(">"):
+        if stripped.startswith(">") and _depth < MAX_QUOTE_DEPTH:
             j = i
             quoted = []
             while j < len(lines) and lines[j].strip().startswith(">"):
                 quoted.append(lines[j].strip()[1:].removeprefix(" "))
                 j += 1
-            blocks.append(Block("quote", children=parse("\n".join(quoted))))
+            blocks.append(Block("quote", children=parse("\n".join(quoted), _depth=_depth + 1)))
             i = j
             continue
         if stripped.startswith("|") and i + 1 < len(lines) and _RULE.match(lines[i + 1]):
