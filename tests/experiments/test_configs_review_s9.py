@@ -517,3 +517,10 @@ def test_rank_bounds_refuses_a_named_part_without_units(part: str, field: str) -
     with pytest.raises(ValueError, match=rf"`{field}` must not be empty when `parts` names '{part}'"):
         dataclasses.replace(config_class.quick(), parts=(part,), **{field: ()})
     assert getattr(dataclasses.replace(config_class.quick(), **{field: ()}), field) == ()  # all parts: "empty: none"
+
+
+def test_dlor_universality_refuses_a_neuron_count_whose_fit_cannot_fit_in_memory() -> None:
+    # accepted; every unit then failed in fit_shallow's memory check (or its (points + J) × J system)
+    config_class = get("dlor-universality").config_class
+    with pytest.raises(ValueError, match=r"`neurons` entry 10000000 \(`fit_per_axis`=32\) ask for .* least-squares"):
+        dataclasses.replace(config_class.quick(), neurons=(4, 10**7))

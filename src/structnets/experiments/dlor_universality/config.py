@@ -110,6 +110,14 @@ class DLoRUniversalityConfig:
         check_real("transfer_h", self.transfer_h, low=0.0, high=1.0, low_open=True)
         check_real("scale", self.scale, low=0.0, low_open=True)
         check_int("fit_per_axis", self.fit_per_axis, low=2, high=2000)
+        from ..._validation import check_fits_in_memory
+
+        for j in self.neurons:  # fit_shallow's least-squares system: (points + J + 1) × (J + 1) float64
+            check_fits_in_memory(
+                f"`neurons` entry {j} (`fit_per_axis`={self.fit_per_axis})",
+                (self.fit_per_axis**2 + j + 1) * (j + 1),
+                what="least-squares entries",
+            )
         check_real("ridge", self.ridge, low=0.0)
         check_int("seed", self.seed, low=0)
         check_int("test_per_axis", self.test_per_axis, low=2, high=2000)
