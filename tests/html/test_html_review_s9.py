@@ -222,3 +222,23 @@ def _page_of(blocks: list[object]) -> object:
         config=[], command="c", command_note="", table=blocks, table_note="", columns=[], rows=[], figures=[],
         figure_note="", environment=[], sessions=[], generated="g",
     )  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_report_html_does_not_write_over_a_folder_a_run_holds(tmp_path: Path) -> None:
+    """``structnets report RUN --html`` wrote the page after ``report`` had released the run lock, so a run
+    started meanwhile had its live page replaced by report's (of the results before it); the page is now
+    read and written holding the lock, and refused while a run holds it."""
+    import toy_experiment as toy
+
+    from structnets.html import write_run_page
+    from structnets.runner import RunLockedError
+    from structnets.runner.lock import run_lock
+
+    run = tmp_path / "run"
+    assert _toy_run(run) == 0
+    before = (run / "report.html").read_bytes()
+    with run_lock(run), pytest.raises(RunLockedError, match="in use by another structnets run"):
+        write_run_page(run, experiment=toy.EXPERIMENT)
+    assert (run / "report.html").read_bytes() == before
+    write_run_page(run, experiment=toy.EXPERIMENT)
+    assert (run / "report.html").read_bytes() != before and not (run / ".structnets.lock").exists()

@@ -156,6 +156,7 @@ class LiveReport:
         try:
             write_run_page(
                 self.run_dir,
+                lock=False,  # the runner holds it, or finish() does
                 experiment=self.experiment,
                 registry=self.registry,
                 progress=None if final else self._progress,

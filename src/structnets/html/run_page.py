@@ -16,6 +16,7 @@ the run folder goes through Jinja2's autoescaping.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import glob
 import json
@@ -508,23 +509,30 @@ def render_run_page(
     return render("run.html.j2", page=page)
 
 
-def write_run_page(run_dir: str | os.PathLike[str], **options: Any) -> Path:
+def write_run_page(run_dir: str | os.PathLike[str], *, lock: bool = True, **options: Any) -> Path:
     """Write ``run_dir/report.html`` atomically (readers see the old page or the new one); return its path.
 
     Args:
         run_dir: the run folder.
+        lock: hold the folder's run lock while the page is read and written, as ``structnets report``
+            does, so a run started meanwhile never has its page replaced by this one; False for a
+            caller that holds the lock already (a run's live page).
         **options: as :func:`render_run_page`.
 
     Raises:
-        As :func:`render_run_page`; StoreError: the page cannot be written into ``run_dir``.
+        As :func:`render_run_page`; StoreError: the page cannot be written into ``run_dir``;
+        RunLockedError: (``lock``) a run is writing into ``run_dir`` now (it writes its own page).
     """
     from .. import atomic_io
     from ..runner import StoreError
+    from ..runner.lock import run_lock
 
-    html = render_run_page(run_dir, **options)
-    path = Path(run_dir) / REPORT_HTML
-    try:
-        atomic_io.write_text(path, html)
-    except OSError as e:
-        raise StoreError(f"cannot write {path}: {e.strerror or e}; check the permissions of the run folder") from e
+    folder = Path(run_dir)
+    with run_lock(folder) if lock and folder.is_dir() else contextlib.nullcontext():
+        html = render_run_page(folder, **options)
+        path = folder / REPORT_HTML
+        try:
+            atomic_io.write_text(path, html)
+        except OSError as e:
+            raise StoreError(f"cannot write {path}: {e.strerror or e}; check the permissions of the run folder") from e
     return path
