@@ -524,3 +524,24 @@ def test_dlor_universality_refuses_a_neuron_count_whose_fit_cannot_fit_in_memory
     config_class = get("dlor-universality").config_class
     with pytest.raises(ValueError, match=r"`neurons` entry 10000000 \(`fit_per_axis`=32\) ask for .* least-squares"):
         dataclasses.replace(config_class.quick(), neurons=(4, 10**7))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"pieces_1d": (10**12,)}, r"`pieces_1d` entry 1000000000000 ask for .* knots and values"),
+        ({"groups_2d": (10**12,)}, r"`groups_2d` entry 1000000000000 \(`group_size_2d`=2\) ask for .* slopes"),
+        ({"group_size_2d": 10**12}, r"`groups_2d` entry 2 \(`group_size_2d`=1000000000000\) ask for"),
+        ({"eval_per_axis_1d": 10**12}, r"`eval_per_axis_1d`=1000000000000 ask for .* coordinates"),
+        ({"eval_per_axis_2d": 10**7}, r"`eval_per_axis_2d`=10000000 ask for .* coordinates"),
+        ({"train_per_axis_2d": 10**20}, r"`train_per_axis_2d`=100000000000000000000 asks for more than 2\*\*64"),
+    ],
+)
+def test_lipschitz_density_refuses_targets_and_grids_larger_than_memory(
+    overrides: dict[str, object], message: str
+) -> None:
+    # pieces_1d=10**12 was accepted; units() then raised the constructions' memory error as a
+    # traceback, after the run folder (results.db) existed
+    config_class = get("lipschitz-density").config_class
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(config_class.quick(), **overrides)

@@ -116,6 +116,7 @@ class LipschitzDensityConfig:
         check_int("eval_per_axis_1d", self.eval_per_axis_1d, low=2)
         check_int("eval_per_axis_2d", self.eval_per_axis_2d, low=2)
         check_real("tolerance", self.tolerance, low=0.0, low_open=True)
+        self._check_memory()
         if len(self.unbounded_widths) != len(self.unbounded_depths):
             raise ValueError(
                 "`unbounded_widths` and `unbounded_depths` must have one entry per (width, depth) pair, got "
@@ -143,6 +144,35 @@ class LipschitzDensityConfig:
         # a repeat gives two units one key, or runs (averages, counts) an entry twice
         for name in ("pieces_1d", "groups_2d", "depths", "seeds", "unbounded_seeds"):
             check_distinct(name, getattr(self, name))
+
+    def _check_memory(self) -> None:
+        """The sizes the targets and grids allocate (:mod:`structnets.constructive.lipschitz_targets`'s own
+        checks), refused here: units() raised them after the run folder existed (a traceback out of
+        ``structnets run lipschitz-density --set pieces_1d=1000000000000``)."""
+        import math
+
+        from ..._validation import check_fits_in_memory
+
+        for count in self.pieces_1d:
+            check_fits_in_memory(f"`pieces_1d` entry {count}", 4 * count, what="knots and values")
+        for groups in self.groups_2d:
+            check_fits_in_memory(
+                f"`groups_2d` entry {groups} (`group_size_2d`={self.group_size_2d})",
+                2 * groups * self.group_size_2d,
+                what="slopes",
+            )
+        for name, dim, used in (
+            ("train_per_axis_1d", 1, self.pieces_1d),
+            ("eval_per_axis_1d", 1, self.pieces_1d),
+            ("train_per_axis_2d", 2, self.groups_2d),
+            ("eval_per_axis_2d", 2, self.groups_2d),
+        ):
+            points = getattr(self, name)
+            if not used:
+                continue  # no target of that dimension: the grid is never built
+            if dim * math.log2(points) > 64:
+                raise ValueError(f"`{name}`={points} asks for more than 2**64 grid points")
+            check_fits_in_memory(f"`{name}`={points}", points**dim * dim, what="coordinates")
 
 
 __all__ = ["LipschitzDensityConfig"]
