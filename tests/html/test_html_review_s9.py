@@ -90,6 +90,9 @@ def test_temporaries_of_a_page_write_cut_short_are_removed_when_the_run_finishes
     assert _toy_run(run) == 0
     assert [p for p in leftovers if p.exists()] == []
     assert all(p.read_text() == "half a page" for p in kept)
+    leftovers[0].write_text("half a page")
+    assert main(["report", str(run), "--html", "-q"]) == 0  # report --html tidies them too
+    assert not leftovers[0].exists()
 
 
 _PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16

@@ -515,8 +515,9 @@ def write_run_page(run_dir: str | os.PathLike[str], *, lock: bool = True, **opti
     Args:
         run_dir: the run folder.
         lock: hold the folder's run lock while the page is read and written, as ``structnets report``
-            does, so a run started meanwhile never has its page replaced by this one; False for a
-            caller that holds the lock already (a run's live page).
+            does, so a run started meanwhile never has its page replaced by this one (the temporaries
+            of a page write cut short are removed then); False for a caller that holds the lock
+            already (a run's live page).
         **options: as :func:`render_run_page`.
 
     Raises:
@@ -528,8 +529,11 @@ def write_run_page(run_dir: str | os.PathLike[str], *, lock: bool = True, **opti
     from ..runner.lock import run_lock
 
     folder = Path(run_dir)
-    with run_lock(folder) if lock and folder.is_dir() else contextlib.nullcontext():
+    locked = lock and folder.is_dir()
+    with run_lock(folder) if locked else contextlib.nullcontext():
         html = render_run_page(folder, **options)
+        if locked:
+            remove_page_temporaries(folder)
         path = folder / REPORT_HTML
         try:
             atomic_io.write_text(path, html)
