@@ -245,3 +245,25 @@ def test_report_html_does_not_write_over_a_folder_a_run_holds(tmp_path: Path) ->
     assert (run / "report.html").read_bytes() == before
     write_run_page(run, experiment=toy.EXPERIMENT)
     assert (run / "report.html").read_bytes() != before and not (run / ".structnets.lock").exists()
+
+
+def test_claims_links_go_through_a_linked_run_folder_as_a_browser_does(tmp_path: Path) -> None:
+    """``runs/x`` a symbolic link to a folder on another disk: the claims page linked to the link's target
+    (``../../big/x/report.html``, the path resolved), which breaks once the project folder moves or is
+    opened elsewhere; a browser resolves ``..`` in the address as written, so the link goes through ``runs/x``."""
+    from structnets.claims import COLUMNS
+    from structnets.html import claims_page
+
+    target = tmp_path / "disk" / "big" / "x"
+    target.mkdir(parents=True)
+    (target / "report.html").write_text("page")
+    project = tmp_path / "project"
+    (project / "runs").mkdir(parents=True)
+    (project / "runs" / "x").symlink_to(target)
+    row = {"id": "000-x", "paper": "p", "claim": "c", "paper value": "1", "ours": "1", "verdict": "reproduced",
+           "test": "t", "run": str(project / "runs" / "x"), "experiment": "toy", "preset": "quick", "units": 1,
+           "unit keys": ("k",)}  # fmt: skip
+    html = claims_page.render_claims_page(
+        __import__("pandas").DataFrame([row], columns=list(COLUMNS)), page_path=project / "docs" / "claims.html"
+    )
+    assert 'href="../runs/x/report.html#unit-k"' in html and "No <code>report.html</code> yet" not in html

@@ -79,10 +79,15 @@ def _run_folder(cell: str) -> Path:
 
 
 def _page_address(run: str, page_dir: Path) -> tuple[str, bool]:
-    """The address of ``run``'s ``report.html`` from ``page_dir`` (no fragment), and whether it exists."""
+    """The address of ``run``'s ``report.html`` from ``page_dir`` (no fragment), and whether it exists.
+
+    The relative path is taken on the paths as written (symbolic links kept), as a browser resolves
+    ``..`` in an address: a run folder that is a link to another disk is linked through the link, so
+    the page keeps working when the project folder moves with its links.
+    """
     target = _run_folder(run) / REPORT_HTML
     try:
-        relative = Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()
+        relative = Path(os.path.relpath(os.path.abspath(target), os.path.abspath(page_dir))).as_posix()
     except ValueError:  # another drive (Windows): an absolute file: address
         return target.resolve().as_uri(), target.is_file()
     return urllib.parse.quote(relative), target.is_file()
