@@ -545,3 +545,32 @@ def test_lipschitz_density_refuses_targets_and_grids_larger_than_memory(
     config_class = get("lipschitz-density").config_class
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(config_class.quick(), **overrides)
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        (1e300, r"`budget`=1e\+300 (makes the estimation width at n=\d+, .* overflow|\(n=\d+, .*\) ask for)"),
+        (1e12, r"`budget`=1000000000000.0 \(n=\d+, d=\d, s=[\d.]+, L=\d\) ask for .* float64 parameters"),
+    ],
+)
+def test_smoothness_rates_refuses_a_budget_whose_networks_cannot_exist(budget: float, message: str) -> None:
+    # budget=1e300 was accepted and units() raised "OverflowError: int too large to convert to float"
+    config_class = get("smoothness-rates").config_class
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(config_class.quick(), budget=budget)
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value"),
+    [
+        ("lipschitz-moons", "depth_sweep_width", 0),
+        ("lipschitz-moons", "width_sweep_depth", 0),
+        ("lowrank-uci", "efficiency_widths", (2,)),
+    ],
+)
+def test_errors_name_the_field_not_its_neighbour(name: str, field: str, value: object) -> None:
+    # they were reported as `widths` / `depths`
+    config_class = get(name).config_class
+    with pytest.raises(ValueError, match=rf"^`{field}` must be an int"):
+        dataclasses.replace(config_class.quick(), **{field: value})

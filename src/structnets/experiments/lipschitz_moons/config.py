@@ -104,10 +104,12 @@ class LipschitzMoonsConfig:
                     f"`train_fractions` entry {fraction} of `n_samples`={self.n_samples} gives {n_train} training and "
                     f"{self.n_samples - n_train} test points; the stratified split needs at least 2 on each side"
                 )
-        for depth in (*self.depths, self.width_sweep_depth):
+        for depth in self.depths:
             check_int("depths", depth, low=1)
-        for width in (*self.widths, self.depth_sweep_width):
+        check_int("width_sweep_depth", self.width_sweep_depth, low=1)
+        for width in self.widths:
             check_int("widths", width, low=1)
+        check_int("depth_sweep_width", self.depth_sweep_width, low=1)
         if not self.depths and not self.widths:  # no sweep: a run of no units
             raise ValueError("`depths` and `widths` must not both be empty (no sweep to run), got () and ()")
         check_choice("variant", self.variant, ("gradient-step", "fixed-width"))

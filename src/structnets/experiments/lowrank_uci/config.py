@@ -174,8 +174,9 @@ class LowRankUCIConfig:
                 )
         for depth in self.depths:
             check_int("depths", depth, low=1)
-        for width in (*self.widths, *self.efficiency_widths):
-            check_int("widths", width, low=3)
+        for name in ("widths", "efficiency_widths"):
+            for width in getattr(self, name):
+                check_int(name, width, low=3)
         if not self.depths or not self.widths:
             raise ValueError(f"`depths` and `widths` must be non-empty, got {self.depths}, {self.widths}")
         check_real("bottleneck", self.bottleneck, low=0.0, high=1.0, low_open=True)

@@ -212,6 +212,34 @@ class SmoothnessRatesConfig:
             "parts",
         ):
             check_distinct(name, getattr(self, name))
+        self._check_widths()
+
+    def _check_widths(self) -> None:
+        """Refuse a ``budget`` (with ``sizes``) whose estimation networks overflow or cannot fit in memory.
+
+        units() computes each width from budget·n^{d/(2s+d)}: budget=1e300 raised an OverflowError out of
+        it after the run folder existed.
+        """
+        from ..._validation import check_fits_in_memory
+
+        if "estimation" not in self.parts or not self.sizes:
+            return
+        for d, s, depth in estimation_cells(self):
+            for n in self.sizes:
+                try:
+                    width = estimation_width(
+                        n, d, s, depth, budget=self.budget, min_width=self.min_width, n_min=min(self.sizes)
+                    )
+                except (OverflowError, ValueError):  # inf·… or an inf square root
+                    raise ValueError(
+                        f"`budget`={self.budget} makes the estimation width at n={n}, d={d}, s={s:g}, L={depth} "
+                        f"overflow; reduce it"
+                    ) from None
+                check_fits_in_memory(  # one float64 network per (activation, seed) member of the unit's ensemble
+                    f"`budget`={self.budget} (n={n}, d={d}, s={s:g}, L={depth})",
+                    parameter_count(d, width, depth) * len(self.activations) * len(self.seeds),
+                    what="float64 parameters",
+                )
 
 
 def parse_separation_cells(cells: tuple[str, ...]) -> list[tuple[int, float, int]]:
