@@ -267,3 +267,24 @@ def test_claims_links_go_through_a_linked_run_folder_as_a_browser_does(tmp_path:
         __import__("pandas").DataFrame([row], columns=list(COLUMNS)), page_path=project / "docs" / "claims.html"
     )
     assert 'href="../runs/x/report.html#unit-k"' in html and "No <code>report.html</code> yet" not in html
+
+
+def test_claims_links_stay_inside_a_project_reached_through_a_link(tmp_path: Path) -> None:
+    """The other side: the page written through a linked project folder (``~/proj -> /data/proj``) and the
+    run named by its physical path keep the short link inside the project, not one out through the root."""
+    from structnets.claims import COLUMNS
+    from structnets.html import claims_page
+
+    physical = tmp_path / "data" / "proj"
+    (physical / "runs" / "x").mkdir(parents=True)
+    (physical / "runs" / "x" / "report.html").write_text("page")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "proj").symlink_to(physical)
+    row = {"id": "000-x", "paper": "p", "claim": "c", "paper value": "1", "ours": "1", "verdict": "reproduced",
+           "test": "t", "run": str(physical / "runs" / "x"), "experiment": "toy", "preset": "quick", "units": 1,
+           "unit keys": ("k",)}  # fmt: skip
+    html = claims_page.render_claims_page(
+        __import__("pandas").DataFrame([row], columns=list(COLUMNS)),
+        page_path=tmp_path / "home" / "proj" / "docs" / "claims.html",
+    )
+    assert 'href="../runs/x/report.html#unit-k"' in html

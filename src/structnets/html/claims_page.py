@@ -81,16 +81,25 @@ def _run_folder(cell: str) -> Path:
 def _page_address(run: str, page_dir: Path) -> tuple[str, bool]:
     """The address of ``run``'s ``report.html`` from ``page_dir`` (no fragment), and whether it exists.
 
-    The relative path is taken on the paths as written (symbolic links kept), as a browser resolves
-    ``..`` in an address: a run folder that is a link to another disk is linked through the link, so
-    the page keeps working when the project folder moves with its links.
+    Two relative paths are candidates: on the paths as written (symbolic links kept, as a browser
+    resolves ``..`` in an address) and on the resolved paths. Of those that reach the page from the
+    page's real folder, the one with the fewest ``..`` is taken (the written one on a tie): a run
+    folder that is a link to another disk is linked through the link, and a page written through a
+    linked project folder links inside the project, so the links keep working when the project
+    folder moves with its links.
     """
     target = _run_folder(run) / REPORT_HTML
+    real_dir, real_target = page_dir.resolve(), target.resolve()
     try:
-        relative = Path(os.path.relpath(os.path.abspath(target), os.path.abspath(page_dir))).as_posix()
+        candidates = [
+            os.path.relpath(os.path.abspath(target), os.path.abspath(page_dir)),
+            os.path.relpath(real_target, real_dir),
+        ]
     except ValueError:  # another drive (Windows): an absolute file: address
-        return target.resolve().as_uri(), target.is_file()
-    return urllib.parse.quote(relative), target.is_file()
+        return real_target.as_uri(), target.is_file()
+    working = [c for c in candidates if (real_dir / c).resolve() == real_target] or candidates[1:]
+    relative = min(working, key=lambda c: Path(c).parts.count(".."))
+    return urllib.parse.quote(Path(relative).as_posix()), target.is_file()
 
 
 def _unit_href(page: str, key: str) -> str:
