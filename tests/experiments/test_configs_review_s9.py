@@ -499,15 +499,23 @@ def test_dlor_blindspot_refuses_decompose_sizes_without_kinds() -> None:
     assert dataclasses.replace(config_class.quick(), decompose_kinds=(), decompose_sizes=()).decompose_kinds == ()
 
 
-@pytest.mark.parametrize("field", ["approx_targets", "approx_parameters", "approx_seeds"])
-def test_smoothness_rates_refuses_an_empty_approximation_grid(field: str) -> None:
-    # approx_seeds=() made approximation units that fit no seed; approx_targets=() or
-    # approx_parameters=() silently dropped the approximation part that `parts` asked for
+def test_smoothness_rates_refuses_approximation_units_of_no_seed() -> None:
+    # approx_seeds=() made approximation units that fit no seed
     config_class = get("smoothness-rates").config_class
-    with pytest.raises(ValueError, match=rf"`{field}` must not be empty when `parts` includes approximation"):
-        dataclasses.replace(config_class.quick(), **{field: ()})
-    only_estimation = dataclasses.replace(config_class.quick(), parts=("estimation",), **{field: ()})
-    assert getattr(only_estimation, field) == ()
+    with pytest.raises(ValueError, match=r"`approx_seeds` must not be empty when `parts` includes approximation"):
+        dataclasses.replace(config_class.quick(), approx_seeds=())
+    assert dataclasses.replace(config_class.quick(), parts=("estimation",), approx_seeds=()).approx_seeds == ()
+
+
+@pytest.mark.parametrize("field", ["approx_targets", "approx_parameters"])
+@pytest.mark.parametrize("parts", [("approximation",), ("estimation", "relu-floor")])
+def test_smoothness_rates_refuses_a_named_part_without_units(field: str, parts: tuple[str, ...]) -> None:
+    # a part named on its own with an empty grid was a part of 0 units; with every part (the default) an
+    # empty grid still means "no such units", as the documented c_N = 32 run used it (docs/smoothness.md)
+    config_class = get("smoothness-rates").config_class
+    with pytest.raises(ValueError, match=rf"`{field}` must not be empty when `parts` names"):
+        dataclasses.replace(config_class.quick(), parts=parts, **{field: ()})
+    assert getattr(dataclasses.replace(config_class.quick(), **{field: ()}), field) == ()
 
 
 @pytest.mark.parametrize(("part", "field"), [("deep-linear", "linear_depths"), ("fixed-norm", "norm_depths")])

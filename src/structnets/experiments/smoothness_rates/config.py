@@ -186,16 +186,16 @@ class SmoothnessRatesConfig:
         for N in self.approx_parameters:
             check_int("approx_parameters", N, low=8)
         # the approximation and relu-floor parts make one unit per (approx target, depth, N), each fitting
-        # every approx seed: an empty list there silently dropped the part (or gave units of no seed)
-        needed = [] if "approximation" not in self.parts else ["approx_targets", "approx_parameters", "approx_seeds"]
-        if "relu-floor" in self.parts:
-            needed += [name for name in ("approx_targets", "approx_parameters") if name not in needed]
-        for name in needed:
-            if not getattr(self, name):
-                raise ValueError(
-                    f"`{name}` must not be empty when `parts` includes "
-                    f"{'approximation' if 'approximation' in self.parts else 'relu-floor'}, got ()"
-                )
+        # every approx seed. Units of no seed cannot run: refused. With every part (the default), an empty
+        # approx_targets or approx_parameters means "no such units", as documented runs used it
+        # (docs/smoothness.md, c_N = 32); a part named on its own must make units (as rank-bounds' parts)
+        if "approximation" in self.parts and self.approx_targets and self.approx_parameters and not self.approx_seeds:
+            raise ValueError("`approx_seeds` must not be empty when `parts` includes approximation, got ()")
+        if set(self.parts) != set(PARTS):
+            named = "approximation" if "approximation" in self.parts else "relu-floor"
+            for name in ("approx_targets", "approx_parameters"):
+                if named in self.parts and not getattr(self, name):
+                    raise ValueError(f"`{name}` must not be empty when `parts` names {named!r}, got ()")
         from ..._validation import check_distinct
 
         # a repeat gives two units one key, or runs (averages, counts) an entry twice
