@@ -9,13 +9,35 @@ import structnets.training as training
 from structnets.training.device import check_device, device_param, unit_device
 
 
-@pytest.mark.parametrize("device", ["cpu", "cuda", "auto", "cuda:0", "cuda:12"])
+@pytest.mark.parametrize("device", ["cpu", "cuda", "auto", "cuda:0", "cuda:12", "cuda:127"])
 def test_check_device_accepts_the_names_and_returns_them(device: str) -> None:
     assert check_device(device) == device
 
 
 @pytest.mark.parametrize(
-    "device", ["gpu", "CUDA", "cuda:", "cuda:-1", "cuda:x", "cuda:1.0", "", " cpu", None, 0, b"cpu"]
+    "device",
+    # torch refuses "cuda:01" and wraps an index >= 128 (int8: "cuda:128" is cuda:-128, "cuda:255" plain "cuda");
+    # str.isdigit took "²" and "٣"
+    [
+        "gpu",
+        "CUDA",
+        "cuda:",
+        "cuda:-1",
+        "cuda:x",
+        "cuda:1.0",
+        "",
+        " cpu",
+        None,
+        0,
+        b"cpu",
+        "cuda:01",
+        "cuda:128",
+        "cuda:255",
+        "cuda:99999999999999999999",
+        "cuda:²",
+        "cuda:٣",
+        "cuda:1\n",
+    ],
 )
 def test_check_device_refuses_anything_else_naming_the_argument_and_value(device: object) -> None:
     with pytest.raises(ValueError, match=r"^`device` must be one of 'cpu', 'cuda', 'cuda:N', 'auto', got ") as info:

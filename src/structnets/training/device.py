@@ -16,6 +16,7 @@ drawn on the CPU from the seed and then moved, so a unit starts from the same po
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -35,14 +36,18 @@ def check_device(device: object, name: str = "device") -> str:
         ``device``, unchanged.
 
     Raises:
-        ValueError: ``device`` is not one of those strings (``"cuda:N"`` needs N a non-negative
-            decimal integer).
+        ValueError: ``device`` is not one of those strings (``"cuda:N"`` needs N a decimal integer
+            in [0, 127], torch's device index, written without leading zeros).
     """
-    if not isinstance(device, str) or not (
-        device in DEVICE_NAMES or (device.startswith("cuda:") and device[5:].isdigit())
-    ):
+    # N as torch parses it: torch refuses "cuda:01" (and str.isdigit takes "²" or "٣"), and its index is
+    # an int8, so "cuda:128" became cuda:-128 and "cuda:255" plain "cuda" (torch 2.13)
+    if not isinstance(device, str) or not (device in DEVICE_NAMES or _CUDA_INDEX.fullmatch(device)):
         raise ValueError(f"`{name}` must be one of 'cpu', 'cuda', 'cuda:N', 'auto', got {device!r}")
     return device
+
+
+#: ``cuda:N`` with N in [0, 127] (torch's int8 device index) written without leading zeros
+_CUDA_INDEX = re.compile(r"cuda:(?:0|[1-9][0-9]?|1[01][0-9]|12[0-7])", re.ASCII)
 
 
 def device_param(device: str) -> dict[str, str]:
