@@ -405,3 +405,30 @@ def test_leaky_relu_is_certified_at_its_rounded_slope(dtype: torch.dtype, slope:
     x = -torch.rand(1, 8, dtype=dtype) - 0.5
     jacobian = torch.autograd.functional.jacobian(model, x).reshape(8, 8).to(F64)
     assert float(torch.linalg.matrix_norm(jacobian, ord=2)) <= lipschitz_upper_bound(model)
+
+
+def test_an_in_place_first_layer_does_not_rewrite_the_callers_rows() -> None:
+    # LeakyReLU(inplace=True) first rewrote X_test inside certify's forwards and inside pgd_l2 (whose attack
+    # then started from, and kept, rewritten points: pgd 0.8 against 0.75 for the out-of-place twin). certify
+    # still refuses such a model, at the lower bound (autograd refuses an in-place change of the leaf input),
+    # but by then it must not have changed the caller's rows
+    from structnets.analysis import certify, pgd_l2
+    from structnets.nn import OrthogonalLinear
+
+    torch.manual_seed(0)
+    head = OrthogonalLinear(6, 3)
+    in_place = nn.Sequential(nn.LeakyReLU(0.5, inplace=True), head).eval()
+    twin = nn.Sequential(nn.LeakyReLU(0.5), head).eval()
+    X = torch.randn(40, 6)
+    y = twin(X).argmax(dim=1).detach()
+    y[::5] = (y[::5] + 1) % 3  # some rows wrong, so that the attack has something to do
+    kept = X.clone()
+    with pytest.raises(ValueError, match="in-place"):
+        certify(in_place, X, y, [0.1, 0.3], ascent_steps=5)
+    assert torch.equal(X, kept)
+    for eps in (0.1, 0.3):
+        result = pgd_l2(in_place, X, y, eps, steps=10)
+        assert torch.equal(X, kept)
+        reference = pgd_l2(twin, X, y, eps, steps=10)
+        assert torch.equal(result.points, reference.points)
+        assert result.robust_accuracy() == reference.robust_accuracy()

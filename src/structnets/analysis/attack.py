@@ -189,7 +189,7 @@ def _attack_chunk(
     slack = 1.01 * unit * (torch.linalg.vector_norm(x.double(), dim=1, keepdim=True) + eps)
     radius = (eps * _SHRINK - slack).clamp_min(0.0).to(x.dtype)
     with torch.no_grad():
-        logits = model(x)
+        logits = model(x.clone())  # a copy: an in-place first layer would rewrite the caller's rows
     one_logit = logits.dim() == 1 or (logits.dim() == 2 and logits.shape[1] == 1)
     if logits.dim() not in (1, 2) or logits.shape[0] != x.shape[0]:
         raise ValueError(
@@ -214,7 +214,7 @@ def _attack_chunk(
             delta.requires_grad_(True)
             with torch.enable_grad():
                 point = x + delta
-                z = model(point)
+                z = model(point.clone())  # the point is checked and kept below: the model must not rewrite it
                 margin = _margins(z, y)
                 if step < steps:
                     chosen = (

@@ -195,14 +195,16 @@ def certify(
         _refuse_half_precision(model, X_test, upper.operand_dtype)
         with torch.no_grad():
             try:
-                first = model(X_test[:1])
+                # copies: a model whose first layer works in place (LeakyReLU(inplace=True)) would
+                # otherwise rewrite the caller's X_test, and every later forward would read the rewritten rows
+                first = model(X_test[:1].clone())
             except (RuntimeError, ValueError, TypeError) as error:
                 raise ValueError(
                     f"`X_test` of shape {tuple(X_test.shape)} does not fit the model's input: {error}"
                 ) from None
             if isinstance(first, torch.Tensor):
                 _refuse_half_precision(model, first, None)
-            logits = torch.cat([model(X_test[i : i + EVAL_CHUNK]) for i in range(0, len(X_test), EVAL_CHUNK)])
+            logits = torch.cat([model(X_test[i : i + EVAL_CHUNK].clone()) for i in range(0, len(X_test), EVAL_CHUNK)])
         classes = logits.shape[1] if logits.dim() == 2 and logits.shape[1] > 1 else 2
         low, high = int(y_test.min()), int(y_test.max())
         if low < 0 or high >= classes:
