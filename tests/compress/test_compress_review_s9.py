@@ -218,17 +218,22 @@ def test_ratio_below_rank_one_is_said_in_the_note() -> None:
     assert report.layers[0].rank == 1 and 2 * 4 + 1 > 0.1 * 16 and "ratio" in report.layers[0].note
 
 
-def test_exported_attention_still_gives_its_dense_weights_and_densifies() -> None:
-    # export() keeps a LowRankMultiheadAttention with Sequential(Linear, Linear) projections; its
-    # in_proj_weight raised TypeError, in_proj_bias said None though every projection has a bias,
-    # and export(..., densify=True) of that model raised.
-    torch.manual_seed(10)
+def _encoder_and_input() -> tuple[nn.TransformerEncoder, torch.Tensor]:
+    """A two-layer float64 encoder in eval mode (no dropout) and a batch for it, from the current seed."""
     encoder = nn.TransformerEncoder(
         nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, dtype=torch.float64),
         2,
         enable_nested_tensor=False,
     ).eval()
-    x = torch.randn(3, 7, 16, dtype=torch.float64)
+    return encoder, torch.randn(3, 7, 16, dtype=torch.float64)
+
+
+def test_exported_attention_still_gives_its_dense_weights_and_densifies() -> None:
+    # export() keeps a LowRankMultiheadAttention with Sequential(Linear, Linear) projections; its
+    # in_proj_weight raised TypeError, in_proj_bias said None though every projection has a bias,
+    # and export(..., densify=True) of that model raised.
+    torch.manual_seed(10)
+    encoder, x = _encoder_and_input()
     compressed = compress(encoder, rank=4).model
     plain = structnets.export(compressed)
     attention, original = plain.layers[0].self_attn, compressed.layers[0].self_attn
@@ -250,12 +255,7 @@ def test_export_of_an_encoder_with_compressed_feed_forward_runs_in_eval_mode() -
     # With dense attention the exported layer takes torch's fused eval path, which reads
     # linear1.weight: the exported Sequential(Linear, Linear) has none (AttributeError).
     torch.manual_seed(11)
-    encoder = nn.TransformerEncoder(
-        nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, dtype=torch.float64),
-        2,
-        enable_nested_tensor=False,
-    ).eval()
-    x = torch.randn(3, 7, 16, dtype=torch.float64)
+    encoder, x = _encoder_and_input()
     report = compress(encoder, rank=4, include="*linear*")
     assert {row.name.rsplit(".", 1)[1] for row in report.layers} == {"linear1", "linear2"}
     plain = structnets.export(report.model)

@@ -293,10 +293,11 @@ def _run_locked(
     )
     try:
         records = store.records()  # checks every stored row before anything is written
-        if not records and recorded_units(out):
+        recorded = 0 if records else recorded_units(out)  # run_info.json is read only for an empty store
+        if recorded:
             logger.warning(
                 "%s holds no finished unit, but %s records %d: it was emptied or replaced; every unit runs again",
-                store.path, out / RUN_INFO, recorded_units(out),
+                store.path, out / RUN_INFO, recorded,
             )  # fmt: skip
         unbacked = unbacked_rows(out, records)  # a finished unit whose saved model is lost runs again
         for key, problem in unbacked.items():
