@@ -432,3 +432,37 @@ def test_an_in_place_first_layer_does_not_rewrite_the_callers_rows() -> None:
         reference = pgd_l2(twin, X, y, eps, steps=10)
         assert torch.equal(result.points, reference.points)
         assert result.robust_accuracy() == reference.robust_accuracy()
+
+
+# ------------------------------------------------------------------- a user's L below the model's bounds (session 10)
+
+
+def test_certify_warns_when_the_users_lipschitz_is_below_the_models_bounds() -> None:
+    """A ``lipschitz`` below the model's bounds was used without a word: "certified" figures that may be false.
+
+    ReLU(diag(3, 1, 1, 1)·x) on rows with x₀ < 0: the Jacobian norm at every probe is 1 (the measured
+    lower bound), the certified upper bound 3. L = 0.5 is not a Lipschitz constant (warns: false);
+    L = 2 may or may not be (warns: holds only if true); L = the upper bound is silent.
+    """
+    import warnings
+
+    from structnets.analysis import certify
+
+    torch.manual_seed(0)
+    first = _scaled_linear(1.0)
+    with torch.no_grad():
+        first.weight[0, 0] = 3.0
+    model = nn.Sequential(first, nn.ReLU(), _scaled_linear(1.0)).float()
+    X = torch.randn(64, 4)
+    X[:, 0] = -X[:, 0].abs() - 0.1
+    y = torch.zeros(64, dtype=torch.long)
+    upper = float(lipschitz_upper_bound(model))
+    assert upper >= 3.0
+    with pytest.warns(UserWarning, match=r"below the model's measured lower bound 1 "):
+        row = certify(model, X, y, [0.1], ascent_steps=0, probe=8, lipschitz=0.5)
+    assert float(row["lipschitz_used"]) == 0.5 and abs(float(row["lipschitz_lower"]) - 1.0) < 1e-5
+    with pytest.warns(UserWarning, match=r"below the model's computed certified upper bound 3"):
+        certify(model, X, y, [0.1], ascent_steps=0, probe=8, lipschitz=2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        certify(model, X, y, [0.1], ascent_steps=0, probe=8, lipschitz=upper)

@@ -132,7 +132,9 @@ def certify(
         radii: ℓ₂ radii ε, each > 0.
         ascent_steps: gradient-ascent steps of the measured lower bound (≥ 0).
         probe: test rows used by the lower bound (≥ 1).
-        lipschitz: L > 0 to certify with, or None for the computed upper bound.
+        lipschitz: L > 0 to certify with, or None for the computed upper bound. An L below the
+            computed upper bound warns (the figures hold only if L is a true constant), and an L below
+            the measured lower bound warns that the figures are false (``UserWarning``).
         trust_hooks: certify a model with forward hooks on the assumption that they change no
             output (see :func:`~structnets.analysis.lipschitz_upper_bound`); the row then holds
             ``lipschitz_assumptions``, one sentence per hook.
@@ -213,7 +215,9 @@ def certify(
                 f"got labels from {low} to {high}"
             )
         lower = lipschitz_lower_bound(model, X_test[:probe], steps=ascent_steps, pairs=min(64, probe), lr=0.01)
-        if lipschitz is None:
+        if lipschitz is not None:
+            _warn_below_bounds(lipschitz, float(upper), lower)
+        else:
             lipschitz = max(float(upper), 1e-12)
             if upper > 1.0:
                 warnings.warn(
@@ -237,6 +241,31 @@ def certify(
                 _attacked(model, X_test, y_test, logits, lipschitz, radii, attack_points, attack_steps, attack_targets)
             )
         return row
+
+
+def _warn_below_bounds(lipschitz: float, upper: float, lower: float) -> None:
+    """Warn when a user's L is below the model's measured or certified bound: its figures may be false.
+
+    Below the measured lower bound (a Jacobian norm or secant ratio the model attains, up to float
+    rounding) L is certainly not a Lipschitz constant and the "certified" figures are false; between
+    it and the computed upper bound they hold only if L is a true constant that our certificate
+    cannot confirm. Not an error: a deliberately wrong L is how the attack check is shown to work.
+    """
+    if lipschitz * (1.0 + 1e-6) < lower:
+        warnings.warn(
+            f"`lipschitz`={lipschitz:.6g} is below the model's measured lower bound {lower:.6g} on its "
+            "Lipschitz constant: it is not a Lipschitz constant of the model, and the certified accuracies "
+            "computed with it are not certified",
+            UserWarning,
+            stacklevel=3,
+        )
+    elif lipschitz < upper:
+        warnings.warn(
+            f"`lipschitz`={lipschitz:.6g} is below the model's computed certified upper bound {upper:.6g}: "
+            "the certified accuracies hold only if it is a true Lipschitz constant of the model",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _refuse_half_precision(model: nn.Module, tensor: torch.Tensor, operand_dtype: torch.dtype | None) -> None:
