@@ -28,6 +28,7 @@ from ._bound_setting import (
 from .allocation import _OPTIMISE_FROM, _TAU_PER_DECADE, _allocate, _allocation_choice
 from .covering import _log_covering_routes, _tail_choice
 from .dudley import _dudley_grid, _dudley_min, _dudley_tails
+from .spectral_bound import _default_data_norm, _exp
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,10 @@ def _covering_bounds(
 ) -> list[CoveringBound]:
     """One :class:`CoveringBound` per entry of ``ps`` (None: parameter count), sharing one SVD per layer."""
     if data_norm is None:
-        data_norm = setting.input_norm * math.sqrt(setting.n)
+        data_norm = _default_data_norm(setting)
     data_norm = check_real("data_norm", data_norm, low=0.0, low_open=True)
     tail_covering = _tail_choice(tail_covering)
     allocation = _allocation_choice(allocation)
-    rms = data_norm / math.sqrt(setting.n)
     layers = _layers_with_tolerance(matrices)
     depth = len(layers)
     sigmas = _spectra([a for a, _ in layers], spectra)
@@ -133,17 +133,20 @@ def _covering_bounds(
     if min(spectral) == 0.0:
         scale, budget = 0.0, None  # a zero layer: the class is the zero function, log N = 0 everywhere
     else:
-        log_scale = 1.0 + (depth - 1) * math.log(setting.lipschitz) + math.log(rms) + sum(math.log(s) for s in spectral)
-        if log_scale > 700:
-            raise ValueError(
-                f"the Lipschitz product e·ρ^(L−1)·(‖X‖_F/√n)·Π‖A_i‖_2 overflows float64 (log = {log_scale:.1f}); "
-                "the bound would be vacuous"
-            )
-        scale = math.exp(log_scale)
+        # in logarithms: K and γ can each leave float64 (K ≈ e^755 with γ ≈ e^750 is no vacuous
+        # bound; a subnormal K lost its digits, and ‖X‖_F/√n could underflow to 0)
+        log_scale = (
+            1.0
+            + (depth - 1) * math.log(setting.lipschitz)
+            + math.log(data_norm)
+            - 0.5 * math.log(setting.n)
+            + sum(math.log(s) for s in spectral)
+        )
+        scale = _exp(log_scale)
         # loss scale ε (empirical L2) → outputs within γε√n/2 in Frobenius norm (ramp
         # 1/γ-Lipschitz, margin 2-Lipschitz in ℓ2) → layer radii t_i with Σ_i t_i ≤ T(ε) =
         # γε/(2K), capped at 1 so Π(1 + t_i) ≤ e (docs/bounds.md, Sec. 2–3).
-        budget = np.minimum(setting.margin * grid / (2.0 * scale), 1.0)
+        budget = np.exp(np.minimum(math.log(setting.margin) - math.log(2.0) + np.log(grid) - log_scale, 0.0))
     tau = None
     if budget is not None and allocation == "optimal" and depth > 1:
         low = max(float(np.min(budget[grid >= _OPTIMISE_FROM])) * 1e-3, 1e-300)
@@ -152,12 +155,16 @@ def _covering_bounds(
     confidence = _confidence(setting.n, setting.delta)
     results: list[CoveringBound] = []
     for p in ps:
+        # the class sizes M_i/s_i^p = Σ_j (σ_j/σ_1)^p, scale free: Σσ^p of a layer × 1e-200 (p = 2)
+        # underflowed to 0/0 (ZeroDivisionError), × 1e200 overflowed
+        relatives: list[float] = []
         if p is None:
             powers: list[float] = []
         elif p == 0:
             powers = [float(sigma.numel()) for sigma in kept]
         else:
-            powers = [float((sigma.double() ** p).sum()) for sigma in kept]
+            relatives = [float(((sigma / sigma[0]) ** p).sum()) if sigma.numel() else 0.0 for sigma in kept]
+            powers = [_exp(p * math.log(s) + math.log(rel)) if rel > 0 else 0.0 for s, rel in zip(spectral, relatives)]
         total = np.zeros_like(grid)
         ranks = np.zeros((depth, grid.size), dtype=np.int64)
         tails_spent = np.zeros((depth, grid.size))
@@ -170,7 +177,7 @@ def _covering_bounds(
                 elif p == 0:
                     relative = powers[index]
                 else:
-                    relative = max(powers[index] / spectral[index] ** p, 1.0)
+                    relative = max(relatives[index], 1.0)
                 classes.append((rows, cols, relative))
             # every route is a valid cover of the class, and each is at most the one before it
             # pointwise; taking the best allocation of each keeps that order for the composition

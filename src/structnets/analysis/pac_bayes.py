@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from ._bound_setting import _layers, _setting, _smallest_n, _spectra, _target
+from .spectral_bound import _exp
 
 
 @dataclass(frozen=True)
@@ -84,23 +85,30 @@ def pac_bayes_bound(
     """
     setting = _setting(n, margin, input_norm, empirical_risk, delta, lipschitz)
     layers = _layers(matrices)
-    spectral = [float(sigma[0]) for sigma in _spectra(layers, spectra)]  # ‖A‖_2, as matrix_norm(ord=2)
+    sigmas = _spectra(layers, spectra)
+    spectral = [float(sigma[0]) for sigma in sigmas]  # ‖A‖_2, as matrix_norm(ord=2)
     if min(spectral) == 0.0:
         raise ValueError("a layer matrix is zero: the stable rank ‖W‖_F²/‖W‖_2² is undefined")
-    stable = sum(float(a.square().sum()) / s**2 for a, s in zip(layers, spectral))
+    # Σσ_j²/σ_1² from the spectrum, scale free: ‖W‖_F² of entries ~1e-200 underflows to 0 (1e200: inf)
+    stable = sum(float((sigma / sigma[0]).square().sum()) for sigma in sigmas)
     depth = len(layers)
     width = max(max(a.shape) for a in layers)
-    product = setting.lipschitz ** (depth - 1) * math.prod(spectral)
-    kl = (
-        (42.0**2 * math.e**2 / 2.0)
-        * depth**2
-        * setting.input_norm**2
-        * width
-        * math.log(4 * depth * width)
-        * product**2
-        * stable
-        / setting.margin**2
+    # in logarithms: B², Π‖W_i‖_2² and γ² can each leave float64 (1e200**2 raised OverflowError, a
+    # margin of 1e-200 squared to 0 a ZeroDivisionError) while the KL term, invariant under
+    # W_d → cW_d, γ → cγ, does not
+    log_product = (depth - 1) * math.log(setting.lipschitz) + sum(math.log(s) for s in spectral)
+    log_kl = (
+        math.log(42.0**2 * math.e**2 / 2.0)
+        + 2.0 * math.log(depth)
+        + 2.0 * math.log(setting.input_norm)
+        + math.log(width)
+        + math.log(math.log(4 * depth * width))
+        + 2.0 * log_product
+        + math.log(stable)
+        - 2.0 * math.log(setting.margin)
     )
+    kl = _exp(log_kl)
+    product = _exp(log_product)
     log_term = math.log(6.0 * depth * setting.n**2 / setting.delta)
     complexity = 4.0 * math.sqrt((kl + log_term) / (setting.n - 1))
     target = _target(sample_target)

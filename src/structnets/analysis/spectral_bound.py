@@ -9,8 +9,24 @@ from dataclasses import dataclass
 import torch
 
 from .._validation import check_real
-from ._bound_setting import _confidence, _layers, _setting, _smallest_n, _spectra, _target
+from ._bound_setting import _confidence, _layers, _Setting, _setting, _smallest_n, _spectra, _target
 from .spectral import _as_matrix
+
+
+def _exp(log_value: float) -> float:
+    """``exp(log_value)``, +inf past float64's range (``math.exp`` raises OverflowError there)."""
+    return math.exp(log_value) if log_value < 709.0 else math.inf
+
+
+def _default_data_norm(setting: _Setting) -> float:
+    """``input_norm · √n``, the bound on ‖X‖_F used when ``data_norm`` is not given."""
+    data_norm = setting.input_norm * math.sqrt(setting.n)
+    if not math.isfinite(data_norm):
+        raise ValueError(
+            f"`input_norm` · √`n` = {setting.input_norm:g} · √{setting.n} overflows float64 (the default "
+            "`data_norm`); pass a smaller scale or `data_norm`"
+        )
+    return data_norm
 
 
 @dataclass(frozen=True)
@@ -104,23 +120,34 @@ def spectral_bound(
                 raise ValueError(f"`references[{index}]` must have shape {tuple(a.shape)}, got {tuple(ref.shape)}")
             refs.append(ref)
     if data_norm is None:
-        data_norm = setting.input_norm * math.sqrt(setting.n)
+        data_norm = _default_data_norm(setting)
     data_norm = check_real("data_norm", data_norm, low=0.0, low_open=True)
     spectral = [float(sigma[0]) for sigma in _spectra(layers, spectra)]  # ‖A‖_2, as matrix_norm(ord=2)
     if min(spectral) == 0.0:
         raise ValueError("a layer matrix is zero: the spectral bound's norm ratios ‖A‖_{2,1}/‖A‖_2 are undefined")
-    ratios = [float((a - ref).norm(dim=1).sum()) / s for a, ref, s in zip(layers, refs, spectral)]
+    # each row divided by s before its norm: squares of entries ~1e-200 (or 1e200) leave float64
+    ratios = [float(((a - ref) / s).norm(dim=1).sum()) for a, ref, s in zip(layers, refs, spectral)]
     depth = len(layers)
-    product = setting.lipschitz ** (depth - 1) * math.prod(spectral)
-    r_a = product * sum(r ** (2.0 / 3.0) for r in ratios) ** 1.5
+    # in logarithms: Π‖A_i‖_2, ‖X‖_F and γ can each leave float64 while the bound, invariant under
+    # A_L → cA_L, γ → cγ (positive homogeneity), does not
+    log_product = (depth - 1) * math.log(setting.lipschitz) + sum(math.log(s) for s in spectral)
+    ratio_sum = sum(r ** (2.0 / 3.0) for r in ratios)
+    log_r_a = log_product + 1.5 * math.log(ratio_sum) if ratio_sum > 0 else -math.inf
     width = max(max(a.shape) for a in layers)
-    complexity = 72.0 * data_norm * math.log(2 * width) * math.log(setting.n) * r_a / (setting.margin * setting.n)
+    log_per_sample = (
+        math.log(72.0)
+        + math.log(data_norm)
+        - 0.5 * math.log(setting.n)
+        + math.log(math.log(2 * width))
+        + log_r_a
+        - math.log(setting.margin)
+    )
+    complexity = _exp(log_per_sample + math.log(math.log(setting.n)) - 0.5 * math.log(setting.n))
     small = 8.0 / setting.n
     confidence = _confidence(setting.n, setting.delta)
     target = _target(sample_target)
-    rms = data_norm / math.sqrt(setting.n)
-    per_sample = 72.0 * rms * math.log(2 * width) * r_a / setting.margin
-    needed = _smallest_n(lambda m: per_sample * math.log(m) / math.sqrt(m), target)
+    needed = _smallest_n(lambda m: _exp(log_per_sample + math.log(math.log(m)) - 0.5 * math.log(m)), target)
+    product, r_a = _exp(log_product), _exp(log_r_a)
     return SpectralBound(
         n=setting.n,
         margin=setting.margin,
