@@ -211,10 +211,18 @@ def bottleneck_rank(
         matrix = _as_matrix(layer, name)
         if matrix.ndim != 2:
             raise ValueError(f"`{name}` must be a 2-D (N, W) tensor, got shape {tuple(matrix.shape)}")
+        floor = 0.0
         if center:
+            # Subtracting a rounded mean leaves noise up to ~N·eps·‖column‖ in a constant column (a
+            # dead unit): float32 0.1 in 1,000 rows gave rank 1 for a layer of constants. Centred
+            # singular values at or below max(N, W)·eps·‖H‖_F are that noise, not directions.
+            peak = float(matrix.abs().max())
+            frobenius = peak * float((matrix / peak).norm()) if peak > 0 else 0.0
+            floor = _default_rtol(matrix) * frobenius
             matrix = matrix - matrix.mean(0, keepdim=True)
         if not bool(matrix.any()):
             ranks.append(0)
             continue
-        ranks.append(int(numerical_rank(matrix, rtol=rtol)))
+        sigma = torch.linalg.svdvals(matrix)
+        ranks.append(int(((sigma > rtol * sigma[0]) & (sigma > floor) & (sigma > 0)).sum()))
     return ranks
