@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .._validation import check_real
@@ -87,8 +88,18 @@ def margin_for_bounds(margin_values: torch.Tensor, quantile: float, *, fallback:
         )
     if not bool(torch.isfinite(margin_values).all()):
         raise ValueError("`margin_values` must be finite, got NaN/Inf entries")
-    gamma = float(torch.quantile(margin_values, quantile))
+    # torch.quantile takes only float32/float64 (half and integer margins raised RuntimeError)
+    if margin_values.dtype not in (torch.float32, torch.float64):
+        margin_values = margin_values.to(torch.float64)
+    gamma = _quantile(margin_values, quantile)
     if gamma <= 0:
         positive = margin_values[margin_values > 0]
-        gamma = float(torch.quantile(positive, quantile)) if positive.numel() else fallback
+        gamma = _quantile(positive, quantile) if positive.numel() else fallback
     return gamma
+
+
+def _quantile(values: torch.Tensor, q: float) -> float:
+    """``torch.quantile`` (linear interpolation), also past its 2^24-element limit (then NumPy's, the same rule)."""
+    if values.numel() <= 2**24:
+        return float(torch.quantile(values, q))
+    return float(np.quantile(values.detach().cpu().double().numpy(), q))
