@@ -30,8 +30,10 @@ Conventions (exact):
 Modules are counted as units: a registered module (see :func:`register_counter`) is counted by its
 counter and its children are not visited. Work done by an unregistered *container's* own
 ``forward`` (e.g. a residual addition) is invisible to hooks and not counted. An executed module
-that is neither registered nor a pure container (a leaf of unknown type, or a module with its own
-parameters) raises ``TypeError`` unless ``strict=False``, in which case it counts zero FLOPs and is
+that is neither registered nor a pure container (a leaf of unknown type, a module with its own
+parameters, or a ``LowRankMultiheadAttention``, whose scores, softmax and weighted sum of values
+are computed in its own forward; its projections are counted) raises ``TypeError`` unless
+``strict=False``, in which case it counts zero FLOPs and is
 listed in ``Cost.uncounted``.
 """
 
@@ -54,6 +56,7 @@ from ..nn import (
     LowRankConv1d,
     LowRankConv2d,
     LowRankLinear,
+    LowRankMultiheadAttention,
     MaxMin,
     NormConstrainedLinear,
     RankOneLinear,
@@ -134,7 +137,7 @@ class Cost:
 
 
 def _linear_count(module: nn.Linear | NormConstrainedLinear, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
-    rows = output.numel() // module.out_features
+    rows = math.prod(output.shape[:-1])  # not numel // out_features: nn.Linear allows out_features = 0
     return LeafCount(
         macs=rows * module.in_features * module.out_features,
         adds=rows * module.out_features if module.bias is not None else 0,
@@ -271,6 +274,9 @@ for _activation in (
     _COUNTERS[_activation] = _elementwise_count
 
 _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
+# Modules whose children are hooked but whose own forward does arithmetic no counter sees (the
+# attention scores QKᵀ, the softmax and the product with V): unknown, not pure containers.
+_OWN_WORK: tuple[type[nn.Module], ...] = (LowRankMultiheadAttention,)
 
 
 def register_counter(module_type: type[nn.Module], counter: Counter) -> None:
@@ -333,7 +339,8 @@ def cost(
     the low-rank Swish network (Li et al., ICML 2025, Sec. 3).
 
     Args:
-        model: the module; its training mode and parameters are left unchanged.
+        model: the module; its training mode, parameters and buffers are left unchanged (a
+            training-mode forward updates BatchNorm's running statistics: they are restored).
         input_shape: full input shape, batch dimensions included, e.g. ``(batch, in_features)``.
         dtype, device: of the zero input; by default those of the model's first floating
             parameter or buffer (else the default dtype, CPU).
@@ -400,37 +407,46 @@ def cost(
             )
         )
 
-    def pre_known(module: nn.Module, args: tuple) -> None:
+    def pre_known(module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> None:
         inside.append(module)
 
-    def post_known(module: nn.Module, args: tuple, output: object) -> None:
+    def post_known(module: nn.Module, args: tuple, kwargs: dict[str, Any], output: object) -> None:
         inside.pop()
         if inside:
             return
-        first_in = _first_tensor(args)
+        # the input may be passed by keyword (``self.fc(input=x)``): hooks see it in kwargs only
+        arguments = (*args, *kwargs.values())
+        first_in = _first_tensor(arguments)
         first_out = _first_tensor(output)
         if first_in is None or first_out is None:
             raise TypeError(f"cost() expects {type(module).__name__} to take and return tensors")
-        record(module, args, output, _COUNTERS[type(module)](module, first_in, first_out))
+        record(module, arguments, output, _COUNTERS[type(module)](module, first_in, first_out))
 
-    def post_unknown(module: nn.Module, args: tuple, output: object) -> None:
+    def post_unknown(module: nn.Module, args: tuple, kwargs: dict[str, Any], output: object) -> None:
         if inside:
             return
         unknown.append(f"{names.get(module, '') or '<model>'} ({type(module).__name__})")
-        record(module, args, output, None)
+        record(module, (*args, *kwargs.values()), output, None)
 
     handles = []
     for module in model.modules():
         if type(module) in _COUNTERS:
-            handles.append(module.register_forward_pre_hook(pre_known))
-            handles.append(module.register_forward_hook(post_known))
+            handles.append(module.register_forward_pre_hook(pre_known, with_kwargs=True))
+            handles.append(module.register_forward_hook(post_known, with_kwargs=True))
         elif isinstance(module, _CONTAINERS):
             continue
-        elif not list(module.children()) or list(module.parameters(recurse=False)):
-            handles.append(module.register_forward_hook(post_unknown))
+        elif not list(module.children()) or list(module.parameters(recurse=False)) or isinstance(module, _OWN_WORK):
+            handles.append(module.register_forward_hook(post_unknown, with_kwargs=True))
 
     x = torch.zeros(shape, dtype=dtype, device=device)
     seen_storages.add(x.untyped_storage().data_ptr())
+    # a training-mode forward rewrites buffers (BatchNorm's running statistics, the count of
+    # batches): the measurement must not move them, so their objects and values are put back
+    buffers = [
+        (module, name, buffer, buffer.detach().clone())
+        for module in model.modules()
+        for name, buffer in module.named_buffers(recurse=False)
+    ]
     try:
         with torch.no_grad():
             try:
@@ -440,6 +456,10 @@ def cost(
     finally:
         for handle in handles:
             handle.remove()
+        with torch.no_grad():
+            for module, name, buffer, value in buffers:
+                setattr(module, name, buffer)
+                buffer.copy_(value)
     if unknown and strict:
         raise TypeError(
             f"cost() cannot count {len(unknown)} executed module(s) of unknown type: {', '.join(unknown)}; "

@@ -1,0 +1,136 @@
+"""Review s10 of cost, memory, timing, cost_growth and the ℓ₂ attack: hand counts, known truths, bad arguments."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from structnets.analysis import cost
+from structnets.nn import LowRankMultiheadAttention
+
+F64 = torch.float64
+
+
+def _matmul_macs(model: nn.Module, shape: tuple[int, ...]) -> int:
+    """Multiply-accumulates torch's own flop counter sees (it counts 2 per multiply-add, no bias)."""
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(torch.zeros(shape))
+    return counter.get_total_flops() // 2
+
+
+# --- cost: hand counts ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "conv, shape",
+    [
+        (nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 2), dilation=(2, 1), groups=2), (2, 4, 9, 8)),
+        (nn.Conv2d(4, 6, 3, padding="same", bias=False), (2, 4, 5, 5)),
+        (nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, padding_mode="circular"), (2, 4, 9)),
+    ],
+)
+def test_convolutions_count_one_patch_per_output_element(conv: nn.Module, shape: tuple[int, ...]) -> None:
+    with torch.no_grad():
+        out = conv(torch.zeros(shape))
+    patch = conv.in_channels // conv.groups * math.prod(conv.kernel_size)
+    c = cost(conv, shape)
+    assert c.macs == out.numel() * patch == _matmul_macs(conv, shape)
+    assert c.flops == 2 * c.macs + (out.numel() if conv.bias is not None else 0)
+
+
+@pytest.mark.filterwarnings("ignore:Initializing zero-element tensors is a no-op")
+def test_linear_with_no_outputs_or_no_inputs_counts_what_it_does() -> None:
+    # nn.Linear(4, 0) is a valid layer; cost() divided by out_features and raised ZeroDivisionError
+    assert cost(nn.Linear(4, 0), (3, 4)).flops == 0
+    assert cost(nn.Linear(0, 4), (3, 0)).flops == 3 * 4  # no products, one bias add per output
+
+
+def test_a_layer_called_with_its_input_by_keyword_is_counted() -> None:
+    class ByKeyword(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(input=x)
+
+    # before: TypeError "cost() expects Linear to take and return tensors" (hooks saw no positional input)
+    c = cost(ByKeyword(), (2, 4))
+    assert c.flops == 2 * (2 * 4 * 3 + 3)
+    assert c.per_layer[0].input_shape == (2, 4)
+
+
+def test_shared_modules_skipped_children_and_user_hooks() -> None:
+    shared, skipped = nn.Linear(4, 4), nn.Linear(4, 100)
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shared, self.skipped, self.act = shared, skipped, nn.Tanh()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.shared(self.act(self.shared(x)))  # `skipped` never runs
+
+    model = Model()
+    calls: list[int] = []
+    shared.register_forward_hook(lambda m, a, o: calls.append(1))
+    c = cost(model, (3, 4))
+    assert c.flops == 2 * 3 * (2 * 16 + 4)
+    assert c.activation_evaluations == 3 * 4
+    assert c.parameters == 20 + 500  # parameters are the model's, run or not
+    assert len(calls) == 2  # the user's hook ran and stays registered
+    assert len(shared._forward_hooks) == 1
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("training", [True, False])
+def test_transformer_encoder_layer_names_what_it_cannot_count(batch_first: bool, training: bool) -> None:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=batch_first).train(training)
+    shape = (2, 5, 16) if batch_first else (5, 2, 16)
+    with pytest.raises(TypeError, match=r"self_attn \(MultiheadAttention\).*norm1 \(LayerNorm\)"):
+        cost(layer, shape)
+    c = cost(layer, shape, strict=False)
+    rows = 10
+    assert c.flops == rows * (2 * 16 * 32 + 32) + rows * (2 * 32 * 16 + 16)  # linear1 and linear2
+    assert set(c.uncounted) == {"self_attn (MultiheadAttention)", "norm1 (LayerNorm)", "norm2 (LayerNorm)"}
+
+
+def test_low_rank_attention_is_not_counted_as_its_projections_alone() -> None:
+    class Wrap(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attention = LowRankMultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    torch.manual_seed(0)
+    model, shape = Wrap(), (2, 3, 8)
+    # before: strict cost() returned 3,264 FLOPs, the four projections only, with nothing uncounted;
+    # the scores QKᵀ and the weighted sum of V (2·N·L·S·E = 288 multiply-adds here) were silently left out
+    with pytest.raises(TypeError, match=r"attention \(LowRankMultiheadAttention\)"):
+        cost(model, shape)
+    c = cost(model, shape, strict=False)
+    assert c.uncounted == ("attention (LowRankMultiheadAttention)",)
+    assert c.flops == 4 * 6 * (2 * 8 * 8 + 8)  # its projections are still counted, each by hand
+
+
+def test_cost_leaves_batchnorm_running_statistics_alone() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).train()
+    with torch.no_grad():
+        model[0].bias.fill_(1.0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    # before: running_mean moved from 0 to 0.1 (momentum 0.1 times the zero input's bias 1) and
+    # num_batches_tracked to 1, whether cost() then raised (strict) or not
+    with pytest.raises(TypeError, match="BatchNorm1d"):
+        cost(model, (3, 4))
+    cost(model, (3, 4), strict=False)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert model.training
