@@ -14,8 +14,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
-from structnets.analysis import bounds
+from structnets.analysis import balance, bounds, dense_matrices, factor_ranks
 from structnets.analysis.margins import margin_for_bounds
 from structnets.analysis.spectral import bottleneck_rank
 
@@ -184,3 +185,33 @@ def test_margin_for_bounds_past_torch_quantile_size_limit() -> None:
     values = torch.linspace(-1.0, 3.0, 2**24 + 1, dtype=torch.float64)
     gamma = margin_for_bounds(values, 0.75)
     assert gamma == pytest.approx(2.0, abs=1e-12)  # the 0.75-quantile of an even grid on [-1, 3]
+
+
+# --- weight decay balance at extreme scales; shared layers
+
+
+def _balanced(scale: float) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(5)
+    return [scale * torch.linalg.qr(torch.randn(4, 4, generator=generator, dtype=torch.float64))[0] for _ in range(3)]
+
+
+@pytest.mark.parametrize("scale", [1e-120, 1e120])
+def test_balanced_chain_equality_at_extreme_scales(scale: float) -> None:
+    """c·Q_i (Q_i orthogonal) is balanced: Σ‖A_i‖_F² = L‖Π A_i‖_{S_{2/L}}^{2/L} = 12 c²."""
+    layers = _balanced(scale)
+    # the product c³ underflowed to 0 (1e-360) or overflowed (a refusal naming `matrix`)
+    assert _rel(balance.schatten_end_to_end(layers), 12 * scale**2) < 1e-12
+    assert _rel(balance.frobenius_sum(layers), 12 * scale**2) < 1e-12
+    # imbalance: 'matrices[0] is zero' at 1e-120, NaN at 1e120
+    assert balance.imbalance(layers) < 1e-12
+
+
+def test_dense_matrices_counts_a_layer_used_twice() -> None:
+    shared = nn.Linear(4, 4, bias=False)
+    model = nn.Sequential(shared, nn.ReLU(), shared)
+    # named_children() listed the shared layer once: a bound on a one-layer network
+    assert len(dense_matrices(model)) == 2
+    assert factor_ranks(model) == [None, None]
+    x = torch.randn(3, 4)
+    a1, a2 = dense_matrices(model)
+    torch.testing.assert_close(model(x), torch.relu(x @ a1.T) @ a2.T)

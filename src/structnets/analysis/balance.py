@@ -11,6 +11,7 @@ both sides and the distance from balance; every one computes in float64.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -60,8 +61,18 @@ def schatten_end_to_end(matrices: Sequence[torch.Tensor]) -> float:
         the value, computed in float64 (singular values at rounding level count as zeros, as
         in :func:`structnets.analysis.schatten_norm`).
     """
-    depth = len(_layers(matrices))
-    return depth * float(schatten_norm(end_to_end(matrices), 2.0 / depth, power=True))
+    layers = _layers(matrices)
+    depth = len(layers)
+    peaks = [float(layer.abs().max()) for layer in layers]
+    if min(peaks) == 0.0:
+        return 0.0
+    # ‖Π c_i B_i‖_{S_q}^q = Π c_i^q ‖Π B_i‖_{S_q}^q: the product of the unscaled layers left float64
+    # for a balanced chain of 1e±120 · orthogonal layers (0 or a refusal where the value is 3·4e∓240)
+    product = end_to_end([layer / peak for layer, peak in zip(layers, peaks)])
+    power = float(schatten_norm(product, 2.0 / depth, power=True))
+    if power == 0.0:
+        return 0.0
+    return depth * math.exp(math.log(power) + (2.0 / depth) * sum(math.log(peak) for peak in peaks))
 
 
 def imbalance(matrices: Sequence[torch.Tensor]) -> float:
@@ -82,10 +93,14 @@ def imbalance(matrices: Sequence[torch.Tensor]) -> float:
         raise ValueError(f"`matrices` must hold at least 2 layers to compare, got {len(layers)}")
     ratios = []
     for index in range(len(layers) - 1):
-        gram = layers[index] @ layers[index].T
-        scale = float(torch.linalg.matrix_norm(gram))
-        if scale == 0.0:
+        if not bool(layers[index].any()):
             raise ValueError(f"`matrices[{index}]` is zero: its relative imbalance is undefined")
-        following = layers[index + 1]
-        ratios.append(float(torch.linalg.matrix_norm(following.T @ following - gram)) / scale)
+        # the ratio is invariant under scaling both layers by one c: scale the larger entry to 1, so
+        # the Gram matrices of layers ~1e-120 do not underflow to 0 (nor ~1e120 give inf/inf = NaN)
+        peak = max(float(layers[index].abs().max()), float(layers[index + 1].abs().max()))
+        current, following = layers[index] / peak, layers[index + 1] / peak
+        gram = current @ current.T
+        scale = float(torch.linalg.matrix_norm(gram))
+        difference = float(torch.linalg.matrix_norm(following.T @ following - gram))
+        ratios.append(difference / scale if scale > 0 else math.inf)
     return max(ratios)
