@@ -33,8 +33,11 @@ def _walk(module: nn.Module, prefix: str) -> Iterator[tuple[str, nn.Module]]:
             f"module {prefix or '<root>'!r} ({type(module).__name__}) has parameters {names} but is "
             "neither nn.Linear nor a layer with to_dense(); dense_matrices cannot read it"
         )
-    for name, child in module.named_children():
-        yield from _walk(child, f"{prefix}.{name}" if prefix else name)
+    # _modules, not named_children(): that drops a module registered twice (nn.Sequential(l, σ, l)
+    # applies l twice), and the chain would miss a layer
+    for name, child in module._modules.items():
+        if child is not None:
+            yield from _walk(child, f"{prefix}.{name}" if prefix else name)
 
 
 def linear_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -45,7 +48,8 @@ def linear_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
             parameter-free or scalar-parameter modules (activations such as a learnable Swish β).
 
     Returns:
-        a list, possibly empty.
+        a list, possibly empty; a layer registered at several places (one ``nn.Linear`` applied
+        twice in an ``nn.Sequential``) appears at each of them.
 
     Raises:
         TypeError: ``model`` is not a module, or holds a matrix-valued parameter in a module that
