@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from structnets.analysis import balance, bounds, dense_matrices, factor_ranks
-from structnets.analysis.margins import margin_for_bounds
+from structnets.analysis.margins import margin_for_bounds, margin_loss
 from structnets.analysis.spectral import bottleneck_rank
 
 
@@ -215,3 +215,11 @@ def test_dense_matrices_counts_a_layer_used_twice() -> None:
     x = torch.randn(3, 4)
     a1, a2 = dense_matrices(model)
     torch.testing.assert_close(model(x), torch.relu(x @ a1.T) @ a2.T)
+
+
+def test_complex_margins_refused_by_name() -> None:
+    values = torch.tensor([1 + 5j, 2 + 0j, 3j])
+    with pytest.raises(TypeError, match="`margin_values`"):
+        margin_for_bounds(values, 0.5)
+    with pytest.raises(TypeError, match="`margin_values`"):  # was NotImplementedError "le_cpu"
+        margin_loss(values, 0.5)

@@ -53,12 +53,7 @@ def margin_loss(margin_values: torch.Tensor, margin: float) -> float:
         a float in [0, 1].
     """
     margin = check_real("margin", margin, low=0.0, low_open=True)
-    if not isinstance(margin_values, torch.Tensor) or margin_values.ndim != 1 or margin_values.numel() == 0:
-        raise ValueError(
-            f"`margin_values` must be a non-empty 1-D tensor, got {getattr(margin_values, 'shape', type(margin_values).__name__)}"
-        )
-    if not bool(torch.isfinite(margin_values).all()):
-        raise ValueError("`margin_values` must be finite, got NaN/Inf entries")
+    _check_margin_values(margin_values)
     return float((margin_values <= margin).double().mean())
 
 
@@ -82,12 +77,7 @@ def margin_for_bounds(margin_values: torch.Tensor, quantile: float, *, fallback:
     """
     quantile = check_real("quantile", quantile, low=0.0, high=1.0, low_open=True, high_open=True)
     fallback = check_real("fallback", fallback, low=0.0, low_open=True)
-    if not isinstance(margin_values, torch.Tensor) or margin_values.ndim != 1 or margin_values.numel() == 0:
-        raise ValueError(
-            f"`margin_values` must be a non-empty 1-D tensor, got {getattr(margin_values, 'shape', type(margin_values).__name__)}"
-        )
-    if not bool(torch.isfinite(margin_values).all()):
-        raise ValueError("`margin_values` must be finite, got NaN/Inf entries")
+    _check_margin_values(margin_values)
     # torch.quantile takes only float32/float64 (half and integer margins raised RuntimeError)
     if margin_values.dtype not in (torch.float32, torch.float64):
         margin_values = margin_values.to(torch.float64)
@@ -103,3 +93,14 @@ def _quantile(values: torch.Tensor, q: float) -> float:
     if values.numel() <= 2**24:
         return float(torch.quantile(values, q))
     return float(np.quantile(values.detach().cpu().double().numpy(), q))
+
+
+def _check_margin_values(margin_values: torch.Tensor) -> None:
+    if not isinstance(margin_values, torch.Tensor) or margin_values.ndim != 1 or margin_values.numel() == 0:
+        raise ValueError(
+            f"`margin_values` must be a non-empty 1-D tensor, got {getattr(margin_values, 'shape', type(margin_values).__name__)}"
+        )
+    if margin_values.is_complex():  # a cast to float64 would drop the imaginary parts silently
+        raise TypeError(f"`margin_values` must be real, got dtype {margin_values.dtype}")
+    if not bool(torch.isfinite(margin_values).all()):
+        raise ValueError("`margin_values` must be finite, got NaN/Inf entries")
