@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from structnets.analysis import cost
+from structnets.analysis.cost_growth import cost_growth, median_interval
+from structnets.analysis.memory import saved_activation_bytes, training_memory_bytes
+from structnets.analysis.timing import interleaved_ratio
 from structnets.nn import LowRankMultiheadAttention
 
 F64 = torch.float64
@@ -134,3 +138,74 @@ def test_cost_leaves_batchnorm_running_statistics_alone() -> None:
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert model.training
+
+
+# --- timing, cost growth and memory: statistics with a known truth, bad arguments -----------------------
+
+
+def test_median_interval_covers_a_known_median_ratio_at_its_level() -> None:
+    rng = np.random.default_rng(0)
+    for n in (6, 30, 101):
+        true, covered = 1.3, 0
+        for _ in range(2000):
+            ratios = rng.lognormal(0.0, 0.2, n) * true / rng.lognormal(0.0, 0.2, n)  # median ratio = 1.3
+            _, low, high = median_interval(ratios)
+            covered += low <= true <= high
+        assert covered / 2000 >= 0.95 - 3 * math.sqrt(0.05 * 0.95 / 2000)
+
+
+def test_cost_growth_and_median_interval_refuse_a_level_outside_0_1_and_nan_values() -> None:
+    rng = np.random.default_rng(1)
+    equal = rng.lognormal(0.0, 0.3, (30, 3)), rng.lognormal(0.0, 0.3, (30, 3))
+    # before: alpha=5 made every interval the two middle values, and equal costs came out "refuted"
+    for alpha in (5.0, 0.0, 1.0, -1.0, math.nan):
+        with pytest.raises(ValueError, match="`alpha`"):
+            cost_growth(*equal, [1, 2, 3], alpha=alpha)
+        with pytest.raises(ValueError, match="`alpha`"):
+            median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], alpha=alpha)
+    # before: (nan, 1.0, nan), a NaN sorted last and taken as the top order statistic
+    with pytest.raises(ValueError, match="`values` must be finite"):
+        median_interval([1.0, math.nan, 2.0, 3.0, 4.0, 5.0, 6.0])
+
+
+def test_interleaved_ratio_names_a_bad_target_or_callable_before_calling_anything() -> None:
+    calls: list[int] = []
+
+    def fn() -> None:
+        calls.append(1)
+
+    # before: ValueError "cannot convert float NaN to integer" / OverflowError from round(), after the warmup
+    for target in (math.nan, math.inf, 0.0, -1.0):
+        with pytest.raises(ValueError, match="`target_seconds`"):
+            interleaved_ratio(fn, fn, repeat=None, target_seconds=target)
+    with pytest.raises(ValueError, match="`repeat`"):
+        interleaved_ratio(fn, fn, repeat=0)
+    # before: "'int' object is not callable"
+    with pytest.raises(TypeError, match="`b` must be a zero-argument callable"):
+        interleaved_ratio(fn, 3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="`before_pair`"):
+        interleaved_ratio(fn, fn, before_pair=3)  # type: ignore[arg-type]
+    assert calls == []
+
+
+def test_training_memory_counts_gradients_and_state_of_trainable_parameters_only() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+    model[0].requires_grad_(False)  # a frozen first layer: no .grad, no Adam state
+    inputs = torch.randn(2, 4)
+    saved = saved_activation_bytes(model, inputs)
+    # before: 4 · 160 + saved, gradients and Adam moments for the 80 frozen bytes too
+    assert training_memory_bytes(model, inputs) == 160 + 3 * 80 + saved
+    assert training_memory_bytes(model, inputs, optimizer_slots=0) == 160 + 80 + saved
+    # before: -208 bytes for optimizer_slots=-5; 2.5 and True were taken as counts
+    for slots in (-5, 2.5, True):
+        with pytest.raises((TypeError, ValueError), match="`optimizer_slots`"):
+            training_memory_bytes(model, inputs, optimizer_slots=slots)  # type: ignore[arg-type]
+
+
+def test_saved_activation_bytes_refuses_inference_mode() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    assert saved_activation_bytes(model, torch.randn(2, 4)) == 2 * 4 * 4 * 2  # Linear's input, tanh's output
+    # before: 0 bytes, silently: enable_grad() does not lift inference mode, so nothing was saved
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
+        saved_activation_bytes(model, torch.randn(2, 4))

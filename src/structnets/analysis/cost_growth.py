@@ -15,6 +15,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from .._validation import check_real
+
 ALPHA = 0.05
 REPRODUCED, REFUTED, NOT_REPRODUCED = "reproduced", "refuted", "not reproduced"
 
@@ -33,8 +35,12 @@ def median_interval(values: ArrayLike, alpha: float = ALPHA) -> tuple[float, flo
     n = xs.size
     if n == 0:
         raise ValueError("`values` must not be empty")
+    # np.sort puts NaN last: the order statistics would silently be those of the other values
+    if not np.isfinite(xs).all():
+        raise ValueError(f"`values` must be finite, got {int((~np.isfinite(xs)).sum())} NaN or infinite value(s)")
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
     median = float(np.median(xs))
-    j = _order_statistic(n, float(alpha))
+    j = _order_statistic(n, alpha)
     if j == 0:
         return median, -math.inf, math.inf
     return median, float(xs[j - 1]), float(xs[n - j])
@@ -78,11 +84,13 @@ def cost_growth(a_seconds: ArrayLike, b_seconds: ArrayLike, sizes: ArrayLike, *,
     Args:
         a_seconds, b_seconds: (rounds, sizes) seconds of A and of B.
         sizes: (sizes,) at least 2 distinct sizes (e.g. depths).
-        alpha: level.
+        alpha: level in (0, 1).
 
     Returns:
         :class:`CostGrowth`.
     """
+    # a level outside (0, 1) turned equal costs into a verdict (alpha=5: "refuted")
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
     a, b = np.asarray(a_seconds, dtype=float), np.asarray(b_seconds, dtype=float)
     size = np.asarray(sizes, dtype=float).ravel()
     if a.ndim != 2 or a.shape != b.shape or a.shape[1] != size.size:

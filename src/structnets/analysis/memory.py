@@ -6,6 +6,8 @@ import torch
 from torch import nn
 from torch.autograd.graph import saved_tensors_hooks
 
+from .._validation import check_int
+
 
 def saved_activation_bytes(model: nn.Module, inputs: torch.Tensor) -> int:
     """Bytes of the tensors autograd saves for backward in one forward pass of ``model``.
@@ -19,7 +21,12 @@ def saved_activation_bytes(model: nn.Module, inputs: torch.Tensor) -> int:
 
     Returns:
         bytes of distinct saved storages (the input batch included when a layer saves it).
+
+    Raises:
+        RuntimeError: called inside ``torch.inference_mode()``, where autograd saves nothing.
     """
+    if torch.is_inference_mode_enabled():  # enable_grad() does not lift it: the count would be 0
+        raise RuntimeError("saved_activation_bytes measures autograd: call it outside torch.inference_mode()")
     parameter_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
     storages: dict[int, int] = {}
 
@@ -40,14 +47,20 @@ def training_memory_bytes(model: nn.Module, inputs: torch.Tensor, *, optimizer_s
     """Memory of one training step: parameters + gradients + optimizer state + saved activations.
 
     Adam keeps two slots per parameter (first and second moments), hence ``optimizer_slots=2``.
+    Only trainable parameters (``requires_grad``) get a gradient and optimizer state: a frozen
+    parameter has no ``.grad``, and torch's optimizers keep no state for it.
 
     Args:
         model: any module.
         inputs: a batch ``(B, *)``.
-        optimizer_slots: optimizer state tensors per parameter (Adam 2, SGD-momentum 1, SGD 0).
+        optimizer_slots: optimizer state tensors per parameter (≥ 0: Adam 2, SGD-momentum 1, SGD 0).
 
     Returns:
-        bytes, ``(2 + optimizer_slots) · parameter_bytes + saved_activation_bytes``.
+        bytes, ``parameter_bytes + (1 + optimizer_slots) · trainable_parameter_bytes +
+        saved_activation_bytes``.
     """
-    parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    return int((2 + optimizer_slots) * parameter_bytes + saved_activation_bytes(model, inputs))
+    optimizer_slots = check_int("optimizer_slots", optimizer_slots, low=0)
+    parameters = list(model.parameters())
+    parameter_bytes = sum(p.numel() * p.element_size() for p in parameters)
+    trainable_bytes = sum(p.numel() * p.element_size() for p in parameters if p.requires_grad)
+    return int(parameter_bytes + (1 + optimizer_slots) * trainable_bytes + saved_activation_bytes(model, inputs))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int
+from .._validation import check_int, check_real
 
 
 @dataclass(frozen=True)
@@ -65,21 +65,28 @@ def interleaved_ratio(
         warmup: untimed calls of each before timing (allocator, kernel selection, caches).
         repeat: calls per timing sample, for very short callables; None calibrates it so one
             sample of the faster callable lasts about ``target_seconds``.
-        target_seconds: sample duration aimed at when ``repeat`` is None.
+        target_seconds: sample duration aimed at when ``repeat`` is None (finite, > 0).
         before_pair: called, untimed, before each pair (e.g. to wait for the machine to settle).
 
     Returns:
         a :class:`TimeRatio` of t_a / t_b.
     """
+    for name, fn in (("a", a), ("b", b), ("before_pair", before_pair)):
+        if not callable(fn) and not (name == "before_pair" and fn is None):
+            raise TypeError(f"`{name}` must be a zero-argument callable, got {type(fn).__name__}")
     pairs = check_int("pairs", pairs, low=1)
     warmup = check_int("warmup", warmup, low=0)
+    # checked before any call: a NaN or infinite target reached round() and raised there
+    if repeat is None:
+        target_seconds = check_real("target_seconds", target_seconds, low=0.0, low_open=True)
+    else:
+        repeat = check_int("repeat", repeat, low=1)
     for _ in range(warmup):
         a()
         b()
     if repeat is None:
         one_call = min(_seconds(a, 1), _seconds(b, 1))
         repeat = max(1, min(1000, round(target_seconds / max(one_call, 1e-9))))
-    repeat = check_int("repeat", repeat, low=1)
 
     def timed(fn: Callable[[], object]) -> float:
         return _seconds(fn, repeat)
