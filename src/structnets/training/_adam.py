@@ -110,6 +110,9 @@ class FusedAdam:
         # One step counter shared by every parameter: incrementing a list of scalar tensors
         # falls back to one op per tensor on CPU, which costs as much as the update itself.
         self.step_count = torch.zeros((), dtype=torch.float32, device=params[0].device)
+        # torch.optim counts each parameter's own steps: once a step skips a parameter (no gradient),
+        # the counts part and each parameter keeps its own (its bias correction uses it).
+        self.param_steps: list[torch.Tensor] | None = None
 
     @staticmethod
     def supports(params: list[nn.Parameter]) -> bool:
@@ -134,8 +137,12 @@ class FusedAdam:
             p.grad = None
 
     def state_dict(self) -> dict[str, Any]:
-        """The moments and the step count (for ``fit``'s checkpoints); lr and weight decay are ``fit``'s arguments."""
-        return {"exp_avg": list(self.exp_avg), "exp_avg_sq": list(self.exp_avg_sq), "step": self.step_count}
+        """The moments and the step count, or the per-parameter counts once they parted (for ``fit``'s
+        checkpoints); lr and weight decay are ``fit``'s arguments."""
+        step: torch.Tensor | list[torch.Tensor] = (
+            self.step_count if self.param_steps is None else list(self.param_steps)
+        )
+        return {"exp_avg": list(self.exp_avg), "exp_avg_sq": list(self.exp_avg_sq), "step": step}
 
     @torch.no_grad()
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -146,26 +153,42 @@ class FusedAdam:
                 raise ValueError(f"the saved Adam state `{name}` does not match the parameters")
             for a, b in zip(mine, theirs, strict=True):
                 a.copy_(b)
-        self.step_count.copy_(state["step"])
+        step = state["step"]
+        if isinstance(step, list | tuple):
+            if len(step) != len(self.params):
+                raise ValueError("the saved Adam state `step` does not match the parameters")
+            self.param_steps = [
+                torch.as_tensor(s, dtype=torch.float32, device=self.step_count.device).clone() for s in step
+            ]
+        else:
+            self.step_count.copy_(step)
+            self.param_steps = None
 
     @torch.no_grad()
     def step(self) -> None:
         index: range | list[int]
         if all(p.grad is not None for p in self.params):
             index = range(len(self.params))
-        else:  # parameters without a gradient are skipped (their state stays), as in torch.optim
+        else:  # parameters without a gradient are skipped (their state and step count stay), as in torch.optim
             index = [i for i, p in enumerate(self.params) if p.grad is not None]
             if not index:
                 return
         params = [self.params[i] for i in index]
-        self.step_count += 1
+        if self.param_steps is None and len(index) < len(self.params):
+            self.param_steps = [self.step_count.clone() for _ in self.params]
+        if self.param_steps is None:
+            self.step_count += 1
+            steps = [self.step_count] * len(params)
+        else:
+            steps = [self.param_steps[i] for i in index]
+            torch._foreach_add_(steps, 1)
         self._kernel(
             params,
             [p.grad for p in params],
             [self.exp_avg[i] for i in index],
             [self.exp_avg_sq[i] for i in index],
             [],
-            [self.step_count] * len(params),
+            steps,
             amsgrad=False,
             lr=self.lr,
             beta1=self.betas[0],
