@@ -17,8 +17,9 @@ import torch
 from torch import nn
 
 from structnets.analysis import balance, bounds, dense_matrices, factor_ranks
+from structnets.analysis.covering import schatten_ball_log_covering
 from structnets.analysis.margins import margin_for_bounds, margin_loss
-from structnets.analysis.spectral import bottleneck_rank
+from structnets.analysis.spectral import bottleneck_rank, schatten_norm
 
 
 def _chain(seed: int = 0, scale: float = 1.0) -> list[torch.Tensor]:
@@ -223,3 +224,27 @@ def test_complex_margins_refused_by_name() -> None:
         margin_for_bounds(values, 0.5)
     with pytest.raises(TypeError, match="`margin_values`"):  # was NotImplementedError "le_cpu"
         margin_loss(values, 0.5)
+
+
+# --- covering numbers at tiny radii; argument types
+
+
+def test_parameter_count_covering_at_subnormal_radius() -> None:
+    """At t = 1e-320, 3√3/t overflowed: the parameter count became +inf and a costlier split was returned."""
+    t = 1e-320
+    expected = 12 * (math.log(3 * math.sqrt(3)) - math.log(t))
+    assert _rel(schatten_ball_log_covering(3, 4, t)[0], expected) < 1e-12
+    value, k = schatten_ball_log_covering(3, 4, t, p=1.0, relative_schatten_power=2.0)
+    assert value <= expected * (1 + 1e-12)  # never above the parameter count (documented)
+
+
+def test_schatten_norm_accepts_numpy_real_p() -> None:
+    matrix = _chain()[0]
+    assert float(schatten_norm(matrix, np.float32(0.5))) == float(schatten_norm(matrix, 0.5))
+
+
+def test_spectral_bound_references_must_be_a_sequence() -> None:
+    layers = _chain()
+    references = (torch.zeros_like(a) for a in layers)
+    with pytest.raises(ValueError, match="`references`"):  # was "object of type 'generator' has no len()"
+        bounds.spectral_bound(layers, n=100, margin=1.0, input_norm=1.0, references=references)  # type: ignore[arg-type]

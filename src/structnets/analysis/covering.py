@@ -149,12 +149,14 @@ def _compute_log_covering_routes(
     """
     k_max = min(rows, cols)
     t = np.asarray(t, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        full = rows * cols * np.log(3.0 * math.sqrt(k_max) / t)
+    # log(c) − log(t), not log(c/t): c/t overflows for t below ~1e-308 (t = 1e-320 gave the
+    # parameter count +inf, so a costlier head split was returned instead of 12·log(3√3/t))
+    with np.errstate(divide="ignore"):  # t = 0 (an underflowed budget): log N = +inf, as it should
+        log_radius = np.log(t)
+    full = rows * cols * (math.log(3.0 * math.sqrt(k_max)) - log_radius)
     full_k = np.full(t.shape, k_max, dtype=np.int64)
     if factor_rank is not None:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factored = (rows + cols) * factor_rank * np.log(9.0 * math.sqrt(factor_rank) / t)
+        factored = (rows + cols) * factor_rank * (math.log(9.0 * math.sqrt(factor_rank)) - log_radius)
         use = factored < full
         full = np.where(use, factored, full)
         full_k = np.where(use, factor_rank, full_k)
