@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from numbers import Real
 
 import torch
 
@@ -84,8 +85,9 @@ def schatten_norm(matrix: torch.Tensor, p: float, *, power: bool = False) -> tor
     Returns:
         ``(*)`` tensor of norms (0 for a zero matrix).
     """
-    if isinstance(p, bool) or not isinstance(p, int | float):
+    if isinstance(p, bool) or not isinstance(p, Real):  # Real: NumPy scalars such as np.float32 too
         raise TypeError(f"`p` must be a real number in (0, inf], got {p!r} ({type(p).__name__})")
+    p = float(p)
     if math.isnan(p) or p <= 0:
         raise ValueError(f"`p` must be a real number in (0, inf], got {p}")
     power = check_bool("power", power)

@@ -109,7 +109,11 @@ def spectral_bound(
     if references is None:
         refs = [torch.zeros_like(a) for a in layers]
     else:
-        if isinstance(references, torch.Tensor) or len(references) != len(layers):
+        if (
+            isinstance(references, torch.Tensor)
+            or not isinstance(references, Sequence)
+            or len(references) != len(layers)
+        ):
             raise ValueError(
                 f"`references` must hold {len(layers)} matrices like `matrices`, got {type(references).__name__}"
             )
