@@ -39,6 +39,15 @@ def _paired_test(low: pd.DataFrame, dense: pd.DataFrame, column: str) -> tuple[f
     return float(result.statistic), float(result.pvalue), len(a)
 
 
+NO_BOTTLENECK = "— (depth 1: no hidden map to factorise, so low-rank = dense; not a test)"
+"""Verdict of a data set whose chosen depth is 1: ``mlp(depth=1)`` is Linear, σ, Linear at any bottleneck."""
+
+
+def _no_bottleneck(rows: pd.DataFrame) -> bool:
+    """True when the rows' nets have fewer than 2 nonlinear layers: no bottleneck sits between two."""
+    return "depth" in rows and not rows.empty and int(rows["depth"].iloc[0]) < 2
+
+
 def _mean_std(values: pd.Series, scale: float, digits: int) -> str:
     values = values.astype(float) * scale
     if values.empty:
@@ -139,10 +148,12 @@ def table(results: pd.DataFrame) -> str:
         used, total, folds = protocol(rows)
         setting = "paper's" if comparable(rows) else f"reduced: {used:,} of {total:,} rows, {folds} folds"
         full = FULL_RUN[dataset]
+        # depth 1 (Linear, σ, Linear) has no hidden map to factorise: the low-rank net is the dense net
+        verdict = NO_BOTTLENECK if _no_bottleneck(rows) else _agreement(dataset, t, p, paper)
         lines.append(
             f"| {dataset} | {'ACC' if classification else 'RMSE'} | {setting} | {_mean_std(low[column], scale, digits)} | "
             f"{_mean_std(dense[column], scale, digits)} | {t:.2f} | {p:.3f} | {pairs} | {paper_low} | "
-            f"{paper_dense} | {_agreement(dataset, t, p, paper)} | {full[0]:g} / {full[1]:g} ({full[2]:.2f}) |"
+            f"{paper_dense} | {verdict} | {full[0]:g} / {full[1]:g} ({full[2]:.2f}) |"
         )
     lines += ["", PAPER_NOTES, ""]
     lines += _balanced(cv, datasets) + _architectures(select, cv, datasets) + _efficiency(efficiency, datasets)
@@ -191,7 +202,7 @@ def _architectures(select: pd.DataFrame, cv: pd.DataFrame, datasets: list[str]) 
         value = (
             f"{100 * best_row['accuracy']:.1f}%" if best_row["task"] == "classification" else f"{best_row['rmse']:.4f}"
         )
-        rank = int(low["rank"].iloc[0]) if not low.empty else "—"
+        rank = "none (depth 1)" if _no_bottleneck(chosen) else int(low["rank"].iloc[0]) if not low.empty else "—"
         lines.append(f"| {dataset} | {depth} | {width} | {rank} | {value} | {len(rows)} |")
     return [*lines, ""]
 
@@ -218,7 +229,8 @@ def _efficiency(efficiency: pd.DataFrame, datasets: list[str]) -> list[str]:
     for _, r in ordered.iterrows():
         dataset = r["dataset"] if r["role"] == "chosen" else f"{r['dataset']} (width sweep)"
         lines.append(
-            f"| {dataset} | {int(r['features'])} | {int(r['depth'])} | {int(r['width'])} | {int(r['rank'])} | "
+            f"| {dataset} | {int(r['features'])} | {int(r['depth'])} | {int(r['width'])} | "
+            f"{'none (depth 1)' if int(r['depth']) < 2 else int(r['rank'])} | "
             f"{int(r['batch'])} | {r['parameters_lowrank'] / r['parameters_dense']:.3f} | "
             f"{r['flops_lowrank'] / r['flops_dense']:.3f} | {r['latency_ratio']:.3f} "
             f"[{r['latency_ratio_q1']:.2f}, {r['latency_ratio_q3']:.2f}] | "
