@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from structnets.analysis import cost
+from structnets.analysis import cost, pgd_l2
 from structnets.analysis.cost_growth import cost_growth, median_interval
 from structnets.analysis.memory import saved_activation_bytes, training_memory_bytes
 from structnets.analysis.timing import interleaved_ratio
@@ -209,3 +209,36 @@ def test_saved_activation_bytes_refuses_inference_mode() -> None:
     # before: 0 bytes, silently: enable_grad() does not lift inference mode, so nothing was saved
     with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
         saved_activation_bytes(model, torch.randn(2, 4))
+
+
+def test_cost_names_a_bad_dtype_or_device() -> None:
+    layer = nn.Linear(3, 2)
+    # before: torch's "zeros(): argument 'dtype' must be torch.dtype, not str"; "must have the same dtype"
+    # quoted as an input shape that "does not fit the model"; a bare AssertionError for a device not built in
+    for dtype in ("float32", torch.int64):
+        with pytest.raises(TypeError, match="`dtype` must be a floating-point"):
+            cost(layer, (2, 3), dtype=dtype)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="`device`"):
+        cost(layer, (2, 3), device="not-a-device")
+    assert cost(layer, (2, 3), dtype=torch.float32, device="cpu").flops == 2 * (2 * 6 + 2)
+
+
+# --- pgd_l2 -----------------------------------------------------------------------------------------
+
+
+def test_pgd_on_a_model_that_is_not_differentiable_or_ignores_its_input() -> None:
+    torch.manual_seed(0)
+    layer = nn.Linear(3, 2)
+    inputs, labels = torch.randn(4, 3), torch.tensor([0, 1, 0, 1])
+    # before: autograd's "element 0 of tensors does not require grad and does not have a grad_fn"
+    with pytest.raises(ValueError, match="`model` must be differentiable in its input"):
+        pgd_l2(lambda t: layer(t).detach(), inputs, labels, 0.5)
+
+    # before: "appears to not have been used in the graph"; a constant function cannot be broken
+    def constant(t: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(t.shape[0], 2) + layer.bias
+
+    result = pgd_l2(constant, inputs, labels, 0.5, restarts=2)
+    b = layer.bias.detach().double()
+    assert torch.equal(result.margins, torch.where(labels == 0, b[0] - b[1], b[1] - b[0]))
+    assert torch.equal(result.points, inputs)

@@ -358,6 +358,13 @@ def cost(
     check_fits_in_memory(f"`input_shape`={shape}", math.prod(shape), what="input values")
     if not isinstance(strict, bool):
         raise TypeError(f"`strict` must be a bool, got {strict!r}")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and (dtype.is_floating_point or dtype.is_complex)):
+        raise TypeError(f"`dtype` must be a floating-point or complex torch.dtype, got {dtype!r}")
+    if device is not None:
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError) as error:
+            raise ValueError(f"`device` must be a torch device, got {device!r}: {error}") from error
     reference = _reference_parameter(model)
     if dtype is None:
         dtype = reference.dtype if reference is not None else torch.get_default_dtype()
@@ -438,7 +445,10 @@ def cost(
         elif not list(module.children()) or list(module.parameters(recurse=False)) or isinstance(module, _OWN_WORK):
             handles.append(module.register_forward_hook(post_unknown, with_kwargs=True))
 
-    x = torch.zeros(shape, dtype=dtype, device=device)
+    try:
+        x = torch.zeros(shape, dtype=dtype, device=device)
+    except (RuntimeError, AssertionError) as error:  # torch asserts when a device type is not built in
+        raise ValueError(f"`device`={device} cannot hold the input: {error}") from error
     seen_storages.add(x.untyped_storage().data_ptr())
     # a training-mode forward rewrites buffers (BatchNorm's running statistics, the count of
     # batches): the measurement must not move them, so their objects and values are put back
