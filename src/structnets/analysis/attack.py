@@ -112,7 +112,8 @@ def pgd_l2(
         TypeError: ``model`` not callable, ``inputs`` not real, ``labels`` not integers.
         ValueError: ``eps``, ``steps``, ``restarts``, ``targets`` or ``step_size`` out of range; shapes that do not
             match; labels outside the model's classes; ``inputs`` that the cast to the model's dtype
-            moves by more than ε; model outputs of another shape than (n, k) or (n,).
+            moves by more than ε; model outputs of another shape than (n, k) or (n,), or that do not
+            require grad.
         RuntimeError: called inside ``torch.inference_mode()`` (the attack needs gradients).
     """
     if not callable(model):
@@ -222,7 +223,14 @@ def _attack_chunk(
                         if target is not None
                         else margin
                     )
-                    (gradient,) = torch.autograd.grad(chosen.sum(), delta)
+                    if not chosen.requires_grad:  # autograd's own error names no argument
+                        raise ValueError(
+                            "`model` must be differentiable in its input: its output does not require grad "
+                            "(detached, computed under torch.no_grad(), or outside torch)"
+                        )
+                    # an output that does not depend on the input has a zero gradient: nothing to follow
+                    (found,) = torch.autograd.grad(chosen.sum(), delta, allow_unused=True)
+                    gradient = torch.zeros_like(delta) if found is None else found
             delta, point = delta.detach(), point.detach()
             # keep the lowest margin seen, at a point checked to lie in the closed ball of the given input
             inside = torch.linalg.vector_norm(point.double() - given64, dim=1) <= eps
