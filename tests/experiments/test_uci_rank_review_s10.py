@@ -122,3 +122,14 @@ def test_cv_folds_are_stratified_identical_across_models_and_test_rows_never_tra
         np.testing.assert_allclose(dense.feature_mean_, X[train].mean(axis=0), rtol=1e-12)
         assert rows[2 * fold]["n_test"] == len(test) and rows[2 * fold]["n_train"] == len(train)
     assert sorted(np.concatenate([test for _, test in splits]).tolist()) == list(range(150))
+
+
+def test_fixed_norm_section_finds_every_schatten_p_column() -> None:
+    # _p_column writes p with :g, so p = 1e-05 is the column rs1e-05; the fixed-norm section's "smallest
+    # recorded p" must find it rather than silently fall back to the next p.
+    from structnets.experiments.rank_bounds.config import _p_column
+    from structnets.experiments.rank_bounds.fixed_norm import p_columns
+
+    ps = (1e-05, 0.25, 2.0, 1.5e-07, 3e20)
+    rows = pd.DataFrame({f"{_p_column(p)}_sc": [1.0] for p in ps})
+    assert p_columns(rows) == {p: f"{_p_column(p)}_sc" for p in sorted(ps)}
