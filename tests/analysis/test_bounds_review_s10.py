@@ -248,3 +248,18 @@ def test_spectral_bound_references_must_be_a_sequence() -> None:
     references = (torch.zeros_like(a) for a in layers)
     with pytest.raises(ValueError, match="`references`"):  # was "object of type 'generator' has no len()"
         bounds.spectral_bound(layers, n=100, margin=1.0, input_norm=1.0, references=references)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("c", [1e-200, 1e200])
+def test_covering_bounds_invariant_when_input_and_first_layer_rescale(c: float) -> None:
+    layers = _chain(scale=0.3)
+    scaled = [layers[0] / c] + layers[1:]
+    for p in (None, 0.0, 0.5, 2.0):
+        if p is None:
+            base = bounds.parameter_count_bound(layers, n=10**9, margin=1.0, input_norm=1.0)
+            other = bounds.parameter_count_bound(scaled, n=10**9, margin=1.0, input_norm=c)
+        else:
+            base = bounds.rank_sparse_bound(layers, p=p, n=10**9, margin=1.0, input_norm=1.0)
+            other = bounds.rank_sparse_bound(scaled, p=p, n=10**9, margin=1.0, input_norm=c)
+        assert base.complexity < 1.0
+        assert _rel(other.complexity, base.complexity) < 1e-9
