@@ -141,13 +141,10 @@ class _BaseMLP(BaseEstimator):
     # -- training -------------------------------------------------------------------------
 
     def _fit_standardization(self, X: np.ndarray) -> None:
+        self.feature_mean_: np.ndarray | None
+        self.feature_scale_: np.ndarray | None
         if self.standardize:
-            mean = X.mean(axis=0, dtype=np.float64)
-            scale = X.std(axis=0, dtype=np.float64)
-            # Constant columns (std 0, or round-off above 0) are only centred.
-            tiny = 10 * np.finfo(np.float64).eps * np.maximum(np.abs(mean), 1.0)
-            scale[scale <= tiny] = 1.0
-            self.feature_mean_, self.feature_scale_ = mean, scale
+            self.feature_mean_, self.feature_scale_ = _location_scale(X)
         else:
             self.feature_mean_ = self.feature_scale_ = None
 
@@ -155,7 +152,7 @@ class _BaseMLP(BaseEstimator):
         X = np.asarray(X, dtype=np.float64)
         if self.feature_mean_ is not None:
             X = (X - self.feature_mean_) / self.feature_scale_
-        return torch.from_numpy(np.ascontiguousarray(X, dtype=dtype)).to(self.device)
+        return torch.from_numpy(_cast(X, dtype, "X", "standardize")).to(self.device)
 
     def _np_dtype(self) -> type:
         return np.float32 if self.dtype == "float32" else np.float64
@@ -482,16 +479,15 @@ class MLPRegressor(RegressorMixin, _BaseMLP):
             raise ValueError("`y` must be finite, got NaN or infinite targets")
         self._y_ndim = y.ndim
         target = y.reshape(y.shape[0], -1)
+        self.target_mean_: np.ndarray | None
+        self.target_scale_: np.ndarray | None
         if self.standardize_target:
-            mean = target.mean(axis=0)
-            scale = target.std(axis=0)
-            scale[scale <= 10 * np.finfo(np.float64).eps * np.maximum(np.abs(mean), 1.0)] = 1.0
-            self.target_mean_, self.target_scale_ = mean, scale
-            target = (target - mean) / scale
+            self.target_mean_, self.target_scale_ = _location_scale(target)
+            target = (target - self.target_mean_) / self.target_scale_
         else:
             self.target_mean_ = self.target_scale_ = None
         self._fit_standardization(X)
-        self._train(X, target.astype(self._np_dtype()), target.shape[1], stratify=None)
+        self._train(X, _cast(target, self._np_dtype(), "y", "standardize_target"), target.shape[1], stratify=None)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -536,6 +532,41 @@ def _named(error: Exception, name: str) -> Exception:
     kind = ValueError if isinstance(error, ValueError) else TypeError
     verb = "are" if " and " in name else "is"
     return kind(f"`{name}` {verb} invalid: {error}")
+
+
+def _location_scale(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column float64 mean and standard deviation of ``values`` (n, k); constant columns get std 1.
+
+    A column whose squares would overflow or underflow (largest magnitude above 1e150 or below
+    1e-150) is computed in units of its largest magnitude: NumPy's std was inf (every standardised
+    value 0) or 0 there. A column is constant when its std is round-off of its own mean (≤ 10ε|mean|,
+    or 0), not of 1: a floor of 1 took every column of magnitude below ~1e-15 for constant.
+    """
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # the extreme columns are redone below
+        mean = values.mean(axis=0, dtype=np.float64)
+        scale = values.std(axis=0, dtype=np.float64)
+    largest = np.abs(values).max(axis=0).astype(np.float64)
+    extreme = (largest > 1e150) | ((largest < 1e-150) & (largest > 0))
+    if extreme.any():
+        unit = values[:, extreme] / largest[extreme]
+        mean[extreme] = unit.mean(axis=0, dtype=np.float64) * largest[extreme]
+        scale[extreme] = unit.std(axis=0, dtype=np.float64) * largest[extreme]
+    scale[scale <= 10 * np.finfo(np.float64).eps * np.abs(mean)] = 1.0
+    return mean, scale
+
+
+def _cast(values: np.ndarray, dtype: type, name: str, option: str) -> np.ndarray:
+    """``values`` as a contiguous array of the training ``dtype``; finite values beyond float32 are refused by name
+    (the training loop would call them non-finite)."""
+    with np.errstate(over="ignore"):
+        array: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
+    if not np.isfinite(array).all():
+        limit = float(np.finfo(dtype).max)
+        raise ValueError(
+            f"`{name}` has values beyond the {np.dtype(dtype).name} range (|value| <= {limit:.3g}) with {option}=False; "
+            f"use dtype='float64' or {option}=True"
+        )
+    return array
 
 
 def _check_bool(name: str, value: Any) -> bool:

@@ -1,0 +1,69 @@
+"""Adversarial review (s10) of MLPClassifier / MLPRegressor: data at extreme scales, float32 range, round trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from structnets.estimators import MLPClassifier, MLPRegressor
+
+OPTIONS = dict(width=8, depth=1, epochs=4, batch_size=16, random_state=0)
+
+
+def _data(n: int = 40, d: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    return X, X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize("factor", [1e160, 1e300])
+def test_huge_targets_are_standardised_not_made_infinite(factor):
+    """The targets' std overflowed (their squares exceed float64): target_scale_ was inf and every prediction inf."""
+    X, y = _data()
+    small = MLPRegressor(**OPTIONS).fit(X, y)
+    big = MLPRegressor(**OPTIONS).fit(X, y * factor)
+    assert np.isfinite(big.target_scale_).all() and np.isfinite(big.target_mean_).all()
+    np.testing.assert_allclose(big.target_scale_ / factor, small.target_scale_, rtol=1e-12)
+    np.testing.assert_allclose(big.predict(X) / factor, small.predict(X), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("factor", [1e160, 1e-16, 1e-200])
+def test_features_at_any_scale_are_standardised_alike(factor):
+    """Standardised features do not depend on the units of X.
+
+    At 1e160 the std overflowed to inf (every feature became 0, the classifier predicted one
+    constant row); below 2.2e-15 a floor of 1 in the constant-column test called every column
+    constant (only centred: features ~1e-16, the same constant predictions).
+    """
+    X, y = _data()
+    labels = (y > 0).astype(int)
+    reference = MLPClassifier(**OPTIONS).fit(X, labels)
+    scaled = MLPClassifier(**OPTIONS).fit(X * factor, labels)
+    np.testing.assert_allclose(scaled.feature_scale_ / factor, reference.feature_scale_, rtol=1e-12)
+    np.testing.assert_allclose(scaled.predict_proba(X * factor), reference.predict_proba(X), rtol=1e-5, atol=1e-6)
+
+
+def test_constant_columns_are_still_only_centred():
+    X, y = _data()
+    X[:, 1] = 0.1  # round-off makes its std ~1e-17, not 0
+    X[:, 2] = 0.0
+    model = MLPRegressor(**OPTIONS).fit(X, np.full(40, 3.7))
+    assert model.feature_scale_[1] == 1.0 and model.feature_scale_[2] == 1.0
+    assert model.target_scale_[0] == 1.0
+    np.testing.assert_allclose(model.feature_mean_[1], 0.1, rtol=1e-15)
+
+
+@pytest.mark.parametrize("what", ["X", "y"])
+def test_values_beyond_float32_are_refused_by_name_not_called_infinite(what):
+    """Finite data beyond float32's range, not standardised, were refused as "`X` must be finite, got 120 NaN or
+    infinite entries" by the training loop: the data had none."""
+    X, y = _data()
+    if what == "X":
+        model, X = MLPRegressor(standardize=False, **OPTIONS), X * 1e39
+    else:
+        model, y = MLPRegressor(standardize_target=False, **OPTIONS), y * 1e39
+    with pytest.raises(ValueError, match=rf"`{what}`.*float32.*dtype='float64'"):
+        model.fit(X, y)
+    MLPRegressor(**{**OPTIONS, "dtype": "float64"}).set_params(standardize=False, standardize_target=False).fit(
+        X, y
+    )  # float64 holds them
