@@ -263,3 +263,13 @@ def test_covering_bounds_invariant_when_input_and_first_layer_rescale(c: float) 
             other = bounds.rank_sparse_bound(scaled, p=p, n=10**9, margin=1.0, input_norm=c)
         assert base.complexity < 1.0
         assert _rel(other.complexity, base.complexity) < 1e-9
+
+
+def test_pac_bayes_kl_near_the_top_of_float64_stays_finite() -> None:
+    """KL ≈ 1.5e308 (log 709.6) is a float64 number, not inf."""
+    layers = _chain()
+    base = bounds.pac_bayes_bound(layers, n=1000, margin=1.0, input_norm=2.0)
+    gamma = math.sqrt(base.kl / 1.5e308)
+    near = bounds.pac_bayes_bound(layers, n=1000, margin=gamma, input_norm=2.0)
+    assert math.isfinite(near.kl) and _rel(near.kl, 1.5e308) < 1e-9
+    assert math.isinf(bounds.pac_bayes_bound(layers, n=1000, margin=gamma / 2, input_norm=2.0).kl)

@@ -15,7 +15,10 @@ from .spectral import _as_matrix
 
 def _exp(log_value: float) -> float:
     """``exp(log_value)``, +inf past float64's range (``math.exp`` raises OverflowError there)."""
-    return math.exp(log_value) if log_value < 709.0 else math.inf
+    try:
+        return math.exp(log_value)
+    except OverflowError:  # log_value above log(max float) ≈ 709.78
+        return math.inf
 
 
 def _default_data_norm(setting: _Setting) -> float:
