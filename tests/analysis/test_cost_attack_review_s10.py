@@ -242,3 +242,32 @@ def test_pgd_on_a_model_that_is_not_differentiable_or_ignores_its_input() -> Non
     b = layer.bias.detach().double()
     assert torch.equal(result.margins, torch.where(labels == 0, b[0] - b[1], b[1] - b[0]))
     assert torch.equal(result.points, inputs)
+
+
+def test_saved_activations_leave_out_and_leave_alone_the_model_buffers() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    inputs = torch.randn(2, 4)
+    # saved: the input (Linear, 32 B), the Linear output (BatchNorm, 32 B), the batch mean and inverse
+    # std (16 B each). before: 128, BatchNorm's running mean and variance (16 B each) counted as
+    # activations, and both, with num_batches_tracked, moved by the measurement
+    assert saved_activation_bytes(model, inputs) == 32 + 32 + 16 + 16
+    parameters = (4 * 4 + 4 + 4 + 4) * 4
+    assert training_memory_bytes(model, inputs) == parameters + 3 * parameters + 96
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_measuring_a_model_keeps_swish_on_its_fused_path() -> None:
+    from structnets.models import mlp
+
+    torch.manual_seed(0)
+    model, inputs = mlp(5, 2, 8, 1), torch.randn(10, 5)
+    swish = model[1]
+    fused = saved_activation_bytes(model, inputs)  # SiLU saves its input only: 840 B here
+    # copying every buffer back bumped β's version, and Swish left its fused path: 1,160 B afterwards
+    cost(model, (10, 5))
+    training_memory_bytes(model, inputs)
+    assert saved_activation_bytes(model, inputs) == fused == 840
+    assert swish._fused is not None and swish._fused[1] == swish.beta._version

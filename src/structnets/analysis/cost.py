@@ -64,6 +64,7 @@ from ..nn import (
     TakeFirst,
     ZeroPad,
 )
+from .memory import preserved_buffers
 
 
 @dataclass(frozen=True)
@@ -450,15 +451,9 @@ def cost(
     except (RuntimeError, AssertionError) as error:  # torch asserts when a device type is not built in
         raise ValueError(f"`device`={device} cannot hold the input: {error}") from error
     seen_storages.add(x.untyped_storage().data_ptr())
-    # a training-mode forward rewrites buffers (BatchNorm's running statistics, the count of
-    # batches): the measurement must not move them, so their objects and values are put back
-    buffers = [
-        (module, name, buffer, buffer.detach().clone())
-        for module in model.modules()
-        for name, buffer in module.named_buffers(recurse=False)
-    ]
     try:
-        with torch.no_grad():
+        # a training-mode forward rewrites buffers (BatchNorm's running statistics): put back on exit
+        with preserved_buffers(model), torch.no_grad():
             try:
                 model(x)
             except RuntimeError as error:
@@ -466,10 +461,6 @@ def cost(
     finally:
         for handle in handles:
             handle.remove()
-        with torch.no_grad():
-            for module, name, buffer, value in buffers:
-                setattr(module, name, buffer)
-                buffer.copy_(value)
     if unknown and strict:
         raise TypeError(
             f"cost() cannot count {len(unknown)} executed module(s) of unknown type: {', '.join(unknown)}; "
