@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 import torch
 from torch import nn
 
 from structnets.training import _adam, fit, seeded
 from structnets.training._adam import FusedAdam
+from structnets.training.lbfgs import batched_lbfgs
+from structnets.training.levenberg_marquardt import batched_levenberg_marquardt
+from structnets.training.linear_gd import deep_linear_gradient_descent
+from structnets.training.losses import certified_loss, hkr, margin_cross_entropy, multiclass_hinge, scaled_cross_entropy
 
 
 class _SometimesUsed(nn.Module):
@@ -69,3 +75,130 @@ def test_fit_fast_adam_equals_public_adam_when_a_parameter_sits_out(monkeypatch)
         models.append(model)
     for a, b in zip(models[0].state_dict().values(), models[1].state_dict().values(), strict=True):
         assert torch.equal(a, b)
+
+
+# -- batched optimisers: the functions' outputs are checked, naming them ------------------------------------------
+
+
+def test_lbfgs_refuses_losses_that_are_not_one_per_member():
+    """A scalar loss was accepted (every member's Armijo test then used the total); an (E, 1) column failed with an
+    IndexError about a boolean mask."""
+    x = torch.ones(2, 3, dtype=torch.float64)
+    for loss in (lambda z: (z**2).sum(), lambda z: (z**2).sum(1, keepdim=True)):
+        with pytest.raises(ValueError, match=r"`loss_fn` must give one loss per member, shape \(2,\)"):
+            batched_lbfgs(loss, x, max_iter=5)
+    with pytest.raises(ValueError, match=r"`value_and_grad` must give .*got \(2,\) and \(2, 2\)"):
+        batched_lbfgs(None, x, max_iter=5, value_and_grad=lambda z, members: ((z**2).sum(1), z[:, :2]))
+
+
+def test_levenberg_marquardt_refuses_misshapen_residuals_and_jacobians():
+    """No residuals (n = 0) or no parameters raised ZeroDivisionError; a Jacobian of the wrong width a RuntimeError."""
+    x = torch.zeros(2, 3, dtype=torch.float64)
+
+    def jacobian(width: int, rows: int = 4):
+        return lambda z: (z.new_ones(z.shape[0], rows), z.new_ones(z.shape[0], rows, width))
+
+    for jac, start in ((jacobian(3, rows=0), x), (jacobian(5), x), (jacobian(0), x[:, :0])):
+        with pytest.raises(ValueError, match="`jacobian_fn` must give residuals"):
+            batched_levenberg_marquardt(lambda z: z.new_ones(z.shape[0], 4), jac, start, max_iter=3)
+    with pytest.raises(ValueError, match=r"`residual_fn` must give residuals of shape \(2, 4\)"):
+        batched_levenberg_marquardt(lambda z: z.new_ones(z.shape[0], 5), jacobian(3), x, max_iter=3)
+
+
+def test_deep_linear_gradient_descent_refuses_complex_and_object_arrays():
+    """A complex weight lost its imaginary part with only a ComplexWarning."""
+    eye = torch.eye(2)
+    with pytest.raises(TypeError, match=r"`weights\[0\]` must hold real numbers, got dtype complex64"):
+        deep_linear_gradient_descent(
+            [eye.to(torch.complex64) * (1 + 1j)], torch.ones(3, 2), torch.ones(3, 2), steps=1, lr=0.1
+        )
+    with pytest.raises(TypeError, match="`Y` must hold real numbers, got dtype object"):
+        deep_linear_gradient_descent([eye], torch.ones(3, 2), np.ones((3, 2), dtype=object), steps=1, lr=0.1)
+
+
+# -- losses ---------------------------------------------------------------------------------------------------------
+
+
+def test_certified_cross_entropies_skip_no_label():
+    """torch's ignore_index -100 left such rows out: scaled-ce of three rows with one label -100 was the mean of two."""
+    logits = torch.tensor([[1.0, 0.0], [0.0, 1.0], [5.0, -5.0]])
+    for loss in (scaled_cross_entropy, margin_cross_entropy):
+        with pytest.raises((IndexError, RuntimeError, ValueError)):
+            loss(logits, torch.tensor([0, 1, -100]))
+
+
+def test_certified_losses_name_a_bad_target_or_output():
+    logits = torch.randn(3, 2)
+    for loss in (scaled_cross_entropy, margin_cross_entropy, multiclass_hinge, hkr):
+        with pytest.raises(TypeError, match="`target` must hold integer class indices, got dtype torch.float32"):
+            loss(logits, torch.tensor([0.0, 1.0, 1.0]))
+        with pytest.raises(TypeError, match="`output` must be a torch.Tensor, got list"):
+            loss([[1.0, 2.0]], torch.tensor([1]))
+
+
+@pytest.mark.parametrize("name", ["margin-ce", "scaled-ce", "hinge", "hkr"])
+def test_certified_losses_still_run_under_vmap(name):
+    """train_ensemble maps a callable loss over members with vmap: the checks must not depend on the data."""
+    logits, labels = torch.randn(3, 5, 4, dtype=torch.float64), torch.randint(4, (3, 5))
+    loss = certified_loss(name)
+    mapped = torch.func.vmap(loss)(logits, labels)
+    for e in range(3):
+        torch.testing.assert_close(mapped[e], loss(logits[e], labels[e]), rtol=1e-12, atol=0)
+
+
+# -- checkpoints: a real SIGKILL ------------------------------------------------------------------------------------
+
+_KILLED_CHILD = """
+import os, signal, sys, torch
+torch.set_num_threads(1)
+sys.path[:0] = {paths!r}
+from test_training_review_s10 import _dropout_training
+_dropout_training(sys.argv[1], kill_after_epoch=int(sys.argv[2]))
+"""
+
+
+def _dropout_training(checkpoint: str | None, kill_after_epoch: int | None = None) -> tuple[dict, object]:
+    """A dropout MLP (it draws from torch's global RNG) trained with validation, patience and a cosine schedule."""
+    import os
+    import signal
+
+    generator = torch.Generator().manual_seed(0)
+    X, y = torch.randn(90, 5, generator=generator), torch.randint(3, (90,), generator=generator)
+    with seeded(1):
+        model = nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Dropout(0.3), nn.Linear(16, 3))
+
+    def callback(epoch: int, logs: object) -> None:
+        if epoch == kill_after_epoch:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(7)
+        result = fit(
+            model, X, y, loss="cross_entropy", epochs=8, batch_size=16, lr=5e-3, seed=4, validation_fraction=0.2,
+            patience=20, schedule="cosine", min_lr=1e-4, optimizer="adamw", weight_decay=0.01,
+            checkpoint=checkpoint, callback=callback,
+        )  # fmt: skip
+    return model.state_dict(), result
+
+
+def test_sigkilled_training_resumes_to_the_uninterrupted_weights(tmp_path):
+    """The process is really killed (SIGKILL, no exception, no cleanup) after epoch 4's callback, before its save."""
+    import os
+    import subprocess
+    import sys
+
+    from structnets.training import checkpoint as ckpt
+
+    path = tmp_path / "fit.ckpt"
+    here = os.path.dirname(__file__)
+    code = _KILLED_CHILD.format(paths=[here, *sys.path])
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code, str(path), "4"], env=env, capture_output=True, timeout=120)
+    assert done.returncode == -9, done.stderr.decode()[-2000:]
+    assert ckpt.load(path)["next_epoch"] == 4  # epochs 0-3 saved; epoch 4 lost with the process
+    expected_state, expected = _dropout_training(None)
+    state, result = _dropout_training(str(path))
+    for name, tensor in expected_state.items():
+        assert torch.equal(state[name], tensor), name
+    assert (result.train_loss, result.val_loss) == (expected.train_loss, expected.val_loss)
+    assert (result.best_epoch, result.best_loss) == (expected.best_epoch, expected.best_loss)

@@ -141,6 +141,23 @@ def _loss_and_grad(loss_fn: LossFn, x: torch.Tensor) -> tuple[torch.Tensor, torc
     return losses.detach(), grad
 
 
+def _checked(f: torch.Tensor, g: torch.Tensor, rows: int, P: int, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(f, g)`` if they are (rows,) losses and (rows, P) gradients, else a ValueError naming ``name``.
+
+    A scalar (the summed loss) or an (E, 1) column broadcast against (E,) in the line search: a
+    scalar made every member's Armijo test use the total loss (coupled members), a column failed
+    with an IndexError about a mask.
+    """
+    if not isinstance(f, torch.Tensor) or not isinstance(g, torch.Tensor):
+        raise TypeError(f"`{name}` must return tensors, got {type(f).__name__} and {type(g).__name__}")
+    if f.shape != (rows,) or g.shape != (rows, P):
+        raise ValueError(
+            f"`{name}` must give one loss per member, shape ({rows},), and gradients ({rows}, {P}), "
+            f"got {tuple(f.shape)} and {tuple(g.shape)}"
+        )
+    return f, g
+
+
 def batched_lbfgs(
     loss_fn: LossFn | None,
     x: torch.Tensor,
@@ -202,11 +219,11 @@ def batched_lbfgs(
         """Losses and gradients at ``point``; rows of inactive members are left at f and g."""
         if value_and_grad is None:
             assert loss_fn is not None
-            return _loss_and_grad(loss_fn, point)
+            return _checked(*_loss_and_grad(loss_fn, point), E, P, "loss_fn")
         if bool(active.all()):
-            return value_and_grad(point, None)
+            return _checked(*value_and_grad(point, None), E, P, "value_and_grad")
         idx = active.nonzero().squeeze(1)
-        f_sub, g_sub = value_and_grad(point[idx], idx)
+        f_sub, g_sub = _checked(*value_and_grad(point[idx], idx), idx.numel(), P, "value_and_grad")
         f_all, g_all = f.clone(), g.clone()
         f_all[idx], g_all[idx] = f_sub, g_sub
         return f_all, g_all

@@ -215,6 +215,12 @@ def batched_levenberg_marquardt(
         return r_all[members], J_all[members]
 
     r, J = linearise(every)
+    # a wrong shape broadcast or failed deep inside the solve; n = 0 divided by zero
+    if r.dim() != 2 or r.shape[0] != E or r.shape[1] < 1 or J.shape != (E, r.shape[1], P) or P < 1:
+        raise ValueError(
+            f"`jacobian_fn` must give residuals (E, n) = ({E}, n) with n >= 1 and Jacobians (E, n, P) for `x` of "
+            f"shape {(E, P)} with P >= 1, got {tuple(r.shape)} and {tuple(J.shape)}"
+        )
     n = r.shape[1]
     g = gradient(J, r)  # Jᵀr (E, P)
     # Per-member linearisation, replaced for the members that move: the normal equations need
@@ -295,6 +301,11 @@ def batched_levenberg_marquardt(
             del chol
         x_trial = (x if whole else x[idx]) + h_act
         r_trial = residuals(x_trial, idx)
+        if r_trial.shape != (idx.numel(), n):
+            raise ValueError(
+                f"`residual_fn` must give residuals of shape {(idx.numel(), n)} (those of `jacobian_fn`), "
+                f"got {tuple(r_trial.shape)}"
+            )
         trial_act = 0.5 * (r_trial * r_trial).sum(1)
         predicted = 0.5 * (h_act * (damping * h_act - g_act)).sum(1)
         half_act = half_sq if whole else half_sq[idx]

@@ -24,7 +24,11 @@ LinearCallback = Callable[[int, list[torch.Tensor]], object]
 def _as_float64(value: object, name: str, ndim: int = 2) -> np.ndarray:
     if not isinstance(value, torch.Tensor | np.ndarray):
         raise TypeError(f"`{name}` must be a torch.Tensor or numpy array, got {type(value).__name__}")
-    array = (value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value).astype(np.float64)
+    raw = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+    if not (np.issubdtype(raw.dtype, np.floating) or np.issubdtype(raw.dtype, np.integer) or raw.dtype == np.bool_):
+        # a complex array lost its imaginary part with only a ComplexWarning; text or objects became numbers
+        raise TypeError(f"`{name}` must hold real numbers, got dtype {raw.dtype}")
+    array = raw.astype(np.float64)
     if array.ndim != ndim:
         raise ValueError(f"`{name}` must be {ndim}-D, got shape {tuple(array.shape)}")
     if not np.isfinite(array).all():

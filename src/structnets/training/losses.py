@@ -55,10 +55,7 @@ def cross_entropy(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     Returns:
         a scalar tensor.
     """
-    _check_tensors(output, target)
     _check_logits(output, target)
-    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
-        raise TypeError(f"`target` must hold integer class indices, got dtype {target.dtype}")
     if bool(((target < 0) | (target >= output.shape[1])).any()):
         raise ValueError(f"`target` must hold class indices in [0, {output.shape[1]}), got values outside")
     return nn.functional.cross_entropy(output, target)
@@ -99,12 +96,21 @@ def _check_tensors(output: torch.Tensor, target: torch.Tensor) -> None:
 
 
 def _check_logits(output: torch.Tensor, target: torch.Tensor) -> None:
+    # only what holds for every batch (types, shapes, dtypes): these losses must run under vmap (train_ensemble)
+    _check_tensors(output, target)
     if output.dim() != 2 or output.shape[1] < 2:
         raise ValueError(f"`output` must be (n, K) logits with K ≥ 2, got shape {tuple(output.shape)}")
     if target.dim() != 1 or target.shape[0] != output.shape[0]:
         raise ValueError(
             f"`target` must be (n,) class indices matching `output` {tuple(output.shape)}, got {tuple(target.shape)}"
         )
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise TypeError(f"`target` must hold integer class indices, got dtype {target.dtype}")
+
+
+#: ``cross_entropy``'s ``ignore_index`` for the certified losses: no label may be skipped (torch's default, -100,
+#: silently left those rows out of the mean), so a label outside [0, K) fails in torch's own check.
+_NO_IGNORED_LABEL = -(2**63)
 
 
 def scaled_cross_entropy(output: torch.Tensor, target: torch.Tensor, temperature: float = 4.0) -> torch.Tensor:
@@ -125,7 +131,7 @@ def scaled_cross_entropy(output: torch.Tensor, target: torch.Tensor, temperature
     """
     temperature = check_real("temperature", temperature, low=0.0, low_open=True)
     _check_logits(output, target)
-    return nn.functional.cross_entropy(temperature * output, target)
+    return nn.functional.cross_entropy(temperature * output, target, ignore_index=_NO_IGNORED_LABEL)
 
 
 def margin_cross_entropy(
@@ -154,7 +160,7 @@ def margin_cross_entropy(
     temperature = check_real("temperature", temperature, low=0.0, low_open=True)
     _check_logits(output, target)
     shifted = output - margin * nn.functional.one_hot(target, output.shape[1]).to(output.dtype)
-    return nn.functional.cross_entropy(temperature * shifted, target)
+    return nn.functional.cross_entropy(temperature * shifted, target, ignore_index=_NO_IGNORED_LABEL)
 
 
 def multiclass_hinge(output: torch.Tensor, target: torch.Tensor, margin: float = 2.2) -> torch.Tensor:
