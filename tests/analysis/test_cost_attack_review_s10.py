@@ -271,3 +271,22 @@ def test_measuring_a_model_keeps_swish_on_its_fused_path() -> None:
     training_memory_bytes(model, inputs)
     assert saved_activation_bytes(model, inputs) == fused == 840
     assert swish._fused is not None and swish._fused[1] == swish.beta._version
+
+
+def test_pgd_leaves_a_training_mode_model_as_it_found_it() -> None:
+    from structnets.nn import NormConstrainedLinear
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        NormConstrainedLinear(3, 4, bound="power"), nn.BatchNorm1d(4), nn.Tanh(), nn.Linear(4, 2)
+    ).train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    inputs = torch.randn(8, 3)
+    given = inputs.clone()
+    # before: 51 forwards moved BatchNorm's running statistics (num_batches_tracked 0 -> 51) and the
+    # power-iteration vector, i.e. the attack trained the model's buffers on its own points
+    pgd_l2(model, inputs, torch.randint(0, 2, (8,)), 0.5)
+    after = model.state_dict()
+    assert [k for k in before if not torch.equal(before[k], after[k])] == []
+    assert model.training and torch.equal(inputs, given)
+    assert all(p.grad is None and p.requires_grad for p in model.parameters())

@@ -13,15 +13,18 @@ the decision boundary instead of saturating as cross-entropy does).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import nn
 
 from .._validation import MAX_STEPS, check_int, check_real
 from .lipschitz import _points
+from .memory import preserved_buffers
 
 #: Rows attacked per forward/backward pass (bounds memory; the result does not depend on it).
 ATTACK_CHUNK = 1024
@@ -95,7 +98,8 @@ def pgd_l2(
 
     Args:
         model: a function ``(n, d) -> (n, k)`` (k ≥ 2 logits, or one logit for two classes); its mode
-            is left as is (call ``eval()`` first). Its parameters receive no gradient.
+            is left as is (call ``eval()`` first). Its parameters receive no gradient; the buffers
+            of a module (BatchNorm statistics, power-iteration vectors) are put back afterwards.
         inputs: (n, d) finite points; labels: (n,) class indices (0/1 for one logit).
         eps: radius ε > 0.
         steps: gradient steps per start (≥ 1).
@@ -140,13 +144,16 @@ def pgd_l2(
             "pass inputs the model's dtype represents, or a larger radius"
         )
     points, margins = [], []
-    for start in range(0, x.shape[0], ATTACK_CHUNK):
-        part = slice(start, start + ATTACK_CHUNK)
-        chunk_points, chunk_margins = _attack_chunk(
-            model, x[part], given[part], y[part], eps, steps, restarts, targets, step_size, seed, start
-        )
-        points.append(chunk_points)
-        margins.append(chunk_margins)
+    # a training-mode forward moves buffers (BatchNorm statistics, power-iteration vectors): an
+    # attack measures the model and must not train them on its own points, so they are put back
+    with preserved_buffers(model) if isinstance(model, nn.Module) else contextlib.nullcontext():
+        for start in range(0, x.shape[0], ATTACK_CHUNK):
+            part = slice(start, start + ATTACK_CHUNK)
+            chunk_points, chunk_margins = _attack_chunk(
+                model, x[part], given[part], y[part], eps, steps, restarts, targets, step_size, seed, start
+            )
+            points.append(chunk_points)
+            margins.append(chunk_margins)
     return AttackResult(torch.cat(points), torch.cat(margins), eps)
 
 
