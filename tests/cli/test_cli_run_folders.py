@@ -40,12 +40,22 @@ def _set_meta(out: Path, **values: str) -> None:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
 
 
+def _reseal(conn: sqlite3.Connection, key: str) -> None:
+    """Recompute an edited row's checksum: the row stands for one that other code wrote so."""
+    from structnets.runner.store import row_digest
+
+    columns = "key, params, result, started, finished, worker, host, wall_s"
+    row = conn.execute(f"SELECT {columns} FROM results WHERE key = ?", (key,)).fetchone()
+    conn.execute("UPDATE results SET digest = ? WHERE key = ?", (row_digest(*row), key))
+
+
 def _edit_result(out: Path, key: str, edit) -> None:  # type: ignore[no-untyped-def]
     with sqlite3.connect(out / "results.db") as conn:
         (text,) = conn.execute("SELECT result FROM results WHERE key = ?", (key,)).fetchone()
         row = json.loads(text)
         edit(row)
         conn.execute("UPDATE results SET result = ? WHERE key = ?", (json.dumps(row), key))
+        _reseal(conn, key)
     with sqlite3.connect(out / "results.db") as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # so that the file's bytes hold the edit
 

@@ -40,6 +40,15 @@ def _rows(out: Path) -> dict[str, tuple]:
         return {row[0]: row for row in conn.execute("SELECT * FROM results ORDER BY key")}
 
 
+def _reseal(conn: sqlite3.Connection, key: str) -> None:
+    """Recompute an edited row's checksum: the row stands for one that other code wrote so."""
+    from structnets.runner.store import row_digest
+
+    columns = "key, params, result, started, finished, worker, host, wall_s"
+    row = conn.execute(f"SELECT {columns} FROM results WHERE key = ?", (key,)).fetchone()
+    conn.execute("UPDATE results SET digest = ? WHERE key = ?", (row_digest(*row), key))
+
+
 def _make_old(out: Path, keys: list[str]) -> None:
     """Give ``keys`` the params an older version of the experiment would have stored."""
     with contextlib.closing(sqlite3.connect(out / "results.db", isolation_level=None)) as conn:
@@ -47,6 +56,7 @@ def _make_old(out: Path, keys: list[str]) -> None:
             (params,) = conn.execute("SELECT params FROM results WHERE key = ?", (key,)).fetchone()
             old = {**json.loads(params), "old": True}
             conn.execute("UPDATE results SET params = ? WHERE key = ?", (json.dumps(old, sort_keys=True), key))
+            _reseal(conn, key)
 
 
 def _snapshot(out: Path) -> dict[str, str]:

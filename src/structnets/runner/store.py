@@ -5,8 +5,12 @@ Tables:
 * ``meta(name, value)``: ``schema_version``, ``experiment`` (name), ``experiment_ref`` (how to find
   it again: a registered name such as ``"lowrank-uci"``, or a ``"module.path:OBJECT"`` spec), ``config`` (the resolved config as JSON),
   ``created``.
-* ``results(key, params, result, started, finished, worker, host, wall_s)``: one row per finished
-  unit; ``params`` and ``result`` are JSON; timestamps are ISO 8601 UTC.
+* ``results(key, params, result, started, finished, worker, host, wall_s, digest)``: one row per
+  finished unit; ``params`` and ``result`` are JSON; timestamps are ISO 8601 UTC; ``digest`` is the
+  SHA-256 of the other eight values (:func:`row_digest`), so a value changed after the run wrote it
+  (a hand edit, a damaged byte inside a value, which SQLite's own checks do not see) is refused by
+  name. Folders written before the column existed are read without it and gain it, computed from
+  their rows as they are, when a run resumes them.
 * ``sessions(id, started, finished, status, backend, jobs, host, pid, units_run)``: one row per
   invocation of the runner on this folder (a resumed run has several).
 
@@ -17,7 +21,9 @@ refused with :class:`CorruptStoreError` and never written to.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import re
 import sqlite3
@@ -35,7 +41,7 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 
 _SCHEMA: dict[str, tuple[str, ...]] = {
     "meta": ("name", "value"),
-    "results": ("key", "params", "result", "started", "finished", "worker", "host", "wall_s"),
+    "results": ("key", "params", "result", "started", "finished", "worker", "host", "wall_s", "digest"),
     "sessions": ("id", "started", "finished", "status", "backend", "jobs", "host", "pid", "units_run"),
 }
 _CREATE = """
@@ -48,7 +54,8 @@ CREATE TABLE results (
     finished TEXT NOT NULL,
     worker TEXT NOT NULL,
     host TEXT NOT NULL,
-    wall_s REAL NOT NULL
+    wall_s REAL NOT NULL,
+    digest TEXT
 );
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY,
@@ -62,6 +69,23 @@ CREATE TABLE sessions (
     units_run INTEGER NOT NULL DEFAULT 0
 );
 """
+
+
+#: ``results`` as written before the ``digest`` column (read without it; given it on resume)
+_LEGACY_SCHEMA = {**_SCHEMA, "results": _SCHEMA["results"][:-1]}
+
+
+def row_digest(
+    key: str, params: str, result: str, started: str, finished: str, worker: str, host: str, wall_s: float
+) -> str:
+    """SHA-256 (hex) of one ``results`` row's stored values, as stored (the JSON texts, not their objects)."""
+    wall = float(wall_s)
+    # repr round-trips a float exactly; NaN/inf (never written by the runner) get a name of their own
+    text = json.dumps(
+        [key, params, result, started, finished, worker, host, repr(wall) if math.isfinite(wall) else str(wall)],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def utc_now() -> str:
@@ -173,7 +197,7 @@ class ResultStore:
             raise CorruptStoreError(path, f"SQLite error: {e}") from e
         if not tables:
             return conn, True
-        if tables != _SCHEMA:
+        if tables not in (_SCHEMA, _LEGACY_SCHEMA):
             conn.close()
             found = ", ".join(f"{t}({', '.join(c)})" for t, c in sorted(tables.items()))
             raise CorruptStoreError(path, f"wrong schema: found tables {found}; expected {', '.join(_SCHEMA)}")
@@ -265,6 +289,8 @@ class ResultStore:
                         [(k, meta[k]) for k in ("experiment", "experiment_ref", "config")],
                     )
                     conn.execute("COMMIT")
+            if not empty:
+                _add_digests(conn)
             # FULL: a committed unit survives even an OS crash; one fsync per unit is cheap.
             conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as e:
@@ -311,13 +337,21 @@ class ResultStore:
                 (the row and column are named).
         """
         try:
-            rows = self._conn.execute(
-                "SELECT key, params, result, started, finished, worker, host, wall_s FROM results ORDER BY rowid"
-            ).fetchall()
+            digests = _has_digests(self._conn)
+            columns = ", ".join(_SCHEMA["results"] if digests else _LEGACY_SCHEMA["results"])
+            rows = self._conn.execute(f"SELECT {columns} FROM results ORDER BY rowid").fetchall()
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise CorruptStoreError(self.path, f"cannot read results: {e}") from e
         records: dict[str, UnitRecord] = {}
         for r in rows:
+            if digests and not _digest_matches(r):
+                raise _bad_row(
+                    self.path,
+                    str(r[0]),
+                    "was changed after the run wrote it: its values do not match their checksum (the digest column)"
+                    if r[8] is not None
+                    else "has no checksum (its digest column is empty)",
+                )
             try:
                 params, result = json.loads(r[1]), json.loads(r[2])
             except (TypeError, ValueError) as e:
@@ -334,19 +368,22 @@ class ResultStore:
         one of them, never neither.
         """
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
-        cur = self._execute(
-            f"{verb} INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.key,
-                dumps(dict(record.params)),
-                dumps_row(dict(record.result)),
-                record.started,
-                record.finished,
-                record.worker,
-                record.host,
-                float(record.wall_s),
-            ),
+        values = (
+            record.key,
+            dumps(dict(record.params)),
+            dumps_row(dict(record.result)),
+            record.started,
+            record.finished,
+            record.worker,
+            record.host,
+            float(record.wall_s),
         )
+        if _has_digests(self._conn):
+            cur = self._execute(
+                f"{verb} INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*values, row_digest(*values))
+            )
+        else:  # a legacy store opened without resuming (create_or_resume adds the column)
+            cur = self._execute(f"{verb} INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
         return cur.rowcount == 1
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
@@ -384,6 +421,34 @@ class ResultStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _has_digests(conn: sqlite3.Connection) -> bool:
+    return "digest" in {c[1] for c in conn.execute("PRAGMA table_info('results')")}
+
+
+def _digest_matches(row: tuple[Any, ...]) -> bool:
+    digest = row[8]
+    try:
+        return isinstance(digest, str) and digest == row_digest(*row[:8])
+    except (TypeError, ValueError):  # a value of the wrong SQL type (edited): it cannot match
+        return False
+
+
+def _add_digests(conn: sqlite3.Connection) -> None:
+    """Give a legacy ``results`` table its ``digest`` column, each row's computed from it as it is, in one transaction."""
+    if _has_digests(conn):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE results ADD COLUMN digest TEXT")
+        columns = ", ".join(_LEGACY_SCHEMA["results"])
+        rows = conn.execute(f"SELECT rowid, {columns} FROM results").fetchall()
+        conn.executemany("UPDATE results SET digest = ? WHERE rowid = ?", [(row_digest(*r[1:]), r[0]) for r in rows])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _read_only_uri(path: Path) -> str:
