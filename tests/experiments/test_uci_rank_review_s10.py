@@ -224,3 +224,18 @@ def test_paired_test_over_repeated_cv_is_the_corrected_resampled_t() -> None:
     one = _paired_test(low[low["seed"] == 0], dense[dense["seed"] == 0], "rmse")  # one seed: the paper's t
     expected = stats.ttest_rel(low[low["seed"] == 0]["rmse"], dense[dense["seed"] == 0]["rmse"])
     assert math.isclose(one[0], expected.statistic) and math.isclose(one[1], expected.pvalue)
+
+
+def test_rank_bounds_probe_cannot_exceed_the_training_rows() -> None:
+    # Activation ranks are measured on X_train[:probe_size]; with fewer training rows the probe silently
+    # shrank (n_train=100, probe_size=500: 100 rows, so activation rank ≤ 100 whatever W) while the
+    # report stated "activation ranks on 500 training inputs".
+    from structnets.experiments.rank_bounds import RankBoundsConfig
+
+    with pytest.raises(ValueError, match="probe_size"):
+        RankBoundsConfig(n_train=100, probe_size=500)
+    with pytest.raises(ValueError, match="probe_size"):
+        RankBoundsConfig(datasets=("rice",), n_train=None, probe_size=5000)  # Rice trains on 3,048 rows
+    RankBoundsConfig(n_train=500, probe_size=500)
+    RankBoundsConfig.quick()
+    RankBoundsConfig()

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 DATASETS: tuple[str, ...] = ("mnist", "rice")
+TRAIN_ROWS: dict[str, int] = {"mnist": 60_000, "rice": 3_048}
+"""Rows of each data set's training split (MNIST's official 60,000; Rice's stratified 80 %)."""
 PARTS: tuple[str, ...] = ("mlp", "deep-linear", "fixed-norm")
 """The kinds of unit: trained ReLU MLPs, deep linear nets, and the fixed-norm depth sweep (no training)."""
 SUPPLEMENT_FIELDS: tuple[str, ...] = ("parts",)
@@ -192,6 +194,14 @@ class RankBoundsConfig:
         check_int("rank_checkpoints", self.rank_checkpoints, low=1)
         check_real("rank_rtol", self.rank_rtol, low=0.0, high=1.0, high_open=True)
         check_int("probe_size", self.probe_size, low=10)
+        # the probe is X_train[:probe_size]: more rows than the training set has would silently shrink it
+        for name in self.datasets:
+            rows = TRAIN_ROWS[name] if self.n_train is None else min(TRAIN_ROWS[name], self.n_train)
+            if self.probe_size > rows:
+                raise ValueError(
+                    f"`probe_size` must be at most the training rows of every data set ({name!r} has {rows}"
+                    f"{'' if self.n_train is None else f' with n_train={self.n_train}'}), got {self.probe_size}"
+                )
         check_real("margin_quantile", self.margin_quantile, low=0.0, high=1.0, low_open=True, high_open=True)
         check_real("delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True)
         check_real("sample_target", self.sample_target, low=0.0, high=8.0, low_open=True, high_open=True)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ...protocol import JSONScalar, Unit
 from ...training.device import device_param, unit_device
-from .config import RankBoundsConfig, _p_column
+from .config import TRAIN_ROWS, RankBoundsConfig, _p_column
 from .deep_linear import _run_linear_unit
 from .fixed_norm import fixed_norm_units, run_fixed_norm_unit
 
@@ -83,7 +83,7 @@ def _part(params: Mapping[str, Any]) -> str:
     return str(params.get("kind", "mlp"))
 
 
-_TRAIN_ROWS = {"mnist": 60_000, "rice": 3_048}  # rows of each data set's training split
+_TRAIN_ROWS = TRAIN_ROWS  # rows of each data set's training split
 _IN_FEATURES = {"mnist": 784, "rice": 7}
 
 
