@@ -290,3 +290,17 @@ def test_pgd_leaves_a_training_mode_model_as_it_found_it() -> None:
     assert [k for k in before if not torch.equal(before[k], after[k])] == []
     assert model.training and torch.equal(inputs, given)
     assert all(p.grad is None and p.requires_grad for p in model.parameters())
+
+
+def test_settle_before_pair_names_a_bad_wait_or_threshold() -> None:
+    from structnets.analysis.timing import settle_before_pair
+
+    # before: a NaN wait gave a hook that never waited, a NaN or negative threshold one that always
+    # waited the full max_wait, and "'<=' not supported between instances of 'str' and 'int'"
+    for kwargs in ({"max_wait": math.nan}, {"max_wait": math.inf}, {"max_wait": 1.0, "threshold": math.nan},
+                   {"max_wait": 1.0, "threshold": -0.1}):  # fmt: skip
+        with pytest.raises(ValueError, match="`max_wait`|`threshold`"):
+            settle_before_pair(**kwargs)
+    with pytest.raises(TypeError, match="`max_wait`"):
+        settle_before_pair("1")  # type: ignore[arg-type]
+    assert settle_before_pair(0.0) is None

@@ -172,12 +172,15 @@ def settle_before_pair(max_wait: float, threshold: float = 0.1) -> Callable[[], 
     """Return a ``before_pair`` hook that waits (up to ``max_wait`` s) for a quiet 0.2 s window.
 
     Args:
-        max_wait: longest wait in seconds; ≤ 0 disables the hook (returns None).
-        threshold: other processes' CPU share below which the window counts as quiet.
+        max_wait: longest wait in seconds (finite); ≤ 0 disables the hook (returns None).
+        threshold: other processes' CPU share (≥ 0) below which the window counts as quiet.
 
     Returns:
         the hook for :func:`interleaved_ratio`, or None (disabled, or no /proc/stat).
     """
+    # a NaN wait or threshold compared False everywhere: the hook then never waited, or always the longest
+    max_wait = check_real("max_wait", max_wait)
+    threshold = check_real("threshold", threshold, low=0.0)
     if max_wait <= 0 or _cpu_ticks() is None:
         return None
 
