@@ -10,6 +10,7 @@ float64 references written from the papers' formulas.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -273,3 +274,11 @@ def test_pac_bayes_kl_near_the_top_of_float64_stays_finite() -> None:
     near = bounds.pac_bayes_bound(layers, n=1000, margin=gamma, input_norm=2.0)
     assert math.isfinite(near.kl) and _rel(near.kl, 1.5e308) < 1e-9
     assert math.isinf(bounds.pac_bayes_bound(layers, n=1000, margin=gamma / 2, input_norm=2.0).kl)
+
+
+def test_covering_at_tiny_radius_raises_no_numpy_overflow_warning() -> None:
+    """A Maurey tail cost beyond float64 is +inf (never the chosen cover), without RuntimeWarnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, k = schatten_ball_log_covering(3, 4, 1e-155, p=1.0, relative_schatten_power=2.0)
+    assert math.isfinite(value) and k >= 1

@@ -185,7 +185,8 @@ def _compute_log_covering_routes(
         useful = ((ch[:, None] - c[:, None] * log_t) < full[window][None, :]).any(axis=1)
         top = max(int(useful.sum()), 1)
         uk, ck, chk = u[:top, None], c[:top, None], ch[:top, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # over: a Maurey count ⌈m f²/(λt)²⌉ beyond float64 (t ≲ 1e-154) is +inf, a cover never chosen
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             # (i) truncation: ‖A − A_k‖_2 ≤ u_k s; the head net gets the rest, t − u_k
             room = tc - uk
             cost = np.where(room > 0, chk - ck * np.log(room), np.inf)
