@@ -282,3 +282,25 @@ def test_covering_at_tiny_radius_raises_no_numpy_overflow_warning() -> None:
         warnings.simplefilter("error")
         value, k = schatten_ball_log_covering(3, 4, 1e-155, p=1.0, relative_schatten_power=2.0)
     assert math.isfinite(value) and k >= 1
+
+
+def test_parameter_count_bound_single_layer_matches_quadrature() -> None:
+    """One layer: log N(ε) = mn log(3√k/t), t = γε/(2K); Dudley's integral by adaptive quadrature."""
+    integrate = pytest.importorskip("scipy.integrate")
+    generator = torch.Generator().manual_seed(7)
+    layer = 0.5 * torch.randn(5, 4, generator=generator, dtype=torch.float64)
+    n, gamma, b = 10**7, 0.8, 1.3
+    got = bounds.parameter_count_bound([layer], n=n, margin=gamma, input_norm=b)
+    k_scale = math.e * b * float(np.linalg.norm(layer.numpy(), 2))
+
+    def root_log_covering(eps: float) -> float:
+        t = min(gamma * eps / (2 * k_scale), 1.0)
+        return 0.0 if t >= 1 else math.sqrt(20 * math.log(3 * 2 / t))
+
+    alpha = got.dudley_alpha  # 1e-12 here: the integrand is small enough to integrate to the grid's end
+    assert 2 * k_scale / gamma > 1.0  # t < 1 on all of [α, 1]: a smooth integrand
+    integral, _ = integrate.quad(root_log_covering, alpha, 1.0, limit=400)
+    exact = 4 * alpha + 12 / math.sqrt(n) * integral
+    # a left Riemann sum of a non-increasing integrand: above the integral, and close to it
+    assert exact <= got.rademacher <= exact * (1 + 1e-3)
+    assert got.complexity == 2 * got.rademacher
