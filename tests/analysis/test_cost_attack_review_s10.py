@@ -304,3 +304,12 @@ def test_settle_before_pair_names_a_bad_wait_or_threshold() -> None:
     with pytest.raises(TypeError, match="`max_wait`"):
         settle_before_pair("1")  # type: ignore[arg-type]
     assert settle_before_pair(0.0) is None
+
+
+def test_cost_growth_names_a_non_finite_size() -> None:
+    rng = np.random.default_rng(2)
+    a, b = rng.lognormal(0.0, 0.3, (30, 2)), rng.lognormal(0.0, 0.3, (30, 2))
+    # before: every slope NaN and the verdict "not reproduced" (NaN compares False) with no error
+    for sizes in ([1.0, math.nan], [1.0, math.inf]):
+        with pytest.raises(ValueError, match="`sizes` must be finite"):
+            cost_growth(a, b, sizes)

@@ -97,6 +97,8 @@ def cost_growth(a_seconds: ArrayLike, b_seconds: ArrayLike, sizes: ArrayLike, *,
         raise ValueError(
             f"`a_seconds` and `b_seconds` must be (rounds, {size.size}) arrays, got {a.shape} and {b.shape}"
         )
+    if not np.isfinite(size).all():  # a NaN size made every slope NaN: no verdict could follow
+        raise ValueError(f"`sizes` must be finite, got {size.tolist()}")
     if np.unique(size).size < 2:
         raise ValueError(f"`sizes` must hold at least 2 distinct sizes, got {size.tolist()}")
     if np.any(a <= 0) or np.any(b <= 0) or not (np.isfinite(a).all() and np.isfinite(b).all()):
