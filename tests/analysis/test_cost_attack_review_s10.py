@@ -313,3 +313,18 @@ def test_cost_growth_names_a_non_finite_size() -> None:
     for sizes in ([1.0, math.nan], [1.0, math.inf]):
         with pytest.raises(ValueError, match="`sizes` must be finite"):
             cost_growth(a, b, sizes)
+
+
+def test_a_registered_counter_that_returns_no_leaf_count_is_named() -> None:
+    from structnets.analysis import LeafCount, register_counter
+
+    class Doubler(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return 2 * x
+
+    register_counter(Doubler, lambda module, input, output: 5)  # type: ignore[arg-type,return-value]
+    # before: AttributeError "'int' object has no attribute 'intermediate_elements'"
+    with pytest.raises(TypeError, match="counter registered for Doubler must return a LeafCount, got int"):
+        cost(Doubler(), (2, 3))
+    register_counter(Doubler, lambda module, input, output: LeafCount(macs=output.numel()))
+    assert cost(Doubler(), (2, 3)).flops == 12

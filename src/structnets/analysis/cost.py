@@ -428,7 +428,13 @@ def cost(
         first_out = _first_tensor(output)
         if first_in is None or first_out is None:
             raise TypeError(f"cost() expects {type(module).__name__} to take and return tensors")
-        record(module, arguments, output, _COUNTERS[type(module)](module, first_in, first_out))
+        count = _COUNTERS[type(module)](module, first_in, first_out)
+        if not isinstance(count, LeafCount):  # a registered counter's slip, named before it is used
+            raise TypeError(
+                f"the counter registered for {type(module).__name__} must return a LeafCount, "
+                f"got {type(count).__name__}"
+            )
+        record(module, arguments, output, count)
 
     def post_unknown(module: nn.Module, args: tuple, kwargs: dict[str, Any], output: object) -> None:
         if inside:
