@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from structnets.training import _adam, fit, seeded
+from structnets.training import _adam, fit, seeded, train_ensemble
 from structnets.training._adam import FusedAdam
 from structnets.training.lbfgs import batched_lbfgs
 from structnets.training.levenberg_marquardt import batched_levenberg_marquardt
@@ -202,3 +202,76 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_weights(tmp_path):
         assert torch.equal(state[name], tensor), name
     assert (result.train_loss, result.val_loss) == (expected.train_loss, expected.val_loss)
     assert (result.best_epoch, result.best_loss) == (expected.best_epoch, expected.best_loss)
+
+
+# -- fit's data checks ----------------------------------------------------------------------------------------------
+
+
+def test_cross_entropy_needs_two_logits_per_row_in_fit_as_in_the_loss():
+    """A 1-output model with labels 0 trained on an identically zero loss (nothing learned, no error), though the
+    checked ``cross_entropy`` refuses K < 2."""
+    X = torch.randn(12, 4, generator=torch.Generator().manual_seed(0))
+    labels = torch.zeros(12, dtype=torch.long)
+    with pytest.raises(
+        ValueError, match=r"`model` must output \(n, K\) logits with K >= 2.*got per-sample shape \(1,\)"
+    ):
+        fit(nn.Linear(4, 1), X, labels, loss="cross_entropy", epochs=1)
+    with pytest.raises(ValueError, match="K >= 2"):
+        train_ensemble([nn.Linear(4, 1), nn.Linear(4, 1)], X, labels, loss="cross_entropy", epochs=1)
+
+
+def test_bad_validation_labels_are_named_as_validation_data():
+    """Out-of-range validation labels were reported as "`y` must hold class indices", though `y` was fine."""
+    X = torch.randn(12, 4, generator=torch.Generator().manual_seed(0))
+    labels = torch.arange(12) % 3
+    with pytest.raises(ValueError, match=r"`validation_data\[1\]` must hold class indices in \[0, 3\)"):
+        fit(
+            nn.Linear(4, 3), X, labels, loss="cross_entropy", epochs=1, validation_data=(X[:3], torch.tensor([0, 1, 7]))
+        )
+    with pytest.raises(ValueError, match=r"`validation_data\[1\]` must hold class indices in \[0, 3\)"):
+        train_ensemble(
+            [nn.Linear(4, 3), nn.Linear(4, 3)], X, labels, loss="cross_entropy", epochs=1,
+            validation_data=(X[:3], torch.tensor([0, 1, 7])),
+        )  # fmt: skip
+
+
+class _DataGated(nn.Module):
+    """``extra`` enters the output only for batches whose first input is positive: its Adam steps are a subset."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+        self.extra = nn.Parameter(torch.zeros(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.linear(x)
+        return out + self.extra if bool(x[0, 0] > 0) else out
+
+
+def test_resume_keeps_each_parameters_own_adam_step_count(tmp_path):
+    """The per-parameter counts go through the checkpoint: killed and resumed equals uninterrupted, bit for bit."""
+    X = torch.randn(40, 4, generator=torch.Generator().manual_seed(3))
+    y = torch.randn(40, 2, generator=torch.Generator().manual_seed(4))
+    options = dict(epochs=5, batch_size=6, lr=1e-2, seed=2)
+
+    def build() -> nn.Module:
+        with seeded(0):
+            return _DataGated()
+
+    reference = build()
+    fit(reference, X, y, **options)
+    calls = [0]
+
+    def dying(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        if calls[0] == 17:  # inside epoch 2 (7 steps an epoch)
+            raise KeyboardInterrupt
+        return nn.functional.mse_loss(output, target)
+
+    path = tmp_path / "fit.ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        fit(build(), X, y, loss=dying, checkpoint=path, **options)
+    resumed = build()
+    fit(resumed, X, y, loss=lambda o, t: nn.functional.mse_loss(o, t), checkpoint=path, **options)
+    for a, b in zip(reference.state_dict().values(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(a, b)

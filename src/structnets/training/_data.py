@@ -105,26 +105,34 @@ def first_output(model: nn.Module, X: torch.Tensor) -> torch.Tensor:
         model.train(was_training)
 
 
-def check_class_indices(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
+def check_class_indices(model: nn.Module, X: torch.Tensor, y: torch.Tensor, y_name: str = "y") -> None:
     # An out-of-range label makes torch raise an IndexError (or a device assert) mid-evaluation.
     out = first_output(model, X)
-    classes = out.shape[1] if out.ndim >= 2 else 1
+    if out.ndim != 2 or out.shape[1] < 2:
+        # one logit per row makes the cross-entropy identically 0 (labels 0) or an error: as the checked loss refuses
+        raise ValueError(
+            f"`model` must output (n, K) logits with K >= 2 for the cross-entropy, got per-sample shape {tuple(out.shape[1:])}"
+        )
+    classes = out.shape[1]
     if bool(((y < 0) | (y >= classes)).any()):
         raise ValueError(
-            f"`y` must hold class indices in [0, {classes}) for a model with {classes} outputs, "
+            f"`{y_name}` must hold class indices in [0, {classes}) for a model with {classes} outputs, "
             f"got values in [{int(y.min())}, {int(y.max())}]"
         )
 
 
-def check_target_against_model(model: nn.Module, X: torch.Tensor, y: torch.Tensor, target_kind: str | None) -> None:
-    """Check that ``model`` takes ``X`` and that ``y`` fits its output for the loss's target kind.
+def check_target_against_model(
+    model: nn.Module, X: torch.Tensor, y: torch.Tensor, target_kind: str | None, y_name: str = "y"
+) -> None:
+    """Check that ``model`` takes ``X`` and that ``y`` (the argument ``y_name``) fits its output for the loss's
+    target kind.
 
     ``"real"``: the per-sample shapes of output and target agree (no broadcasting); ``"index"``:
-    labels in [0, classes); ``None`` (a callable loss): only that the model runs on ``X``.
+    (n, K ≥ 2) logits and labels in [0, K); ``None`` (a callable loss): only that the model runs on ``X``.
     """
     if target_kind == "real":
         check_output_shape(model, X, y)
     elif target_kind == "index":
-        check_class_indices(model, X, y)
+        check_class_indices(model, X, y, y_name)
     else:
         first_output(model, X)

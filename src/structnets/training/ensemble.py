@@ -221,7 +221,9 @@ def train_ensemble(
     for e, member in enumerate(members):
         check_target_against_model(member, X_t[e], y_t[e], target_kind)
         if y_val is not None and target_kind == "index":
-            check_target_against_model(member, X_t[e], y_val[e], target_kind)
+            check_target_against_model(
+                member, X_t[e], y_val[e], target_kind, "y" if validation_data is None else "validation_data[1]"
+            )
     step = batch_size if batch_size is not None and batch_size < n else n
     steps_per_epoch = -(-n // step)
     _check_no_buffer_updates(members[0], X_t[0, :step])

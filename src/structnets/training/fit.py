@@ -303,7 +303,9 @@ def fit(
 
     check_target_against_model(model, X_t, y_t, target_kind)
     if y_val is not None and target_kind == "index":
-        check_target_against_model(model, X_t, y_val, target_kind)
+        check_target_against_model(
+            model, X_t, y_val, target_kind, "y" if validation_data is None else "validation_data[1]"
+        )
     step = batch_size if batch_size is not None and batch_size < n else n
     steps_per_epoch = -(-n // step)
     opt = make_optimizer(optimizer, model, lr, weight_decay, public=callable(schedule))
