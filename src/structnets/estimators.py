@@ -125,6 +125,10 @@ class _BaseMLP(BaseEstimator):
                 torch.device(self.device)
             except (RuntimeError, TypeError) as error:
                 raise ValueError(f"`device` must name a torch device, got {self.device!r}") from error
+            try:  # torch says "Torch not compiled with CUDA enabled" by an AssertionError
+                torch.empty(0, device=self.device)
+            except (AssertionError, RuntimeError) as error:
+                raise ValueError(f"`device`={self.device!r} cannot be used here: {error}") from error
         except (TypeError, ValueError) as error:
             raise InvalidParameterError(str(error)) from error
 

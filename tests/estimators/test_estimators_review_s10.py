@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import pickle
 
-from structnets.estimators import MLPClassifier, MLPRegressor
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+
+from structnets.estimators import InvalidParameterError, MLPClassifier, MLPRegressor
 
 OPTIONS = dict(width=8, depth=1, epochs=4, batch_size=16, random_state=0)
 
@@ -67,3 +72,30 @@ def test_values_beyond_float32_are_refused_by_name_not_called_infinite(what):
     MLPRegressor(**{**OPTIONS, "dtype": "float64"}).set_params(standardize=False, standardize_target=False).fit(
         X, y
     )  # float64 holds them
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_unavailable_device_is_a_named_parameter_error():
+    """device='cuda' on a CPU-only torch failed in fit with torch's bare AssertionError 'Torch not compiled with CUDA
+    enabled' (not a ValueError: GridSearchCV's error_score and `except ValueError` missed it)."""
+    X, y = _data()
+    with pytest.raises(InvalidParameterError, match=r"`device`='cuda' cannot be used here"):
+        MLPRegressor(device="cuda", **OPTIONS).fit(X, y)
+
+
+def test_fitted_estimators_round_trip_through_pickle_and_clone():
+    """Pickled and unpickled estimators predict the same numbers; a clone refits to the same numbers."""
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    labels = np.where(y > 0, "yes", "no").astype(object)
+    for model, target, output in (
+        (MLPClassifier(**OPTIONS), labels, "predict_proba"),
+        (MLPRegressor(**OPTIONS), np.stack([y, -y], axis=1), "predict"),
+    ):
+        model.fit(frame, target)
+        again = pickle.loads(pickle.dumps(model))
+        np.testing.assert_array_equal(getattr(again, output)(frame), getattr(model, output)(frame))
+        np.testing.assert_array_equal(again.feature_names_in_, ["a", "b", "c"])
+        refit = clone(model).fit(frame, target)
+        np.testing.assert_array_equal(getattr(refit, output)(frame), getattr(model, output)(frame))
+        assert clone(model).get_params() == model.get_params()
