@@ -304,3 +304,13 @@ def test_parameter_count_bound_single_layer_matches_quadrature() -> None:
     # a left Riemann sum of a non-increasing integrand: above the integral, and close to it
     assert exact <= got.rademacher <= exact * (1 + 1e-3)
     assert got.complexity == 2 * got.rademacher
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1.0, 1e170])
+def test_bottleneck_rank_of_constant_activations_at_any_scale(scale: float) -> None:
+    generator = torch.Generator().manual_seed(8)
+    constant = (scale * torch.rand(1, 7, generator=generator, dtype=torch.float64)).expand(3000, 7).contiguous()
+    assert bottleneck_rank(constant) == [0]
+    varying = constant.clone()
+    varying[:, 3] += scale * 1e-3 * torch.randn(3000, generator=generator, dtype=torch.float64)
+    assert bottleneck_rank(varying) == [1]

@@ -190,7 +190,8 @@ def bottleneck_rank(
             :func:`structnets.analysis.hidden_representations`).
         rtol: relative singular-value threshold in [0, 1).
         center: remove the per-unit mean first (a constant offset adds one rank without
-            carrying information).
+            carrying information); directions at or below ``max(N, W)·eps·√N·‖h̄‖`` (the
+            rounding level of the subtracted means h̄, NumPy's rank tolerance) are not counted.
 
     Returns:
         one int per layer.
@@ -215,13 +216,15 @@ def bottleneck_rank(
             raise ValueError(f"`{name}` must be a 2-D (N, W) tensor, got shape {tuple(matrix.shape)}")
         floor = 0.0
         if center:
-            # Subtracting a rounded mean leaves noise up to ~N·eps·‖column‖ in a constant column (a
-            # dead unit): float32 0.1 in 1,000 rows gave rank 1 for a layer of constants. Centred
-            # singular values at or below max(N, W)·eps·‖H‖_F are that noise, not directions.
-            peak = float(matrix.abs().max())
-            frobenius = peak * float((matrix / peak).norm()) if peak > 0 else 0.0
-            floor = _default_rtol(matrix) * frobenius
-            matrix = matrix - matrix.mean(0, keepdim=True)
+            # Subtracting the rounded mean h̄ leaves 1·δᵀ with |δ_j| ≲ N·eps·|h̄_j| (float32 0.1 in
+            # 1,000 rows, a layer of dead units, gave rank 1): centred singular values at or below
+            # max(N, W)·eps·‖1 h̄ᵀ‖_2 = max(N, W)·eps·√N·‖h̄‖ (NumPy's tolerance, on what the
+            # centring subtracts) are that noise. ‖h̄‖ scaled first: its square underflows at 1e-170.
+            mean = matrix.mean(0, keepdim=True)
+            peak = float(mean.abs().max())
+            if peak > 0:
+                floor = _default_rtol(matrix) * math.sqrt(matrix.shape[0]) * peak * float((mean / peak).norm())
+            matrix = matrix - mean
         if not bool(matrix.any()):
             ranks.append(0)
             continue
