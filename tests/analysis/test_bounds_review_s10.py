@@ -314,3 +314,11 @@ def test_bottleneck_rank_of_constant_activations_at_any_scale(scale: float) -> N
     varying = constant.clone()
     varying[:, 3] += scale * 1e-3 * torch.randn(3000, generator=generator, dtype=torch.float64)
     assert bottleneck_rank(varying) == [1]
+
+
+def test_bottleneck_rank_near_the_top_of_float64() -> None:
+    activations = torch.full((1000, 3), 1e306, dtype=torch.float64)
+    activations[:, 0] += torch.linspace(0, 1e305, 1000, dtype=torch.float64)
+    # the column sums overflowed: rank 0 (and MKL DLASCL errors on stderr)
+    assert bottleneck_rank(activations) == [1]
+    assert bottleneck_rank(activations, center=False) == [2]

@@ -214,6 +214,13 @@ def bottleneck_rank(
         matrix = _as_matrix(layer, name)
         if matrix.ndim != 2:
             raise ValueError(f"`{name}` must be a 2-D (N, W) tensor, got shape {tuple(matrix.shape)}")
+        # ranks are scale free: max|H| = 1 first, so the column sums of the mean cannot overflow
+        # (1e306 entries gave MKL's DLASCL errors on stderr and rank 0 for a rank-1 layer)
+        top = float(matrix.abs().max())
+        if top == 0.0:
+            ranks.append(0)
+            continue
+        matrix = matrix / top
         floor = 0.0
         if center:
             # Subtracting the rounded mean h̄ leaves 1·δᵀ with |δ_j| ≲ N·eps·|h̄_j| (float32 0.1 in
