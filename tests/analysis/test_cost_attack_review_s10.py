@@ -328,3 +328,21 @@ def test_a_registered_counter_that_returns_no_leaf_count_is_named() -> None:
         cost(Doubler(), (2, 3))
     register_counter(Doubler, lambda module, input, output: LeafCount(macs=output.numel()))
     assert cost(Doubler(), (2, 3)).flops == 12
+
+
+def test_unconstrained_resnet_counts_its_relu_and_residual_like_the_gradient_step_one() -> None:
+    from structnets.models import lipschitz_resnet
+
+    torch.manual_seed(0)
+    d, out, width, depth, rows = 4, 3, 8, 2, 5
+    plain = lipschitz_resnet(d, out, width, depth, variant="unconstrained")
+    c = cost(plain, (rows, d))
+    h = width  # hidden defaults to the width
+    block_flops = 2 * (2 * width * h) + h + width  # two products, inner bias, residual add
+    lift_head = 2 * d * width + width + 2 * width * out + out
+    # before: 3,255 FLOPs (80 less) and 0 activation evaluations (the blocks counted as their two
+    # nn.Linear only: ReLU and residual add invisible), while GradientStepResidual counts both; now 3,335 and 80
+    assert c.flops == rows * (lift_head + depth * block_flops)
+    assert c.activation_evaluations == rows * depth * h
+    constrained = cost(lipschitz_resnet(d, out, width, depth), (rows, d))
+    assert constrained.activation_evaluations == c.activation_evaluations

@@ -62,6 +62,7 @@ from ..nn import (
     RankOneLinear,
     Swish,
     TakeFirst,
+    UnconstrainedResidual,
     ZeroPad,
 )
 from .memory import preserved_buffers
@@ -205,6 +206,27 @@ def _gradient_step_count(module: GradientStepResidual, input: torch.Tensor, outp
     )
 
 
+def _unconstrained_residual_count(
+    module: UnconstrainedResidual, input: torch.Tensor, output: torch.Tensor
+) -> LeafCount:
+    # x + U relu(W x + b), the unconstrained twin of GradientStepResidual: counted as a unit like it, so
+    # that the two compare (as a container its ReLU and residual add were silently left out).
+    inner, outer = module.inner, module.outer
+    if type(inner) is not nn.Linear or type(outer) is not nn.Linear:
+        raise TypeError(
+            f"cost() counts UnconstrainedResidual with plain nn.Linear maps, got {type(inner).__name__} "
+            f"and {type(outer).__name__}: register a counter for it"
+        )
+    rows = output.numel() // module.features
+    n, h = module.features, module.hidden
+    return LeafCount(
+        macs=rows * 2 * n * h,
+        adds=rows * (n + (h if inner.bias is not None else 0) + (n if outer.bias is not None else 0)),
+        evaluations=rows * h,
+        intermediate_elements=rows * (2 * h + n),  # W x + b, its ReLU, U of that; then the sum
+    )
+
+
 def _maxmin_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     # One comparison per pair, counted as an activation evaluation per output element.
     return LeafCount(evaluations=output.numel())
@@ -257,6 +279,7 @@ _COUNTERS: dict[type[nn.Module], Counter] = {
     # The normalisation A = V / max(1, B(V)) is per weight, not per row: only the product counts.
     NormConstrainedLinear: _linear_count,
     GradientStepResidual: _gradient_step_count,
+    UnconstrainedResidual: _unconstrained_residual_count,
     MaxMin: _maxmin_count,
     DLoRBranches: _dlor_branches_count,
     DLoRParallel: _dlor_parallel_count,
