@@ -239,3 +239,28 @@ def test_rank_bounds_probe_cannot_exceed_the_training_rows() -> None:
     RankBoundsConfig(n_train=500, probe_size=500)
     RankBoundsConfig.quick()
     RankBoundsConfig()
+
+
+def test_uci_folds_beyond_the_largest_class_are_refused_before_the_run() -> None:
+    # StratifiedKFold refuses K greater than every class's count; the config checked only K <= rows, so
+    # leave-one-out on Iris (folds=150) ran the whole grid search, then every CV unit failed with
+    # scikit-learn's "n_splits=150 cannot be greater than the number of members in each class".
+    from structnets.experiments.lowrank_uci import LowRankUCIConfig
+    from structnets.experiments.lowrank_uci.config import CLASS_ROWS, DATASET_ROWS
+
+    with pytest.raises(ValueError, match=r"`folds` .*'iris'.* 50"):
+        LowRankUCIConfig(datasets=("iris",), folds=150)
+    with pytest.raises(ValueError, match=r"`folds` .*'iris'.* 34.*max_rows=100"):
+        LowRankUCIConfig(datasets=("iris",), folds=35, max_rows=100)  # 100 stratified rows: 33/33/34
+    LowRankUCIConfig(datasets=("iris",), folds=34, max_rows=100)
+    LowRankUCIConfig(datasets=("iris",), folds=50)
+    LowRankUCIConfig(datasets=("real-estate",), folds=414)  # regression: leave-one-out is fine
+    assert {name: sum(counts) for name, counts in CLASS_ROWS.items()} == {n: DATASET_ROWS[n] for n in CLASS_ROWS}
+
+
+def test_uci_class_rows_match_the_data(uci_data) -> None:
+    from structnets import data
+    from structnets.experiments.lowrank_uci.config import CLASS_ROWS
+
+    for name, counts in CLASS_ROWS.items():
+        assert np.bincount(data.load(name).y).tolist() == list(counts)

@@ -40,6 +40,31 @@ DATASET_ROWS: dict[str, int] = {
     "bike-sharing": 17379,
 }
 """Rows of each data set as :func:`structnets.data.load` returns it (README.md, "Data")."""
+CLASS_ROWS: dict[str, tuple[int, ...]] = {
+    "iris": (50, 50, 50),
+    "rice": (1630, 2180),
+    "bank-marketing": (39922, 5289),
+    "adult": (37155, 11687),
+}
+"""Rows of each class (label 0, 1, ...) of the classification data sets, for the stratified-folds check."""
+
+
+def _largest_class(name: str, max_rows: int | None, folds: int) -> int:
+    """Rows of the largest class of ``name`` after the units' stratified subsample to ``max_rows`` rows
+    (or just ``folds`` when that many are sure to be there, without importing scikit-learn)."""
+    counts = CLASS_ROWS[name]
+    if max_rows is None or max_rows >= sum(counts):
+        return max(counts)
+    if folds <= max(counts) * max_rows // sum(counts) - 1:
+        return folds  # enough for sure (a stratified draw keeps ⌊share · max_rows⌋ rows of each class)
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    # the units' own draw (units._dataset_arrays, seed 0) on labels alone: its class counts exactly
+    labels = np.repeat(np.arange(len(counts)), counts)
+    kept = train_test_split(labels, train_size=max_rows, random_state=0, stratify=labels)[0]
+    return int(np.bincount(kept).max())
+
 
 # Our full reproduction, ``LowRankUCIConfig()`` (10 folds, all rows, seed 0; README.md):
 # (low-rank, dense, paired t of low-rank − dense); ACC in %, RMSE on min-max scaled targets.
@@ -160,6 +185,14 @@ class LowRankUCIConfig:
                 raise ValueError(
                     f"`folds` must be at most the rows of every data set ({name!r} has {rows}"
                     f"{'' if self.max_rows is None else f' with max_rows={self.max_rows}'}), got {self.folds}"
+                )
+            # StratifiedKFold refuses K above every class's rows ("n_splits=... cannot be greater than the
+            # number of members in each class"): caught here, before the grid search runs
+            if name in CLASS_ROWS and self.folds > (largest := _largest_class(name, self.max_rows, self.folds)):
+                raise ValueError(
+                    f"`folds` must be at most the rows of the largest class of every classification data set "
+                    f"({name!r} has {largest}{'' if self.max_rows is None else f' with max_rows={self.max_rows}'}; "
+                    f"the folds are stratified), got {self.folds}"
                 )
         if not self.seeds:
             raise ValueError("`seeds` must list at least one seed, got ()")
