@@ -20,7 +20,7 @@ from torch import nn
 from structnets.analysis import balance, bounds, dense_matrices, factor_ranks
 from structnets.analysis.covering import schatten_ball_log_covering
 from structnets.analysis.margins import margin_for_bounds, margin_loss
-from structnets.analysis.spectral import bottleneck_rank, schatten_norm
+from structnets.analysis.spectral import bottleneck_rank, effective_rank, schatten_norm
 
 
 def _chain(seed: int = 0, scale: float = 1.0) -> list[torch.Tensor]:
@@ -322,3 +322,14 @@ def test_bottleneck_rank_near_the_top_of_float64() -> None:
     # the column sums overflowed: rank 0 (and MKL DLASCL errors on stderr)
     assert bottleneck_rank(activations) == [1]
     assert bottleneck_rank(activations, center=False) == [2]
+
+
+@pytest.mark.parametrize(("scale", "dtype"), [(1e306, torch.float64), (1e37, torch.float32), (1e-300, torch.float64)])
+def test_effective_rank_is_scale_free(scale: float, dtype: torch.dtype) -> None:
+    generator = torch.Generator().manual_seed(9)
+    matrix = torch.randn(50, 30, generator=generator, dtype=torch.float64)
+    sigma = np.linalg.svd(matrix.numpy(), compute_uv=False)
+    q = sigma / sigma.sum()
+    expected = math.exp(-np.sum(q * np.log(q)))  # Roy and Vetterli (2007), float64
+    # Σσ_i overflowed: effective rank 1.0 against 27
+    assert _rel(float(effective_rank((scale * matrix).to(dtype))), expected) < 1e-5

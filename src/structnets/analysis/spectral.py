@@ -164,6 +164,10 @@ def effective_rank(matrix: torch.Tensor) -> torch.Tensor:
         ``(*)`` tensor; 0 for a zero matrix.
     """
     sigma = singular_values(matrix)
+    # relative to σ_1 first: Σσ_i overflowed for σ ~ 1e306 (float64) or 1e37 (float32), and
+    # q = σ/inf = 0 gave erank 1 for a matrix of effective rank 27
+    top = sigma[..., :1]
+    sigma = sigma / torch.where(top > 0, top, torch.ones_like(top))
     total = sigma.sum(-1, keepdim=True)
     safe_total = torch.where(total > 0, total, torch.ones_like(total))
     q = sigma / safe_total
