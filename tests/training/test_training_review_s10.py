@@ -275,3 +275,30 @@ def test_resume_keeps_each_parameters_own_adam_step_count(tmp_path):
     fit(resumed, X, y, loss=lambda o, t: nn.functional.mse_loss(o, t), checkpoint=path, **options)
     for a, b in zip(reference.state_dict().values(), resumed.state_dict().values(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_stacked_ensemble_takes_per_member_class_labels():
+    """``y`` (E, n) of class indices with ``stacked=True`` is documented; it was refused as "`y` must be 1-D class
+    indices, got shape (3, 26)". Each member equals fit on its own data."""
+    generator = torch.Generator().manual_seed(0)
+    X = torch.randn(3, 26, 5, generator=generator, dtype=torch.float64)
+    y = torch.randint(3, (3, 26), generator=generator)
+    X_val = torch.randn(3, 7, 5, generator=generator, dtype=torch.float64)
+    y_val = torch.randint(3, (3, 7), generator=generator).double()  # integral floats, as fit takes them
+
+    def build(seed: int) -> nn.Module:
+        with seeded(seed):
+            return nn.Sequential(nn.Linear(5, 12), nn.SiLU(), nn.Linear(12, 3)).double()
+
+    options = dict(loss="cross_entropy", epochs=8, batch_size=5, lr=3e-2, patience=2)
+    members = [build(e) for e in range(3)]
+    result = train_ensemble(members, X, y, stacked=True, validation_data=(X_val, y_val), seeds=[7, 8, 9], **options)
+    for e in range(3):
+        alone = build(e)
+        expected = fit(alone, X[e], y[e], validation_data=(X_val[e], y_val[e]), seed=7 + e, **options)
+        for a, b in zip(alone.state_dict().values(), members[e].state_dict().values(), strict=True):
+            torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-12)
+        assert result.member(e).best_epoch == expected.best_epoch
+        np.testing.assert_allclose(result.val_loss[e], expected.val_loss, rtol=1e-10)
+    with pytest.raises(ValueError, match=r"`y` must be class indices of shape \(E, n\)"):
+        train_ensemble([build(0), build(1), build(2)], X, y[:, :, None], stacked=True, **options)

@@ -39,7 +39,11 @@ def device_and_dtype(model: nn.Module) -> tuple[torch.device, torch.dtype]:
     raise ValueError("`model` has no floating-point parameters to train")
 
 
-def as_tensor(value: Any, name: str, dtype: torch.dtype, device: torch.device, kind: str | None) -> torch.Tensor:
+def as_tensor(
+    value: Any, name: str, dtype: torch.dtype, device: torch.device, kind: str | None, index_ndim: int | None = 1
+) -> torch.Tensor:
+    """``value`` as a finite real tensor on ``device``: class indices as int64 (``kind="index"``, ``index_ndim``-D;
+    None: any shape, as the stacked ensemble's (E, n) labels, checked by the caller), else of ``dtype``."""
     if isinstance(value, torch.Tensor):
         tensor = value.detach()
     else:
@@ -61,8 +65,8 @@ def as_tensor(value: Any, name: str, dtype: torch.dtype, device: torch.device, k
         if not integral:
             if not bool(torch.all(tensor == torch.round(tensor))):
                 raise ValueError(f"`{name}` must hold integer class indices for this loss")
-        if kind == "index" and tensor.ndim != 1:
-            raise ValueError(f"`{name}` must be 1-D class indices, got shape {tuple(tensor.shape)}")
+        if kind == "index" and index_ndim is not None and tensor.ndim != index_ndim:
+            raise ValueError(f"`{name}` must be {index_ndim}-D class indices, got shape {tuple(tensor.shape)}")
         return tensor.to(device=device, dtype=torch.int64)
     return tensor.to(device=device, dtype=dtype)
 

@@ -469,8 +469,9 @@ def _member_data(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs (E, n, *) and targets (E, n, *) on the models' device, as ``fit`` converts them."""
     X_t = as_tensor(X, x_name, dtype, device, "real")
-    y_t = as_tensor(y, y_name, dtype, device, target_kind)
     lead = 1 if stacked else 0
+    # stacked labels are (E, n): their number of dimensions is checked below, with the member axis named
+    y_t = as_tensor(y, y_name, dtype, device, target_kind, index_ndim=None)
     if stacked:
         for name, tensor in ((x_name, X_t), (y_name, y_t)):
             if tensor.ndim < 2 or tensor.shape[0] != count:
