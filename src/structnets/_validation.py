@@ -6,7 +6,10 @@ Each raises ``ValueError``/``TypeError`` naming the argument, the constraint and
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+from collections.abc import Iterator
 from numbers import Integral, Real
 from typing import Any
 
@@ -142,8 +145,28 @@ def memory_bytes() -> int:
         return 2**40
 
 
+#: False while a stored config is rebuilt only to be read (:func:`memory_checks_skipped`)
+_MEMORY_CHECKS = contextvars.ContextVar("structnets_memory_checks", default=True)
+
+
+@contextlib.contextmanager
+def memory_checks_skipped() -> Iterator[None]:
+    """Skip :func:`check_fits_in_memory` inside: a config read back from a run folder allocates nothing.
+
+    A folder made on a machine with more memory must still report on a smaller one; a run that
+    resumes it rebuilds its config with the checks on.
+    """
+    token = _MEMORY_CHECKS.set(False)
+    try:
+        yield
+    finally:
+        _MEMORY_CHECKS.reset(token)
+
+
 def check_fits_in_memory(names: str, elements: int, *, itemsize: int = 8, what: str = "values") -> None:
     """Refuse up front an allocation of ``elements`` items that cannot fit in physical memory.
+
+    Skipped inside :func:`memory_checks_skipped` (a stored config rebuilt for reading).
 
     Args:
         names: the arguments that set the size, as the caller wrote them (e.g. "`width`=8, `depth`=10").
@@ -151,6 +174,8 @@ def check_fits_in_memory(names: str, elements: int, *, itemsize: int = 8, what: 
         itemsize: bytes per item.
         what: what is counted, for the message ("parameters", "points", ...).
     """
+    if not _MEMORY_CHECKS.get():
+        return
     limit = memory_bytes()
     if elements * itemsize > limit:
         raise ValueError(

@@ -75,6 +75,10 @@ class ToyConfig:
             raise ValueError(f"`arms` must be a positive int, got {self.arms!r}")
         if self.sleep < 0:
             raise ValueError(f"`sleep` must be >= 0, got {self.sleep!r}")
+        # as the real experiments' configs do: tests shrink the machine's memory to see the check
+        from structnets._validation import check_fits_in_memory
+
+        check_fits_in_memory(f"`arms`={self.arms}", self.arms, what="arms")
 
     @classmethod
     def quick(cls) -> ToyConfig:
