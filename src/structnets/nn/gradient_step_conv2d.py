@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_bool, check_choice, check_int
+from .._validation import check_bool, check_choice, check_float_dtype, check_int
 from ..functional import certified_step
 from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import (
@@ -102,6 +102,8 @@ class GradientStepConv2d(ValidatedStep, ConvGeometry, CertifiedCheckpointMixin, 
         mode = check_conv_options(self.kernel_size, padding_mode, size, stride=stride, dilation=dilation, groups=groups)
         bias = check_bool("bias", bias)
         bound = check_choice("bound", bound, CONV_BOUNDS)
+        if dtype is not None:  # a complex or integer kernel has no certificate (and ints cannot be parameters)
+            check_float_dtype("dtype", dtype)
         self.learnable_step = check_bool("learnable_step", learnable_step)
         self.step = step  # validated by ValidatedStep, here and at every later assignment
         factory: dict[str, Any] = {"device": device, "dtype": dtype}

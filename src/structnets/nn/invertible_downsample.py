@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._validation import check_bool, check_choice, check_int
+from .._validation import check_bool, check_choice, check_float_dtype, check_int
 from ..functional import division_scale, spectral_norm_bound, sqrt_round_up
 from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import require_finite
@@ -64,6 +64,8 @@ class InvertibleDownsample(CertifiedCheckpointMixin, nn.Module):
         self.factor = check_int("factor", factor, low=1, high=64)
         self.kind = check_choice("kind", kind, DOWNSAMPLE_KINDS)
         bias = check_bool("bias", bias)
+        if dtype is not None:  # a complex V lost its imaginary part in the orthogonal factor (silently)
+            check_float_dtype("dtype", dtype)
         self.unshuffled = self.in_channels * self.factor**2
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_channels, self.unshuffled, **factory))

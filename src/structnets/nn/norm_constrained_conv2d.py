@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._validation import check_bool, check_choice, check_int
+from .._validation import check_bool, check_choice, check_float_dtype, check_int
 from ..functional import division_scale, sqrt_round_up
 from ._checkpoint import CertifiedCheckpointMixin
 from ._conv_common import (
@@ -84,6 +84,8 @@ class NormConstrainedConv2d(ConvGeometry, CertifiedCheckpointMixin, nn.Module):
         mode = check_conv_options(self.kernel_size, padding_mode, size, stride=stride, dilation=dilation, groups=groups)
         bias = check_bool("bias", bias)
         bound = check_choice("bound", bound, CONV_BOUNDS)
+        if dtype is not None:  # a complex or integer kernel has no certificate (and ints cannot be parameters)
+            check_float_dtype("dtype", dtype)
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.raw_weight = nn.Parameter(torch.empty(self.out_channels, self.in_channels, *self.kernel_size, **factory))
         if bias:
