@@ -203,9 +203,9 @@ def fit(
         X: (n, *) inputs, a numpy array or tensor; finite (NaN/inf are refused, as by the
             estimators).
         y: (n,) or (n, k) finite targets whose per-sample shape matches the model's output. For
-            ``loss="cross_entropy"``: (n,) class indices; for ``"mse"``: real values, a 1-D ``y``
-            is trained against output (n, 1). For a callable loss: integer ``y`` becomes int64,
-            other ``y`` the model's dtype, shape unchanged.
+            ``loss="cross_entropy"``: (n,) class indices in [0, K) for a model of (n, K ≥ 2) logits;
+            for ``"mse"``: real values, a 1-D ``y`` is trained against output (n, 1). For a callable
+            loss: integer ``y`` becomes int64, other ``y`` the model's dtype, shape unchanged.
         loss: ``"mse"``, ``"cross_entropy"`` or any callable ``(output, target) -> scalar`` that
             averages over the batch (a 0-d tensor; anything else is refused at the first step).
         epochs: maximum number of passes over the training rows, in [1, 10⁸].
