@@ -292,3 +292,33 @@ def test_uci_rmse_is_on_the_min_max_scale_of_the_targets(uci_data) -> None:
     assert math.isclose(row["rmse"], float(np.sqrt(np.mean((prediction - y[test]) ** 2))), rel_tol=1e-12)
     assert abs(prediction.mean() - y[test].mean()) < 0.05  # de-standardised: not centred at 0
     assert row["rmse"] < y[test].std() < 0.2  # better than the mean, on the [0, 1] scale
+
+
+def test_sensitivity_figure_skips_a_data_set_whose_dense_error_is_zero(tmp_path) -> None:
+    # error / dense error is undefined where dense makes no error: 1 − ACC of 0.02 over max(0, 1e-12)
+    # drew a point at 2e10 that flattened every other line of the figure to 1.
+    import matplotlib.axes
+
+    from structnets.experiments.lowrank_uci.figures import figures
+
+    rows = []
+    for dataset, task, dense_score in (("iris", "classification", 1.0), ("real-estate", "regression", 0.07)):
+        for model, ratio, shift in (("dense", 1.0, 0.0), ("lowrank", 1 / 3, 0.02), ("ratio=0.5", 0.5, 0.01)):
+            for fold in range(3):
+                value = dense_score - shift if task == "classification" else dense_score + shift
+                rows.append({"stage": "cv", "dataset": dataset, "task": task, "model": model, "ratio": ratio,
+                             "fold": fold, "seed": 0, "accuracy": value if task == "classification" else math.nan,
+                             "rmse": value if task == "regression" else math.nan})  # fmt: skip
+    drawn: list[np.ndarray] = []
+    real_plot = matplotlib.axes.Axes.plot
+
+    def spy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if len(args) >= 2:
+            drawn.append(np.asarray(args[1], dtype=float))
+        return real_plot(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(matplotlib.axes.Axes, "plot", spy)
+        figures(pd.DataFrame(rows), tmp_path)
+    assert drawn and all(np.all(np.isfinite(y) & (y < 1e3)) for y in drawn)
+    assert any(np.allclose(y, [(0.07 + 0.02) / 0.07, (0.07 + 0.01) / 0.07]) for y in drawn)  # real-estate drawn

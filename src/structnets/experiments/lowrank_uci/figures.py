@@ -62,10 +62,12 @@ def figures(results: pd.DataFrame, out_dir: Path) -> list[Path]:
         column = "accuracy" if classification else "rmse"
         dense_mean = rows[rows["model"] == "dense"][column].mean()
         low = rows[rows["model"] != "dense"].groupby("ratio")[column].mean()
-        if low.empty or not np.isfinite(dense_mean) or dense_mean == 0:
+        dense_error = 1 - dense_mean if classification else dense_mean
+        # a dense net without error (ACC 1 or RMSE 0) leaves the ratio undefined: nothing to draw
+        if low.empty or not np.isfinite(dense_error) or dense_error <= 0:
             continue
         # error ratio (1 − ACC or RMSE) relative to dense: > 1 means worse than dense.
-        error = (1 - low) / max(1 - dense_mean, 1e-12) if classification else low / dense_mean
+        error = (1 - low) / dense_error if classification else low / dense_error
         ax.plot(low.index, error.to_numpy(), marker="o", label=dataset)
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")
     ax.set_xscale("log", base=2)
