@@ -6,9 +6,11 @@ Used by :mod:`structnets.analysis.covering_bounds`, :mod:`structnets.analysis.sp
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .._validation import check_int, check_real
@@ -112,19 +114,28 @@ def _spectra(layers: Sequence[torch.Tensor], spectra: Sequence[torch.Tensor] | N
         sigma = sigma.to(a.device)
         if not bool(torch.isfinite(sigma).all()) or bool((sigma < 0).any()) or bool((sigma[1:] > sigma[:-1]).any()):
             raise ValueError(f"`{name}` must be finite, non-negative and non-increasing singular values")
-        energy, frobenius = float(sigma.square().sum()), float(a.square().sum())
-        if abs(energy - frobenius) > 1e-8 * max(frobenius, 1e-300):
+        # Both checks on A/s and σ/s, s = max|A|: unscaled, squares of layers near 1e-200 underflow to 0
+        # (every spectrum, all zeros too, passed: an optimistic bound) and near 1e200 overflow to inf.
+        scale = float(a.abs().max()) if a.numel() else 0.0
+        if scale == 0.0:
+            if bool((sigma != 0).any()):
+                raise ValueError(f"`{name}` are not the singular values of `matrices[{index}]`, which is zero")
+            checked.append(sigma)
+            continue
+        unit, sigma_unit = a / scale, sigma / scale
+        energy, frobenius = float(sigma_unit.square().sum()), float(unit.square().sum())
+        if abs(energy - frobenius) > 1e-8 * frobenius:
             raise ValueError(
-                f"`{name}` are not the singular values of `matrices[{index}]`: Σσ² = {energy:.6g} but ‖A‖_F² = "
-                f"{frobenius:.6g}"
+                f"`{name}` are not the singular values of `matrices[{index}]`: Σσ² = {energy:.6g}·s² but ‖A‖_F² = "
+                f"{frobenius:.6g}·s² (s = max|A| = {scale:.6g})"
             )
         # ‖A‖_2 is at least every row's and column's norm: a σ₁ below that would make every bound
         # optimistic (invalid); one above it only loosens them.
-        floor = max(float(a.norm(dim=0).max()), float(a.norm(dim=1).max()))
-        if float(sigma[0]) < floor * (1 - 1e-10):
+        floor = max(float(unit.norm(dim=0).max()), float(unit.norm(dim=1).max()))
+        if float(sigma_unit[0]) < floor * (1 - 1e-10):
             raise ValueError(
                 f"`{name}` are not the singular values of `matrices[{index}]`: σ₁ = {float(sigma[0]):.6g} is below "
-                f"the largest row or column norm {floor:.6g}, a lower bound on ‖A‖_2"
+                f"the largest row or column norm {floor * scale:.6g}, a lower bound on ‖A‖_2"
             )
         checked.append(sigma)
     return checked
@@ -156,6 +167,7 @@ def _smallest_n(complexity: Callable[[float], float], target: float) -> float:
 
 
 def _exponent(p: float, name: str) -> float:
-    if isinstance(p, bool) or not isinstance(p, int | float):
+    # numbers.Real: NumPy scalars too (np.float32(0.5) was refused as not a real number)
+    if isinstance(p, bool | np.bool_) or not isinstance(p, numbers.Real):
         raise TypeError(f"`{name}` must be a real number in [0, inf), got {p!r} ({type(p).__name__})")
-    return check_real(name, p, low=0.0)
+    return check_real(name, float(p), low=0.0)
