@@ -155,8 +155,10 @@ class _BaseMLP(BaseEstimator):
     def _input_tensor(self, X: np.ndarray, dtype: type) -> torch.Tensor:
         X = np.asarray(X, dtype=np.float64)
         if self.feature_mean_ is not None:
-            X = (X - self.feature_mean_) / self.feature_scale_
-        return torch.from_numpy(_cast(X, dtype, "X", "standardize")).to(self.device)
+            with np.errstate(over="ignore"):  # an overflow is refused by name below
+                X = (X - self.feature_mean_) / self.feature_scale_
+        standardized = self.feature_mean_ is not None
+        return torch.from_numpy(_cast(X, dtype, "X", "standardize", standardized)).to(self.device)
 
     def _np_dtype(self) -> type:
         return np.float32 if self.dtype == "float32" else np.float64
@@ -491,7 +493,8 @@ class MLPRegressor(RegressorMixin, _BaseMLP):
         else:
             self.target_mean_ = self.target_scale_ = None
         self._fit_standardization(X)
-        self._train(X, _cast(target, self._np_dtype(), "y", "standardize_target"), target.shape[1], stratify=None)
+        target = _cast(target, self._np_dtype(), "y", "standardize_target", self.standardize_target)
+        self._train(X, target, target.shape[1], stratify=None)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -559,16 +562,17 @@ def _location_scale(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, scale
 
 
-def _cast(values: np.ndarray, dtype: type, name: str, option: str) -> np.ndarray:
-    """``values`` as a contiguous array of the training ``dtype``; finite values beyond float32 are refused by name
-    (the training loop would call them non-finite)."""
+def _cast(values: np.ndarray, dtype: type, name: str, option: str, standardized: bool) -> np.ndarray:
+    """``values`` as a contiguous array of ``dtype``; finite data beyond its range are refused by name (the training
+    loop would call them non-finite; predictions would be inf)."""
     with np.errstate(over="ignore"):
         array: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
     if not np.isfinite(array).all():
-        limit = float(np.finfo(dtype).max)
+        limit = f"{np.dtype(dtype).name} range (|value| <= {float(np.finfo(dtype).max):.3g})"
+        if standardized:
+            raise ValueError(f"`{name}` is beyond the {limit} once standardised with the training mean and std")
         raise ValueError(
-            f"`{name}` has values beyond the {np.dtype(dtype).name} range (|value| <= {limit:.3g}) with {option}=False; "
-            f"use dtype='float64' or {option}=True"
+            f"`{name}` has values beyond the {limit} with {option}=False; use dtype='float64' or {option}=True"
         )
     return array
 

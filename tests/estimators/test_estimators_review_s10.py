@@ -99,3 +99,12 @@ def test_fitted_estimators_round_trip_through_pickle_and_clone():
         refit = clone(model).fit(frame, target)
         np.testing.assert_array_equal(getattr(refit, output)(frame), getattr(model, output)(frame))
         assert clone(model).get_params() == model.get_params()
+
+
+def test_inputs_that_overflow_once_standardised_are_refused_not_predicted_as_nan():
+    """Features of scale 1e-200 are standardised by their std now (above); a row of 1e200 then overflows to inf once
+    standardised: refused naming `X`, not fed to the network (whose output would be NaN), not blamed on standardize."""
+    X, y = _data()
+    model = MLPRegressor(**OPTIONS).fit(X * 1e-200, y)
+    with pytest.raises(ValueError, match="`X` is beyond the float64 range .* once standardised"):
+        model.predict(np.full((2, 3), 1e200))
