@@ -322,3 +322,43 @@ def test_sensitivity_figure_skips_a_data_set_whose_dense_error_is_zero(tmp_path)
         figures(pd.DataFrame(rows), tmp_path)
     assert drawn and all(np.all(np.isfinite(y) & (y < 1e3)) for y in drawn)
     assert any(np.allclose(y, [(0.07 + 0.02) / 0.07, (0.07 + 0.01) / 0.07]) for y in drawn)  # real-estate drawn
+
+
+def test_deep_linear_ratio_and_descent_against_float64_and_60_digit_references() -> None:
+    """The unit's ratio Σ‖W_i‖_F² / (L‖ΠW_i‖_{S_{2/L}}^{2/L}) equals a 60-digit evaluation of the same
+    weights, and its gradient descent equals autograd SGD on (1/2n)‖f(X) − Y‖² + (λ/2)Σ‖W_i‖² in float64."""
+    mpmath = pytest.importorskip("mpmath")  # a dependency of torch (through sympy)
+    import torch
+
+    from structnets.experiments.rank_bounds import train_deep_linear
+
+    depth, decay, steps, lr = 3, 0.05, 40, 0.02
+    out = train_deep_linear(depth, 16, decay, steps=steps, lr=lr, seed=3)
+    # the unit's data and initial weights, drawn in its order
+    g = torch.Generator().manual_seed(3)
+    left, _ = torch.linalg.qr(torch.randn(16, 16, generator=g, dtype=torch.float64))
+    right, _ = torch.linalg.qr(torch.randn(16, 16, generator=g, dtype=torch.float64))
+    teacher = left[:, :3] @ torch.diag(torch.tensor([3.0, 2.0, 1.0], dtype=torch.float64)) @ right[:, :3].T
+    X = torch.randn(256, 16, generator=g, dtype=torch.float64)
+    Y = X @ teacher.T + 0.1 * torch.randn(256, 16, generator=g, dtype=torch.float64)
+    weights = [(torch.randn(16, 16, generator=g, dtype=torch.float64) / 4.0).requires_grad_() for _ in range(depth)]
+    for _ in range(steps):
+        output = X
+        for weight in weights:
+            output = output @ weight.T
+        objective = 0.5 * (output - Y).square().sum() / 256 + 0.5 * decay * sum(w.square().sum() for w in weights)
+        grads = torch.autograd.grad(objective, weights)
+        with torch.no_grad():
+            for weight, grad in zip(weights, grads):
+                weight -= lr * grad
+    assert max(float((a - b.detach()).abs().max()) for a, b in zip(out["matrices"], weights)) < 1e-13
+
+    mpmath.mp.dps = 60
+    layers = [mpmath.matrix(w.tolist()) for w in out["matrices"]]
+    product = layers[0]
+    for layer in layers[1:]:
+        product = layer * product
+    sigma = mpmath.svd_r(product, compute_uv=False)
+    frobenius = sum(mpmath.fsum(x**2 for x in layer) for layer in layers)
+    schatten = depth * mpmath.fsum(abs(s) ** (mpmath.mpf(2) / depth) for s in sigma)
+    assert math.isclose(out["ratio"], float(frobenius / schatten), rel_tol=1e-12)
