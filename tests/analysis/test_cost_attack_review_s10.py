@@ -346,3 +346,20 @@ def test_unconstrained_resnet_counts_its_relu_and_residual_like_the_gradient_ste
     assert c.activation_evaluations == rows * depth * h
     constrained = cost(lipschitz_resnet(d, out, width, depth), (rows, d))
     assert constrained.activation_evaluations == c.activation_evaluations
+
+
+def test_pgd_at_an_enormous_radius_breaks_what_it_can_or_refuses() -> None:
+    torch.manual_seed(0)
+    layer = nn.Linear(3, 2).double()
+    inputs = torch.randn(20, 3, dtype=F64)
+    with torch.no_grad():
+        labels = layer(inputs).argmax(1)
+    # every point of a 2-class linear model is breakable within 1e150 (or 1e160) of itself
+    assert pgd_l2(layer, inputs, labels, 1e150, targets=1).robust_accuracy() == 0.0
+    # before: at 1e160 the float64 ball check overflowed (‖δ‖² = inf), every candidate was dropped and
+    # all 20 points were reported robust (robust accuracy 1.0); inputs of norm 1e200 overflow the same
+    # float64 norms (the step radius became 0: no search at all)
+    with pytest.raises(ValueError, match="`eps` must be a real number in"):
+        pgd_l2(layer, inputs, labels, 1e160)
+    with pytest.raises(ValueError, match="`inputs` must have rows of ℓ2 norm"):
+        pgd_l2(layer, inputs * 1e200, labels, 1.0)

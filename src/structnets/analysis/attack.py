@@ -31,6 +31,8 @@ ATTACK_CHUNK = 1024
 #: The projection radius is ε(1 − 2⁻²⁰), less the rounding of x + δ in the model's dtype (see
 #: ``_attack_chunk``); every kept point is also checked in float64 against the input as given.
 _SHRINK = 1.0 - 2.0**-20
+#: Largest ε and input norm: float64 sums of squares of such values stay finite.
+_LARGEST = 2.0**500
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,9 @@ def pgd_l2(
     """
     if not callable(model):
         raise TypeError(f"`model` must be callable (n, d) -> (n, k), got {type(model).__name__}")
-    eps = check_real("eps", eps, low=0.0, low_open=True)
+    # ℓ₂ norms of the size of ε are taken in float64: beyond 2⁵⁰⁰ (≈ 3e150) they overflow to inf, every
+    # candidate failed the ball check, and points the attack broke were reported robust
+    eps = check_real("eps", eps, low=0.0, high=_LARGEST, low_open=True)
     steps = check_int("steps", steps, low=1, high=MAX_STEPS)
     restarts = check_int("restarts", restarts, low=1, high=MAX_STEPS)
     targets = check_int("targets", targets, low=0, high=MAX_STEPS)
@@ -137,6 +141,9 @@ def pgd_l2(
     params = list(getattr(model, "parameters", lambda: [])())
     x = given.to(params[0].dtype) if params else given
     # the ball is the one around the inputs given: a cast that moves a point by more than ε is refused
+    scale = torch.linalg.vector_norm(given.double(), dim=1)
+    if not bool((scale <= _LARGEST).all()):  # the rounding slack (‖x‖ + ε)·u would be inf: no step at all
+        raise ValueError(f"`inputs` must have rows of ℓ2 norm ≤ {_LARGEST:g}, got {float(scale.max()):.3g}")
     moved = torch.linalg.vector_norm(x.double() - given.double(), dim=1)
     if bool((moved > eps).any()):
         raise ValueError(
