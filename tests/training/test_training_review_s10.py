@@ -302,3 +302,16 @@ def test_stacked_ensemble_takes_per_member_class_labels():
         np.testing.assert_allclose(result.val_loss[e], expected.val_loss, rtol=1e-10)
     with pytest.raises(ValueError, match=r"`y` must be class indices of shape \(E, n\)"):
         train_ensemble([build(0), build(1), build(2)], X, y[:, :, None], stacked=True, **options)
+
+
+def test_checkpoint_of_another_warm_up_given_as_numpy_ints_is_refused(tmp_path):
+    """NumPy scalars went into the fingerprint as "callable" (not compared): a finished run with warmup_epochs=np.int64(1)
+    was taken for the one asked with np.int64(2), which then trained nothing and returned the other run's weights."""
+    X = torch.randn(24, 4, generator=torch.Generator().manual_seed(0))
+    y = torch.randn(24, 2, generator=torch.Generator().manual_seed(1))
+    path = tmp_path / "fit.ckpt"
+    options = dict(epochs=3, batch_size=8, schedule="warmup_cosine")
+    fit(nn.Linear(4, 2), X, y, warmup_epochs=np.int64(1), checkpoint=path, **options)
+    with pytest.raises(ValueError, match=r"another training \(differs in: warmup_epochs\)"):
+        fit(nn.Linear(4, 2), X, y, warmup_epochs=np.int64(2), checkpoint=path, **options)
+    fit(nn.Linear(4, 2), X, y, warmup_epochs=1, checkpoint=path, **options)  # the same training, as a plain int

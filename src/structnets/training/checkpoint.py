@@ -23,11 +23,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import numbers
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -123,12 +125,20 @@ def fingerprint(model: nn.Module, **options: Any) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """Comparable form of an option. A callable (loss, optimiser or schedule factory) becomes ``"callable"``:
-    its name says nothing about what it computes (every lambda is ``<lambda>``), so it is not compared."""
+    its name says nothing about what it computes (every lambda is ``<lambda>``), so it is not compared.
+    NumPy scalars are compared as the Python numbers they hold (they had become ``"callable"``: a warm-up of
+    ``np.int64(1)`` epochs was taken for one of ``np.int64(2)``)."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
-    return "callable"
+    return "callable" if callable(value) else repr(value)
 
 
 def _serialize(state: Mapping[str, Any]) -> bytes:
