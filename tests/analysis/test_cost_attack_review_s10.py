@@ -363,3 +363,20 @@ def test_pgd_at_an_enormous_radius_breaks_what_it_can_or_refuses() -> None:
         pgd_l2(layer, inputs, labels, 1e160)
     with pytest.raises(ValueError, match="`inputs` must have rows of ℓ2 norm"):
         pgd_l2(layer, inputs * 1e200, labels, 1.0)
+
+
+# --- checkpoint.spectrum_table ------------------------------------------------------------------------
+
+
+def test_spectrum_table_refuses_a_complex_layer_instead_of_dropping_its_imaginary_part() -> None:
+    from structnets.analysis import spectrum_table
+
+    torch.manual_seed(0)
+    weight = torch.randn(3, 4, dtype=torch.complex128)
+    # before: the float64 cast kept the real part: σ₁ = 2.055 reported for a matrix whose σ₁ is 2.936,
+    # with only torch's "discards the imaginary part" warning
+    for source in ({"w.weight": weight}, nn.Linear(4, 3, dtype=torch.complex64)):
+        with pytest.raises(TypeError, match="must be a real matrix, got dtype torch.complex"):
+            spectrum_table(source)  # type: ignore[arg-type]
+    real = spectrum_table({"w.weight": weight.real})[0]
+    assert real.spectral_norm == pytest.approx(float(torch.linalg.matrix_norm(weight.real, ord=2)), rel=1e-12)

@@ -322,7 +322,8 @@ def spectrum_table(
 
     Raises:
         ValueError: no layer matrix found, or a matrix is empty or non-finite.
-        TypeError: a module holds a matrix parameter in a module of unknown kind (e.g. ``nn.Conv2d``).
+        TypeError: a module holds a matrix parameter in a module of unknown kind (e.g. ``nn.Conv2d``),
+            or a layer matrix is complex.
 
     Warns:
         UserWarning: a state dict holds matrix entries of no known layer kind (left out).
@@ -359,6 +360,8 @@ def spectrum_table(
             raise ValueError(
                 f"layer {name!r} must be a non-empty finite matrix, got {getattr(matrix, 'shape', matrix)!r}"
             )
+        if matrix.is_complex():  # the float64 cast below would silently drop the imaginary part
+            raise TypeError(f"layer {name!r} must be a real matrix, got dtype {matrix.dtype}")
         matrix = matrix.detach().to(torch.float64)
         sigma = singular_values(matrix)
         table.append(
