@@ -60,7 +60,7 @@ def test_constant_columns_are_still_only_centred():
 
 @pytest.mark.parametrize("what", ["X", "y"])
 def test_values_beyond_float32_are_refused_by_name_not_called_infinite(what):
-    """Finite data beyond float32's range, not standardised, were refused as "`X` must be finite, got 120 NaN or
+    """Finite data beyond float32's range, not standardised, were refused as "`X` must be finite, got 92 NaN or
     infinite entries" by the training loop: the data had none."""
     X, y = _data()
     if what == "X":
