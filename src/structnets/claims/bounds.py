@@ -268,7 +268,8 @@ def _p_columns(rows: pd.DataFrame) -> dict[float, str]:
     """The rank-sparse sample-complexity column of every Schatten p in the results, by p (``rs0_05_sc``: 0.05)."""
     found = {}
     for column in rows.columns:
-        match = re.fullmatch(r"rs(\d+(?:_\d+)?)_sc", str(column))
+        # rank_bounds writes p with :g, so small and large p come in exponent form (rs1e-05_sc)
+        match = re.fullmatch(r"rs(\d+(?:_\d+)?(?:e[+-]\d+)?)_sc", str(column))
         if match:
             found[float(match[1].replace("_", "."))] = column
     return dict(sorted(found.items()))

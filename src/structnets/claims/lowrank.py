@@ -110,6 +110,16 @@ def _better(metric: str, low: np.ndarray, dense: np.ndarray) -> np.ndarray:
     return low - dense if metric == "accuracy" else dense - low
 
 
+def _chose_depth_one(results: pd.DataFrame, dataset: str) -> bool:
+    """True when ``dataset``'s cv rows are all at depth 1, where the low-rank network is the dense one.
+
+    ``mlp(depth=1)`` is Linear, σ, Linear: no hidden-to-hidden layer to factorise, so every
+    bottleneck ratio gives the dense network and their agreement holds by construction.
+    """
+    cv = rows(results, stage="cv", dataset=dataset)
+    return "depth" in cv.columns and not cv.empty and bool((pd.to_numeric(cv["depth"], errors="coerce") < 2).all())
+
+
 def _uci_evaluator(dataset: str, metric: str) -> Evaluate:
     scale, digits = (100.0, 1) if metric == "accuracy" else (1.0, 4)
 
@@ -117,6 +127,11 @@ def _uci_evaluator(dataset: str, metric: str) -> Evaluate:
         low, dense = _cv_pairs(results, dataset, metric)
         if low.size == 0:
             return not_tested(f"no cv rows of {dataset} with both models")
+        if _chose_depth_one(results, dataset):
+            return not_tested(
+                f"the grid search chose depth 1 for {dataset}: the low-rank network is the dense one "
+                "(no hidden layer to factorise), so their agreement tests nothing"
+            )
         ours = f"low-rank {mean_spread(low, scale=scale, digits=digits)}; dense {mean_spread(dense, scale=scale, digits=digits)}"
         if low.size < 2:
             return Evidence(ours, NOT_REPRODUCED, "fewer than 2 (fold, seed) pairs", int(2 * low.size))
@@ -183,6 +198,8 @@ def _sensitivity(results: pd.DataFrame, config: Any) -> Evidence:
     pairs: dict[tuple[str, str], tuple[np.ndarray, float, float, float]] = {}
     units, reduced = 0, []
     keys: tuple[str, ...] = ()
+    shallow = [d for d in datasets if _chose_depth_one(results, d)]
+    datasets = [d for d in datasets if d not in shallow]
     for dataset in datasets:
         task = rows(cv, dataset=dataset)["task"].iloc[0]
         metric = "accuracy" if task == "classification" else "rmse"
@@ -226,7 +243,9 @@ def _sensitivity(results: pd.DataFrame, config: Any) -> Evidence:
         f"ratios {sorted(round(r, 4) for r in keep.values())}: non-inferior in {len(keep_fine)} of {keep_cells} "
         f"(ratio, data set) cells, worse beyond the margin: {', '.join(keep_worse) or 'none'}; ratios "
         f"{sorted(round(r, 4) for r in low.values())} worse beyond the margin: {', '.join(low_worse) or 'none'} "
-        f"({len(datasets)} data sets)"
+        f"({len(datasets)} data sets"
+        + (f"; left out at depth 1, where every ratio gives the dense network: {', '.join(shallow)}" if shallow else "")
+        + ")"
     )
     return Evidence(
         ours,
