@@ -11,7 +11,12 @@ Conventions (exact):
   ``nn.Conv1d``/``nn.Conv2d`` cost ``(c_in/groups)·∏k`` per output element;
   ``LowRankConv1d/2d`` (rank r) cost ``r·(c_in·∏k + c_out)`` per output position. A *row*
   is one input vector: ``input.numel() // in_features``, so every batch dimension in
-  ``input_shape`` multiplies the count.
+  ``input_shape`` multiplies the count. The convolutional 1-Lipschitz layers: ``GradientStepConv2d``
+  two ``c·h·∏k`` convolutions per position plus ``h·c·∏k`` for τ scaling the kernel once per call;
+  ``NormConstrainedConv2d`` one convolution; ``InvertibleDownsample`` a 1×1 convolution from
+  ``c·f²`` channels (the unshuffle is free); ``L2NormPool2d`` one multiply-add per input element and
+  a square root (an evaluation) per output; ``FlatToImage`` nothing. The per-call normalisation of a
+  constrained kernel or matrix (its certified bound, the polar factor) is not counted.
 * ``flops = 2·macs + adds``: a multiply-add is 2 FLOPs; each bias addition is 1 FLOP per output
   element (``out`` per row when the layer has a bias).
 * Activations are **excluded** from ``flops``; their scalar evaluations are counted separately in
@@ -52,13 +57,19 @@ from ..nn import (
     DLoRBranches,
     DLoRLinear,
     DLoRParallel,
+    FlatToImage,
+    GradientStepConv2d,
     GradientStepResidual,
+    InvertibleDownsample,
+    L2NormPool2d,
     LowRankConv1d,
     LowRankConv2d,
     LowRankLinear,
     LowRankMultiheadAttention,
     MaxMin,
+    NormConstrainedConv2d,
     NormConstrainedLinear,
+    OrthogonalLinear,
     RankOneLinear,
     Swish,
     TakeFirst,
@@ -138,7 +149,9 @@ class Cost:
     uncounted: tuple[str, ...] = ()
 
 
-def _linear_count(module: nn.Linear | NormConstrainedLinear, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+def _linear_count(
+    module: nn.Linear | NormConstrainedLinear | OrthogonalLinear, input: torch.Tensor, output: torch.Tensor
+) -> LeafCount:
     rows = math.prod(output.shape[:-1])  # not numel // out_features: nn.Linear allows out_features = 0
     return LeafCount(
         macs=rows * module.in_features * module.out_features,
@@ -259,6 +272,36 @@ def _dlor_parallel_count(module: DLoRParallel, input: torch.Tensor, output: torc
     )
 
 
+def _gradient_step_conv_count(module: GradientStepConv2d, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # x − (τW)ᵀσ(W⋆x + b) with "same" stride-1 convolutions: each of the two convolutions is
+    # (c·h·k_h·k_w) multiply-adds per output position; τ scales the kernel once per call (not the
+    # activations); bias and residual adds; one ReLU per hidden element.
+    positions = output.numel() // module.channels
+    c, h, kernel = module.channels, module.hidden_channels, math.prod(module.kernel_size)
+    return LeafCount(
+        macs=2 * positions * c * h * kernel + h * c * kernel,
+        adds=positions * (c + (h if module.bias is not None else 0)),
+        evaluations=positions * h,
+        intermediate_elements=2 * positions * h,
+    )
+
+
+def _norm_conv_count(module: NormConstrainedConv2d, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # a "same" convolution with the normalised kernel (normalised once per call, as the dense layer)
+    patch = module.in_channels * math.prod(module.kernel_size)
+    return LeafCount(macs=output.numel() * patch, adds=output.numel() if module.bias is not None else 0)
+
+
+def _downsample_count(module: InvertibleDownsample, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # pixel-unshuffle (a permutation: free) then a 1×1 convolution from c·f² channels
+    return LeafCount(macs=output.numel() * module.unshuffled, adds=output.numel() if module.bias is not None else 0)
+
+
+def _l2_pool_count(module: L2NormPool2d, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
+    # ‖x_c‖₂ over each channel's H×W values: a multiply-add per input element, a square root per output
+    return LeafCount(macs=input.numel(), evaluations=output.numel())
+
+
 def _elementwise_count(module: nn.Module, input: torch.Tensor, output: torch.Tensor) -> LeafCount:
     return LeafCount(evaluations=output.numel())
 
@@ -279,6 +322,12 @@ _COUNTERS: dict[type[nn.Module], Counter] = {
     # The normalisation A = V / max(1, B(V)) is per weight, not per row: only the product counts.
     NormConstrainedLinear: _linear_count,
     GradientStepResidual: _gradient_step_count,
+    OrthogonalLinear: _linear_count,  # the polar factor is formed once per call, like the norm maps' scale
+    GradientStepConv2d: _gradient_step_conv_count,
+    NormConstrainedConv2d: _norm_conv_count,
+    InvertibleDownsample: _downsample_count,
+    L2NormPool2d: _l2_pool_count,
+    FlatToImage: _free,
     UnconstrainedResidual: _unconstrained_residual_count,
     MaxMin: _maxmin_count,
     DLoRBranches: _dlor_branches_count,
