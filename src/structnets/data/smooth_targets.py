@@ -45,6 +45,10 @@ class SmoothTarget:
         function: (n, d) float tensor → (n,) values.
         derivative: ``derivative(alpha, x)`` = D^α f(x) for a multi-index tuple ``alpha``.
         sup_norm: a bound on ‖f‖_∞ over [0,1]^d.
+        singular_coordinates: per axis i, the values c with f not smooth on the hyperplane x_i = c
+            (the kinks of |x_i − c_i|^β); () for a smooth target. A grid that measures a sup error
+            must contain them: the error of a smooth approximant peaks there, and a uniform grid
+            that misses c by h under-reads it by ~h^β (power β = 0.5, M = 256, 40,001 points: 7 %).
     """
 
     name: str
@@ -54,6 +58,7 @@ class SmoothTarget:
     function: Callable[[torch.Tensor], torch.Tensor]
     derivative: Callable[[tuple[int, ...], torch.Tensor], torch.Tensor]
     sup_norm: float
+    singular_coordinates: tuple[tuple[float, ...], ...] = ()
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.function(x)
@@ -143,7 +148,8 @@ def power_target(d: int, beta: float, center: tuple[float, ...] | None = None) -
         return _falling(beta, k) * torch.sign(u) ** k * u.abs().pow(beta - k)
 
     sup = float(sum(max(ci, 1 - ci) ** beta for ci in c.tolist()))
-    return SmoothTarget(f"power(d={d}, beta={beta:g})", d, beta, R, function, derivative, sup)
+    kinks = tuple((float(ci),) for ci in c.tolist())
+    return SmoothTarget(f"power(d={d}, beta={beta:g})", d, beta, R, function, derivative, sup, kinks)
 
 
 def sine_target(d: int, beta: float, omega: float = 2 * math.pi) -> SmoothTarget:

@@ -147,7 +147,11 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
             (torch.arange(K, dtype=torch.float64) + 0.5) / K,
         ]
     )
-    points = torch.cartesian_prod(*[axis] * d).reshape(-1, d)
+    # and the target's kinks on each axis, where the error of the smooth network peaks (power:1:0.5, K = 8:
+    # 0.2371 on the grid against 0.2448 at the kink)
+    kinks = target.singular_coordinates or ((),) * d
+    axes = [torch.cat([axis, torch.tensor(kinks[i], dtype=torch.float64)]) for i in range(d)]
+    points = torch.cartesian_prod(*axes).reshape(-1, d)
     error = 0.0
     with torch.no_grad():
         for chunk in points.split(4096):

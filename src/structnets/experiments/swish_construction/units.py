@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ...protocol import JSONScalar, Unit
 from .config import SwishConstructionConfig, parse_target
+
+if TYPE_CHECKING:  # torch is imported inside the unit functions, not at CLI start-up
+    import torch
+
+    from ...data import SmoothTarget
 
 
 def make_units(config: SwishConstructionConfig, finished: pd.DataFrame) -> list[Unit]:
@@ -32,6 +37,23 @@ def make_units(config: SwishConstructionConfig, finished: pd.DataFrame) -> list[
     return units
 
 
+def evaluation_points(target: SmoothTarget, grid: int) -> torch.Tensor:
+    """The (n, d) points of the sup error: a uniform grid of ``grid`` points per axis plus the target's kinks.
+
+    The error of the smooth network peaks at the kinks of |x_i − c_i|^β, which a uniform grid misses by up
+    to half its spacing h and so under-reads by ~h^β: power β = 0.5, M = 256 read 4.100e-2 on 40,001
+    points against 4.415e-2 at the kink (error/bound 0.928 instead of 0.999).
+    """
+    import torch
+
+    axes = []
+    for i in range(target.d):
+        extra = target.singular_coordinates[i] if target.singular_coordinates else ()
+        axis = torch.linspace(0, 1, grid, dtype=torch.float64)
+        axes.append(torch.unique(torch.cat([axis, torch.tensor(extra, dtype=torch.float64)])))
+    return torch.cartesian_prod(*axes).reshape(-1, target.d)
+
+
 def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
     import torch
 
@@ -50,8 +72,7 @@ def run_unit(params: Mapping[str, Any]) -> dict[str, JSONScalar]:
         R=target.R,
     )
     build = time.perf_counter() - start
-    axis = torch.linspace(0, 1, int(params["grid"]), dtype=torch.float64)
-    points = torch.cartesian_prod(*[axis] * target.d).reshape(-1, target.d)
+    points = evaluation_points(target, int(params["grid"]))
     error = 0.0
     with torch.no_grad():
         for chunk in points.split(8192):
