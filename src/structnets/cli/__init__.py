@@ -23,7 +23,8 @@ a second ``run`` into a folder that a live run holds is refused. ``report`` impo
 experiments (a run folder's contents never choose code to import); ``--experiment`` names another.
 
 Exit status: 0 success; 1 a unit failed, ``data verify`` found a bad file or ``data path`` names a missing folder; 2 a usage error
-(unknown experiment, bad ``--set``, unreadable or mismatched run folder); 130 interrupted.
+(unknown experiment, bad ``--set``, unreadable or mismatched run folder); 130 interrupted; 141 the reader of the output
+went away (``structnets list | head -1``; nothing is printed).
 
 One module per group of commands (``_catalog``: list, show; ``_run``: run; ``_folders``: report,
 compare; ``_claims``: claims; ``_files``: data, analyze), each with an ``add_commands(sub)`` that adds its
@@ -34,12 +35,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
 from . import _catalog, _claims, _files, _folders, _run
 from ._common import (
+    EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -50,7 +53,7 @@ from ._common import (
     _verbosity_options,
 )
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 _COMMAND_MODULES: tuple[ModuleType, ...] = (_catalog, _run, _folders, _claims, _files)
 """The command groups, in the order ``structnets --help`` lists their commands."""
@@ -76,6 +79,26 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``structnets`` command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the reader went away (`structnets list | head -1`): stop quietly, as a command killed by SIGPIPE
+        # does, instead of "error: [Errno 32] Broken pipe" (exit 2) on stderr
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor (tests, notebooks)
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser, handlers = _parser()
     try:
         args = parser.parse_args(argv)
@@ -105,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        raise  # not an error of the command: main() stops quietly
     except OSError as e:  # a file the command needs cannot be read or written
         if args.traceback:
             raise

@@ -50,6 +50,40 @@ def _plain_doc(text: str) -> str:
     return text.replace("``", "")
 
 
+def _unsettable(config_class: type, rows: list[dict[str, str]]) -> list[str]:
+    """The fields whose default or ``--quick`` cell ``--set`` does not parse back to that value.
+
+    The cells promise ``--set`` syntax, but a nested tuple (smoothness-rates' ``targets``,
+    ``((1, 1.0), (2, 2.0))``) is shown flattened as ``1,1.0,2,2.0``, which ``--set`` refuses.
+    """
+    import json
+
+    from ..runner.config import config_to_json, parse_overrides
+
+    presets: dict[str, dict[str, Any]] = {}
+    for column, make in (("default", config_class), ("quick", getattr(config_class, "quick", None))):
+        try:
+            if callable(make):
+                presets[column] = config_to_json(make())
+        except Exception:  # noqa: BLE001 - a preset that cannot be built shows no values to check
+            continue
+    bad = []
+    for row in rows:
+        name = row["field"]
+        for column, values in presets.items():
+            if name not in values:
+                continue
+            try:
+                parsed = parse_overrides(config_class, [f"{name}={row[column]}"])[name]
+                same = json.loads(json.dumps(parsed, default=str)) == values[name]
+            except (ValueError, TypeError):
+                same = False
+            if not same:
+                bad.append(name)
+                break
+    return bad
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from .. import runner
     from ..runner.config import describe_config
@@ -80,6 +114,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if has_quick:
         print("\n--quick: = means the same as the default.")
+    unsettable = _unsettable(config_class, rows)
+    if unsettable:
+        print(
+            f"\n--set cannot read back the values shown for {', '.join(unsettable)}: build the config in Python "
+            "and call structnets.runner.run to change them"
+        )
     documented = [row for row in rows if row["doc"]]
     if documented:
         print()

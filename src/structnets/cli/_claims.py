@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,41 @@ def _mark_mixed(table: Any, run_dirs: list[Path]) -> list[str]:
     return notices
 
 
+def _check_outputs(outputs: dict[str, Path | None]) -> None:
+    """Refuse an output file that cannot be written, before any claim is decided.
+
+    A folder gave a ValueError traceback (exit 1) once the table was built, and a missing folder an
+    error naming the writer's temporary file; two options naming one file kept only the last write.
+    """
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        if path.is_dir():
+            raise _UsageError(f"{option}: {path} is a folder; name the file to write")
+        if not path.parent.is_dir():
+            raise _UsageError(f"{option}: cannot write {path}: the folder {path.parent} does not exist")
+        target = path.resolve()
+        if target in seen:
+            raise _UsageError(f"{seen[target]} and {option} both name {path}; give each output its own file")
+        seen[target] = option
+
+
+def _write(option: str, path: Path, write: Callable[[], object]) -> None:
+    """Run ``write``; an OSError (a read-only folder, a full disk) names the option and the file, not the
+    writer's temporary file."""
+    try:
+        write()
+    except OSError as e:
+        raise _UsageError(f"{option}: cannot write {path}: {e.strerror or e}") from None
+
+
 def _cmd_claims(args: argparse.Namespace) -> int:
     from ..atomic_io import write_csv, write_text
     from ..claims import ClaimsError, claims_markdown, claims_table
     from ..runner import MixedRunWarning
 
+    _check_outputs({"--out": args.out, "--csv": args.csv, "--html": args.html})
     try:
         with warnings.catch_warnings():  # a mixed folder is marked below, in the table itself
             warnings.simplefilter("ignore", MixedRunWarning)
@@ -81,14 +112,14 @@ def _cmd_claims(args: argparse.Namespace) -> int:
     notices = _mark_mixed(table, args.run_dirs)
     page = "".join(notices) + claims_markdown(table)
     if args.out is not None:
-        write_text(args.out, page + "\n")
+        _write("--out", args.out, lambda: write_text(args.out, page + "\n"))
     if args.csv is not None:
-        write_csv(args.csv, table)
+        _write("--csv", args.csv, lambda: write_csv(args.csv, table))
     if args.html is not None:
         from ..html import HtmlUnavailableError, write_claims_page
 
         try:
-            write_claims_page(table, args.html, notes=notices)
+            _write("--html", args.html, lambda: write_claims_page(table, args.html, notes=notices))
         except HtmlUnavailableError as e:
             raise _UsageError(str(e)) from None
     print(page)  # the result: printed under -q too ("only errors and results")

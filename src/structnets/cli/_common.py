@@ -12,6 +12,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for a command killed by a closed pipe (``yes | head -1``)."""
 
 Handler = Callable[[argparse.Namespace], int]
 """A command: parsed arguments in, exit status out."""
@@ -60,9 +62,14 @@ def _positive_float(text: str) -> float:
 
 
 def _device_name(text: str) -> str:
-    if text in ("cpu", "cuda", "auto") or (text.startswith("cuda:") and text[5:].isdigit()):
-        return text
-    raise argparse.ArgumentTypeError(f"must be cpu, cuda, cuda:N or auto, got {text!r}")
+    # the configs' own check (N in [0, 127], ASCII, no leading zeros): str.isdigit took "cuda:²", "cuda:01"
+    # and "cuda:128", which the runner then met with a ValueError traceback on a machine with a GPU
+    from ..training.device import check_device
+
+    try:
+        return check_device(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be cpu, cuda, cuda:N (N in 0..127) or auto, got {text!r}") from None
 
 
 def _verbosity_options(parser: argparse.ArgumentParser, *, top: bool) -> None:

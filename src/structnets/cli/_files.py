@@ -68,8 +68,10 @@ def _cmd_data(args: argparse.Namespace) -> int:
                 if os.environ.get("STRUCTNETS_DATA")
                 else "the default cache folder"
             )
+            # a file there is not "missing": saying so sent users looking for a folder they could see
+            what = "is not a folder" if Path(folder).exists() else "does not exist"
             _error(
-                f"the data folder {folder} ({source}) does not exist; set STRUCTNETS_DATA to a folder that holds "
+                f"the data folder {folder} ({source}) {what}; set STRUCTNETS_DATA to a folder that holds "
                 "the data files, or let structnets download them: a missing file is fetched from the official "
                 "archive into ~/.cache/structnets the first time a data set is loaded"
             )

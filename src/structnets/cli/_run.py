@@ -227,6 +227,7 @@ def _make_config(experiment: Any, quick: bool, overrides: Sequence[str]) -> Any:
         config = preset()
     else:
         config = config_class()
+    _check_distinct_keys(overrides)
     try:
         config = apply_overrides(config, overrides)
     except (ValueError, TypeError) as e:
@@ -238,6 +239,19 @@ def _make_config(experiment: Any, quick: bool, overrides: Sequence[str]) -> Any:
     except ValueError as e:
         raise _UsageError(f"{'--set' if overrides else 'config'}: {e}") from e
     return config
+
+
+def _check_distinct_keys(overrides: Sequence[str]) -> None:
+    """Refuse a key given twice: the last value would win silently (``--set seeds=0,1 ... seeds=2`` ran seed 2)."""
+    seen: dict[str, str] = {}
+    for assignment in overrides:
+        key, sep, _ = assignment.partition("=")
+        key = key.strip()  # as apply_overrides reads it; a malformed assignment is its to refuse
+        if not sep or not key:
+            continue
+        if key in seen:
+            raise _UsageError(f"--set: `{key}` is given twice ({seen[key]!r} and {assignment!r}); give each key once")
+        seen[key] = assignment
 
 
 def _resume_hint(config_class: type, config: Any, stored: dict[str, Any] | None) -> str | None:
@@ -313,7 +327,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _note(args, f"device: {config.device}" + (" (auto)" if requested == "auto" else ""))
     elif args.device == "auto":
         _note(args, f"device: cpu (auto; {experiment.name} has no `device` config field, its units run on the CPU)")
-    out: Path = args.out or Path("runs") / f"{experiment.name}-{datetime.now():%Y%m%d-%H%M%S}"
+    out: Path = args.out or _new_default_out(experiment.name)
+    made_here = args.out is None  # an empty default folder is removed again if the runner refuses the run
     jobs = args.jobs
     if jobs is None and args.backend == "local":
         from ..runner.backends import default_jobs
@@ -381,11 +396,34 @@ def _cmd_run(args: argparse.Namespace) -> int:
         bar.close()
         if live is not None:
             live.finish(*outcome)  # never raises: a page that cannot be written is logged
+        if made_here:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only while still empty: the runner refused before writing anything
     table = (out / "table.md").read_text(encoding="utf-8")
     print(table, end="" if table.endswith("\n") else "\n")
     _note(args, f"{len(frame)} units in {time.perf_counter() - t0:.1f} s")
     print(f"run folder: {out}")
     return EXIT_OK
+
+
+def _new_default_out(name: str) -> Path:
+    """Create and return a new folder ``runs/NAME-YYYYmmdd-HHMMSS`` (``-2``, ``-3``, ... when that is taken).
+
+    Created here, atomically: runs started in the same second (``for s in 0 1 2; do structnets run ... &``)
+    shared one folder, so all but one were refused as "in use" or as a changed config, or a finished
+    one's folder was silently resumed.
+    """
+    stamp = f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    for n in range(1, 10_000):
+        out = Path("runs") / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            out.mkdir(parents=True)
+            return out
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise _UsageError(f"cannot create the run folder {out}: {e.strerror or e}; choose one with --out") from e
+    raise _UsageError(f"cannot create a new run folder for {stamp} in runs; choose one with --out")
 
 
 def _first_units(experiment: Any, config: Any) -> int:
