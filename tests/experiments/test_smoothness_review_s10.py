@@ -46,3 +46,15 @@ def test_smooth_constant_depth_sup_error_reads_the_kink() -> None:
     reference = _fine_sup(approx, target, 200_001, [(1 / math.pi) % 1.0])
     assert float(row["error"]) >= reference * (1 - 1e-9), (row["error"], reference)
     assert float(row["error"]) <= float(row["bound"])
+
+
+def test_smoothness_rates_refuses_levels_whose_dense_target_cannot_be_built() -> None:
+    """levels=18 at d = 2 (262,143 dense waves) was accepted and every d = 2 unit failed inside the run."""
+    import pytest
+
+    from structnets.experiments.smoothness_rates import SmoothnessRatesConfig
+
+    with pytest.raises(ValueError, match="`levels`=18 cannot build the target for d=2"):
+        SmoothnessRatesConfig(targets=((2, 2.0),), separation_cells=(), levels=18)
+    SmoothnessRatesConfig(targets=((2, 2.0),), separation_cells=(), levels=18, directions="one")  # 18 waves
+    SmoothnessRatesConfig(targets=((1, 1.0),), separation_cells=(), approx_targets=(), levels=18)  # d = 1

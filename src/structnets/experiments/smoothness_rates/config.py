@@ -212,7 +212,24 @@ class SmoothnessRatesConfig:
             "parts",
         ):
             check_distinct(name, getattr(self, name))
+        self._check_targets()
         self._check_widths()
+
+    def _check_targets(self) -> None:
+        """Refuse ``levels`` whose dense lacunary target cannot be built for some d of the run.
+
+        A dense target has 2^{k(d−1)} waves at level k: levels=18 at d = 2 (262,143 waves, above the
+        generator's limit) was accepted, and every unit of d = 2 then failed after the run folder existed.
+        """
+        from ...data import lacunary_target
+
+        dims = {d for d, _ in self.targets} | {d for d, _, _ in parse_separation_cells(self.separation_cells)}
+        dims |= {d for d, _ in self.approx_targets}
+        for d in sorted(dims):
+            try:
+                lacunary_target(d, 1.0, levels=self.levels, seed=0, directions=self.directions)
+            except ValueError as error:
+                raise ValueError(f"`levels`={self.levels} cannot build the target for d={d}: {error}") from None
 
     def _check_widths(self) -> None:
         """Refuse a ``budget`` (with ``sizes``) whose estimation networks overflow or cannot fit in memory.
