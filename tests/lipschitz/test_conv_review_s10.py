@@ -14,7 +14,13 @@ from structnets import export
 from structnets.analysis import certified_radii, lipschitz_upper_bound, pgd_l2
 from structnets.conv_norms import conv_squared_norm_bound
 from structnets.models import lipschitz_convnet
-from structnets.nn import GradientStepConv2d, InvertibleDownsample, NormConstrainedConv2d
+from structnets.nn import (
+    FlatToImage,
+    GradientStepConv2d,
+    InvertibleDownsample,
+    L2NormPool2d,
+    NormConstrainedConv2d,
+)
 
 F64 = torch.float64
 
@@ -265,3 +271,13 @@ def test_export_gives_the_same_outputs_in_float64(padding_mode: str, kernel_size
         with torch.no_grad():
             expected, got = model(x), plain(x)
         torch.testing.assert_close(got, expected, rtol=1e-14, atol=1e-14 * float(expected.abs().max()))
+
+
+@pytest.mark.parametrize("layer", [L2NormPool2d(), FlatToImage(1, 2, 2)])
+def test_a_non_tensor_input_is_a_type_error_naming_input(layer: torch.nn.Module) -> None:
+    """Every layer raises TypeError for an input that is not a tensor; these two raised ValueError ("`input` must
+    have shape (N, C, H, W), got list"), so a caller catching the library's TypeError missed them."""
+    with pytest.raises(TypeError, match="`input` must be a torch.Tensor, got list"):
+        layer([[1.0, 2.0, 3.0, 4.0]])
+    with pytest.raises(ValueError, match="`input` must have shape"):
+        layer(torch.zeros(2, 3, 5))

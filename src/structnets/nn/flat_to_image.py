@@ -29,9 +29,10 @@ class FlatToImage(nn.Module):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         size = self.channels * self.height * self.width
-        if not isinstance(input, torch.Tensor) or input.dim() != 2 or input.shape[1] != size:
-            got = tuple(input.shape) if isinstance(input, torch.Tensor) else type(input).__name__
-            raise ValueError(f"`input` must have shape (N, {size}), got {got}")
+        if not isinstance(input, torch.Tensor):  # a type error, as every other layer's
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
+        if input.dim() != 2 or input.shape[1] != size:
+            raise ValueError(f"`input` must have shape (N, {size}), got {tuple(input.shape)}")
         return input.reshape(input.shape[0], self.channels, self.height, self.width)
 
     def lipschitz_bound(self) -> float:

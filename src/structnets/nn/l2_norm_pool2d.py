@@ -19,9 +19,10 @@ class L2NormPool2d(nn.Module):
     """
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        if not isinstance(input, torch.Tensor) or input.dim() != 4:
-            got = tuple(input.shape) if isinstance(input, torch.Tensor) else type(input).__name__
-            raise ValueError(f"`input` must have shape (N, C, H, W), got {got}")
+        if not isinstance(input, torch.Tensor):  # a type error, as every other layer's
+            raise TypeError(f"`input` must be a torch.Tensor, got {type(input).__name__}")
+        if input.dim() != 4:
+            raise ValueError(f"`input` must have shape (N, C, H, W), got {tuple(input.shape)}")
         return torch.linalg.vector_norm(input, dim=(2, 3))
 
     def lipschitz_bound(self) -> float:
