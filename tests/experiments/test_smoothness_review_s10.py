@@ -58,3 +58,60 @@ def test_smoothness_rates_refuses_levels_whose_dense_target_cannot_be_built() ->
         SmoothnessRatesConfig(targets=((2, 2.0),), separation_cells=(), levels=18)
     SmoothnessRatesConfig(targets=((2, 2.0),), separation_cells=(), levels=18, directions="one")  # 18 waves
     SmoothnessRatesConfig(targets=((1, 1.0),), separation_cells=(), approx_targets=(), levels=18)  # d = 1
+
+
+def test_smoothness_rates_data_seeded_independent_and_noisy_as_documented() -> None:
+    """Training draws differ across seeds, never meet the shared test points, and carry N(0, σ²) noise."""
+    import numpy as np
+
+    from structnets.data import lacunary_target
+    from structnets.experiments.smoothness_rates.units import test_points
+
+    target = lacunary_target(2, 2.0, levels=6, seed=0, directions="dense")
+    X0, y0 = target.sample(4000, noise=0.1, seed=1000)
+    X1, _ = target.sample(4000, noise=0.1, seed=1001)
+    assert not np.allclose(X0[:10], X1[:10])
+    X_test = test_points(4096, 2)
+    gaps = np.min(np.abs(X_test[:, None, 0] - X0[None, :512, 0]) + np.abs(X_test[:, None, 1] - X0[None, :512, 1]))
+    assert gaps > 0  # no training point is a test point
+    residual = y0 - target(torch.from_numpy(X0)).numpy()
+    assert abs(residual.mean()) < 4 * 0.1 / np.sqrt(4000) and abs(residual.std() / 0.1 - 1) < 0.05
+
+
+def test_smoothness_rates_parameter_count_is_the_ensemble_networks() -> None:
+    """N in the tables (parameter_count) is the number of parameters each trained member has."""
+    from structnets.experiments.smoothness_rates import parameter_count, width_for_parameters
+    from structnets.models.ensemble_mlp import EnsembleMLP
+
+    for d in (1, 2, 3):
+        for depth in (2, 3, 6):
+            for width in (2, 7, 20):
+                net = EnsembleMLP(["relu", "tanh"], d, width, depth, generator=torch.Generator().manual_seed(0))
+                assert net.P == parameter_count(d, width, depth)
+            for N in (40, 126, 400):  # the solved width is the nearest: its neighbours are no closer to N
+                w = width_for_parameters(N, d, depth)
+                gaps = [abs(parameter_count(d, v, depth) - N) for v in (max(2, w - 1), w, w + 1)]
+                assert gaps[1] == min(gaps) or w == 2
+
+
+def test_lacunary_target_has_zygmund_smoothness_s() -> None:
+    """sup_h |Δ^r_h f|/h^s stays bounded as levels K grow (s = 1, 1.5, 3), the Hölder–Zygmund class C^s."""
+    from structnets.data import lacunary_target
+
+    x = 0.25 + 0.5 * torch.rand(4000, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    for s, order in ((1.0, 2), (1.5, 2), (3.0, 4)):
+        quotients = []
+        for levels in (8, 14):
+            f = lacunary_target(1, s, levels=levels)
+            top = 0.0
+            for j in range(2, 13):
+                h = 2.0**-j
+                diff = sum((-1) ** (order - i) * math.comb(order, i) * f(x + i * h) for i in range(order + 1))
+                top = max(top, float(diff.abs().max()) / h**s)
+            quotients.append(top)
+        assert quotients[1] < 1.3 * quotients[0], (s, quotients)
+    # and no better: at exponent s + 0.25 the quotient grows with K (s = 1)
+    f8, f14 = lacunary_target(1, 1.0, levels=8), lacunary_target(1, 1.0, levels=14)
+    h = 2.0**-12
+    q = [float((g(x + 2 * h) - 2 * g(x + h) + g(x)).abs().max()) / h**1.25 for g in (f8, f14)]
+    assert q[1] > 2 * q[0]
