@@ -224,3 +224,19 @@ def test_refused_run_leaves_no_default_folder(
     assert main(["run", "toy", "--quick", "--jobs", "1", "--reuse", str(tmp_path / "nowhere")]) == 2
     assert "has no results.db" in _one_error_line(capsys.readouterr().err)
     assert list((tmp_path / "runs").glob("*")) == []  # nothing made for a run that never started
+
+
+# -- analyze: a complex state dict -------------------------------------------------------------
+
+
+def test_analyze_complex_state_dict_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # spectrum_table now refuses complex matrices with a TypeError (it dropped the imaginary part:
+    # sigma_1 2.055 for a matrix whose sigma_1 is 2.936); analyze caught only ValueError: a traceback
+    import torch
+
+    path = tmp_path / "complex.pt"
+    torch.save({"weight": torch.randn(3, 4, dtype=torch.complex64, generator=torch.Generator().manual_seed(0))}, path)
+    assert main(["analyze", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert _one_error_line(captured.err) == "error: layer '<root>' must be a real matrix, got dtype torch.complex64"
+    assert captured.out == ""

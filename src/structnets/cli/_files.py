@@ -111,7 +111,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
             table = spectrum_table(args.model, ps=tuple(args.ps), rtol=args.rtol, top=args.top)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, TypeError, FileNotFoundError) as e:  # TypeError: a complex layer matrix
         raise _UsageError(str(e)) from e
     for warning in caught:  # e.g. matrix entries of no known layer kind, left out of the table
         print(f"warning: {warning.message}", file=sys.stderr)
