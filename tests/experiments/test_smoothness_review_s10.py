@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
 
@@ -115,3 +116,48 @@ def test_lacunary_target_has_zygmund_smoothness_s() -> None:
     h = 2.0**-12
     q = [float((g(x + 2 * h) - 2 * g(x + h) + g(x)).abs().max()) / h**1.25 for g in (f8, f14)]
     assert q[1] > 2 * q[0]
+
+
+def test_swish_construction_folder_read_on_the_grid_alone_shows_as_changed(tmp_path: Path) -> None:
+    """A folder whose power-target units were measured before the kinks counted is mixed, not silently resumed.
+
+    Such a folder (e.g. the full run with its 0.973 max error/bound) holds grid-only sups; its power units
+    must show as changed (claims mark it, run refuses it without --rerun-changed); sine units did not move.
+    """
+    import dataclasses
+
+    import pandas as pd
+
+    from structnets.experiments import REGISTRY, run_experiment
+    from structnets.experiments.swish_construction import EXPERIMENT, SwishConstructionConfig
+    from structnets.protocol import Unit
+    from structnets.runner import changed_units
+
+    config = SwishConstructionConfig(targets=("power:1:0.5", "sine:1:3"), Ms_1d=(4,), taus=(), lams=(), grid_1d=101)
+
+    def old_units(config: SwishConstructionConfig, finished: pd.DataFrame) -> list[Unit]:
+        return [
+            dataclasses.replace(u, params={k: v for k, v in u.params.items() if k != "sup_at_kinks"})
+            for u in EXPERIMENT.units_fn(config, finished)
+        ]
+
+    out = tmp_path / "old"
+    run_experiment(dataclasses.replace(EXPERIMENT, units_fn=old_units), config, out)
+    assert changed_units(out, registry=REGISTRY) == ["power:1:0.5/M/M=4/tau=40/lam=10000"]
+
+
+def test_swish_construction_figures_skip_a_sweep_that_did_not_run(tmp_path: Path) -> None:
+    """taus=() and lams=() drew empty error_vs_tau/lam.png (matplotlib: 'No artists with labels found')."""
+    import pandas as pd
+
+    from structnets.experiments.swish_construction import draw_figures
+
+    row = {"target": "sine:1:3", "sweep": "M", "tau": 40.0, "lam": 1e4, "beta": 3.0, "product": 1e-9}
+    results = pd.DataFrame(
+        [
+            {**row, "M": M, "error": 1.0 / M**3, "bound": 2.0 / M**3, "taylor": 1.5 / M**3, "leakage": 0.0}
+            for M in (4, 8)
+        ]
+    )
+    paths = draw_figures(results, None, tmp_path)  # warnings are errors in the test run
+    assert [p.name for p in paths] == ["error_vs_M.png"]

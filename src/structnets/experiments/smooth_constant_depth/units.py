@@ -22,7 +22,10 @@ from .config import SmoothConstantDepthConfig
 def make_units(config: SmoothConstantDepthConfig, finished: pd.DataFrame) -> list[Unit]:
     units: list[Unit] = []
     for spec in config.targets:
-        d = parse_target(spec).d
+        target = parse_target(spec)
+        d = target.d
+        # the sup is read at the target's kinks too (since s10): flagged so older folders show as changed
+        kinks = {"sup_at_kinks": True} if target.singular_coordinates else {}
         for name in config.activations:
             for K in config.Ks(d):
                 units.append(
@@ -36,6 +39,7 @@ def make_units(config: SmoothConstantDepthConfig, finished: pd.DataFrame) -> lis
                             "grid": config.grid(d),
                             "floor_points": config.floor_points,
                             "l2_points": config.l2_points,
+                            **kinks,
                         },
                     )  # fmt: skip
                 )

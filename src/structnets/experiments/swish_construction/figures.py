@@ -30,6 +30,8 @@ def draw_figures(results: pd.DataFrame, config: SwishConstructionConfig | None, 
     if not specs:
         return paths
     for sweep, label in (("M", "M (grid resolution)"), ("tau", "τ (bump sharpness)"), ("lam", "λ (product scale)")):
+        if not (results["sweep"] == sweep).any():  # taus=() or lams=(): no such figure (was empty, legend warning)
+            continue
         fig, axes = plt.subplots(1, len(specs), figsize=(3.2 * len(specs), 3.2), squeeze=False)
         for ax, spec in zip(axes[0], specs):
             rows = results[(results["target"] == spec) & (results["sweep"] == sweep)].sort_values(sweep)

@@ -20,7 +20,11 @@ if TYPE_CHECKING:  # torch is imported inside the unit functions, not at CLI sta
 def make_units(config: SwishConstructionConfig, finished: pd.DataFrame) -> list[Unit]:
     units: list[Unit] = []
     for spec in config.targets:
-        d = parse_target(spec).d
+        target = parse_target(spec)
+        d = target.d
+        # a target with kinks has its sup read there too (since s10): the flag makes its units of older
+        # folders, read on the grid alone, show as changed (mixed / --rerun-changed), not silently mixed
+        kinks = {"sup_at_kinks": True} if target.singular_coordinates else {}
         Ms = config.Ms_1d if d == 1 else config.Ms_2d
         sweep_M = config.sweep_M_1d if d == 1 else config.sweep_M_2d
         grid = config.grid_1d if d == 1 else max(11, round(config.grid_2d ** (2 / d)))
@@ -31,7 +35,7 @@ def make_units(config: SwishConstructionConfig, finished: pd.DataFrame) -> list[
             units.append(
                 Unit(
                     key=f"{spec}/{sweep}/M={M}/tau={tau:g}/lam={lam:g}",
-                    params={"target": spec, "sweep": sweep, "M": M, "tau": tau, "lam": lam, "grid": grid},
+                    params={"target": spec, "sweep": sweep, "M": M, "tau": tau, "lam": lam, "grid": grid, **kinks},
                 )
             )
     return units
