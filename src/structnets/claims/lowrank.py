@@ -489,7 +489,7 @@ def _construction_rate(results: pd.DataFrame, config: Any) -> Evidence:
         str(decided),
         "upper-bound rate (error ≲ c₄M^−β): per target, the least-squares slope of log sup error in log M over the M "
         "whose bound is Taylor-dominated (T ≥ 10·(bump + product); ± its standard error, [the swish-construction "
-        f"report's bootstrap 95 % interval]); one-sided t-test of 'slower than −β by more than {RATE_TOLERANCE:.0%} "
+        f"report's 95 % t-interval]); one-sided t-test of 'slower than −β by more than {RATE_TOLERANCE:.0%} "
         f"of β' (a nearly noiseless construction's pre-asymptotic curvature is otherwise significant), Holm over "
         f"targets at α = {ALPHA}: "
         "no target significantly slower reproduced, any slower refuted (a construction has no optimiser to blame); "

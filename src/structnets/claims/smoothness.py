@@ -44,7 +44,7 @@ def members(results: pd.DataFrame, settle_tol: float) -> pd.DataFrame:
 
     A member is *settled* when L-BFGS converged, or when the training MSE it gained in the second
     half of its L-BFGS budget is at most ``settle_tol`` × its test MSE. The rows are in the report's
-    canonical order, so the bootstrap intervals below are the report's.
+    canonical order, so the intervals below are the report's.
     """
     from ..experiments.smoothness_rates.report import long_table
 
@@ -78,7 +78,7 @@ def _cell_ols(long: pd.DataFrame, part: str, x: str, y: str, cell: dict[str, Any
 def flattening(cells: list[dict[str, Any]]) -> tuple[int, int, int, str]:
     """Whether each cell's slope flattens at the top of its grid, from the slope table.
 
-    A cell *flattens* when the 95 % bootstrap interval of its slope over the upper half of the
+    A cell *flattens* when the 95 % interval (``loglog_slope``'s t-interval) of its slope over the upper half of the
     grid lies entirely above (flatter than) its whole-grid slope: the error falls significantly
     more slowly at the largest sizes than over the grid — the optimisation limit the verdicts
     name, shown by the data rather than asserted.

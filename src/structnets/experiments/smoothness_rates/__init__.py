@@ -21,7 +21,7 @@ the result equals training them one by one. Every member records whether it conv
 * ``estimation``: y = f(x) + σε on n uniform points, target :func:`structnets.data.lacunary_target`
   of smoothness s; parameter budget N ∝ n^{d/(2s+d)} (the theory's choice; width solved from N at
   the given depth, :func:`estimation_width`); empirical risk minimisation; excess risk ‖f̂ − f‖² on
-  fresh test points. Fitted slope of log excess risk on log n (bootstrap 95% interval over seeds)
+  fresh test points. Fitted slope of log excess risk on log n (95% t-interval, pure-error variance over seeds)
   beside −2s/(2s+d).
 * ``separation_cells``: further estimation cells (d, s, L_w) where the cap predicts a gap in n between
   smooth activations (−2s/(2s+d)) and ReLU (at best −2r/(2r+d), r = min(L_w, s)): d = 1, s = 3,

@@ -55,7 +55,7 @@ def long_table(results: pd.DataFrame, settle_tol: float = 0.1) -> pd.DataFrame:
     long = pd.DataFrame.from_records(records)
     if long.empty:
         return long
-    # Canonical order (stable: seeds keep their column order), so slopes and bootstrap intervals do
+    # Canonical order (stable: seeds keep their column order), so slopes and intervals do
     # not depend on the order in which the units ran: within each (cell, activation), ascending n or N.
     return long.sort_values(["part", "d", "s", "depth", "activation", "n", "parameters"], kind="stable")
 
@@ -129,7 +129,7 @@ def separation_section(long: pd.DataFrame, config: SmoothnessRatesConfig) -> lis
         "",
         "Each smooth member and the ReLU member of the same seed see the same data, so the slope of "
         "log(smooth excess risk / ReLU excess risk) in log n is the slope difference, with a stratified "
-        "bootstrap 95% interval. *Smooth faster* = the interval lies below 0. Predicted difference: "
+        "95% t-interval (pure-error variance over seeds). *Smooth faster* = the interval lies below 0. Predicted difference: "
         "−2s/(2s+d) − (−2r/(2r+d)), r = min(L, s).",
         "",
         "| d | s | L | smooth rate −2s/(2s+d) | ReLU cap rate −2r/(2r+d) | predicted difference | activation | slope | ReLU slope | difference [95%] | smooth faster | largest-n ratio smooth/ReLU | optimisation-limited (smooth / ReLU) |",
@@ -192,7 +192,7 @@ def report_markdown(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str
             else ""
         )
         + f"; seeds {list(config.seeds)}; slopes by least squares on "
-        "log–log with stratified bootstrap 95% intervals. L = number of weight layers (the paper's L − 1).",
+        "log–log with 95% t-intervals (pure-error variance over seeds; analysis.loglog_slope). L = number of weight layers (the paper's L − 1).",
         "",
         f"*Settled* member: L-BFGS converged, or the training MSE it gained in the second half of its L-BFGS budget "
         f"is ≤ {config.settle_tol:g} × its measured error. A row is *optimisation-limited* when fewer than 80% of its "

@@ -10,7 +10,7 @@ from .config import SwishConstructionConfig
 def m_slopes(
     results: pd.DataFrame, spec: str, taylor_dominated: bool = False
 ) -> tuple[float, float, float, int] | None:
-    """Least-squares slope of log error on log M over the M sweep, and its bootstrap 95% interval.
+    """Least-squares slope of log error on log M over the M sweep, and its 95% t-interval (analysis.loglog_slope).
 
     With ``taylor_dominated``, only the M whose bound is dominated by the Taylor term
     (T ≥ 10·(bump + product)) are used: the regime where the theory predicts slope −β.
@@ -58,8 +58,8 @@ def report_markdown(results: pd.DataFrame, config: SwishConstructionConfig | Non
         "",
         "## Error vs M: fitted slope against the Taylor rate −β",
         "",
-        f"τ = {_fixed(results, 'tau')}, λ = {_fixed(results, 'lam')}. Slope: least squares on log error vs log M, bootstrap 95% "
-        "interval; 'Taylor-dominated' keeps the M whose bound has T ≥ 10·(bump + product), where the "
+        f"τ = {_fixed(results, 'tau')}, λ = {_fixed(results, 'lam')}. Slope: least squares on log error vs log M, with its 95% "
+        "t-interval; 'Taylor-dominated' keeps the M whose bound has T ≥ 10·(bump + product), where the "
         "theory predicts −β (beyond it the product floor c₃/λ² takes over and the error flattens).",
         "",
         "| target | d | β | M range | paper slope −β | our slope, all M [95%] | our slope, Taylor-dominated M [95%] (points) | error ≤ bound at every M | max error/bound |",
