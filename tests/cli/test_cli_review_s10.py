@@ -240,3 +240,39 @@ def test_analyze_complex_state_dict_is_one_line(tmp_path: Path, capsys: pytest.C
     captured = capsys.readouterr()
     assert _one_error_line(captured.err) == "error: layer '<root>' must be a real matrix, got dtype torch.complex64"
     assert captured.out == ""
+
+
+# -- library warnings -----------------------------------------------------------------------------
+
+
+def test_library_warnings_are_one_line_each(tmp_path: Path) -> None:
+    # compare of a mixed folder printed Python's default format: ".../runner/compare.py:117: MixedRunWarning: ..."
+    # and then the library's source line "exp, config_a, frame_a = load_results(...)"; a subprocess, since
+    # pytest records warnings instead of showing them
+    import contextlib
+    import json
+    import sqlite3
+
+    from structnets.runner.store import row_digest
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        assert main(["run", "toy", "--quick", "--out", str(out), "-q", "--no-html", "--jobs", "1"]) == 0
+    key = "stage1/arm=0/seed=1"
+    with contextlib.closing(sqlite3.connect(a / "results.db", isolation_level=None)) as conn:
+        (params,) = conn.execute("SELECT params FROM results WHERE key = ?", (key,)).fetchone()
+        conn.execute("UPDATE results SET params = ? WHERE key = ?", (json.dumps({**json.loads(params), "old": 1}), key))
+        columns = "key, params, result, started, finished, worker, host, wall_s"
+        row = conn.execute(f"SELECT {columns} FROM results WHERE key = ?", (key,)).fetchone()
+        conn.execute("UPDATE results SET digest = ? WHERE key = ?", (row_digest(*row), key))
+    proc = subprocess.run(
+        [sys.executable, "-m", "structnets", "compare", str(a), str(b), "--experiment", TOY],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"warning: {a} is a mixed run folder: 1 unit(s) were stored with params that differ from what toy now "
+        f"gives (e.g. ['{key}']); see changed_units()"
+    ]

@@ -37,8 +37,10 @@ import argparse
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from . import _catalog, _claims, _files, _folders, _run
 from ._common import (
@@ -98,6 +100,17 @@ def _silence_stdout() -> None:
         pass
 
 
+def _show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    """A library warning as one ``warning: ...`` line on stderr.
+
+    Python's default format named the library file and printed its source line (``compare`` of a mixed run
+    folder: ``.../runner/compare.py:117: MixedRunWarning: ...`` then ``exp, config_a, frame_a = load_results(...)``).
+    """
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr if file is None else file)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser, handlers = _parser()
     try:
@@ -119,7 +132,9 @@ def _main(argv: Sequence[str] | None) -> int:
     from ..runner import RunnerError, UnitFailedError
 
     try:
-        return handlers[args.command](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return handlers[args.command](args)
     except (_UsageError, RunnerError) as e:
         if args.traceback:
             raise
