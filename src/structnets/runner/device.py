@@ -26,9 +26,16 @@ def cuda_available() -> bool:
 
 
 def _check_name(device: Any, what: str) -> str:
-    if not isinstance(device, str) or not (device in DEVICES or (device.startswith("cuda:") and device[5:].isdigit())):
-        raise InvalidConfigError(f"{what} must be one of {', '.join(DEVICES)} (or cuda:N), got {device!r}")
-    return device
+    # cuda:N as torch parses it (training.device.check_device): str.isdigit took "cuda:²" (then int()
+    # raised) and "cuda:01" / "cuda:128", which torch refuses or wraps to another device
+    from ..training.device import check_device
+
+    try:
+        return check_device(device, what.strip("`"))
+    except ValueError:
+        raise InvalidConfigError(
+            f"{what} must be one of {', '.join(DEVICES)} (or cuda:N, N in [0, 127] without leading zeros), got {device!r}"
+        ) from None
 
 
 def resolve_device(device: str, *, backend: str = "local", gpus_per_unit: float | None = None) -> str:
