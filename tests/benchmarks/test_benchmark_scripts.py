@@ -26,6 +26,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
             "| 64 | 7×7 | sized | verified |",
         ),
         ("fit_checkpoint.py", ["--rows", "256", "--epochs", "1", "--pairs", "1"], "with / without a checkpoint"),
+        ("certified_batch_share.py", ["--shapes", "1x4", "--batch", "8", "--rounds", "3", "--calls", "1"], "| 1 | 4 |"),
         (
             "rates_refiners.py",
             ["--parameters", "20", "--lbfgs", "20", "--lm", "5", "--adam", "5", "--points", "32"],
