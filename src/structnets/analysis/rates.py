@@ -111,16 +111,32 @@ def loglog_slope(
     slope, intercept = _ols_slopes(lx, ly)
     if method == "t":
         low, high = _t_interval(x, lx, ly, float(slope), float(intercept), levels, level)
-        return SlopeFit(
-            slope=float(slope),
-            intercept=float(intercept),
-            low=low,
-            high=high,
-            level=level,
-            n_points=int(x.size),
-            n_levels=int(levels.size),
-            n_boot=0,
-        )
+        n_boot = 0
+    else:
+        low, high = _bootstrap_interval(x, lx, ly, float(slope), levels, level, n_boot, seed)
+    return SlopeFit(
+        slope=float(slope),
+        intercept=float(intercept),
+        low=low,
+        high=high,
+        level=level,
+        n_points=int(x.size),
+        n_levels=int(levels.size),
+        n_boot=n_boot,
+    )
+
+
+def _bootstrap_interval(
+    x: np.ndarray,
+    lx: np.ndarray,
+    ly: np.ndarray,
+    slope: float,
+    levels: np.ndarray,
+    level: float,
+    n_boot: int,
+    seed: int,
+) -> tuple[float, float]:
+    """The stratified percentile bootstrap interval (``method="bootstrap"``), widened to contain ``slope``."""
     rng = np.random.default_rng(seed)
     if levels.size < x.size:  # replicates: stratified bootstrap within each x level
         index = np.empty((n_boot, x.size), dtype=int)
@@ -135,16 +151,7 @@ def loglog_slope(
     boot = boot[np.isfinite(boot)]
     tail = (1 - level) / 2
     low, high = np.quantile(boot, [tail, 1 - tail]) if boot.size else (np.nan, np.nan)
-    return SlopeFit(
-        slope=float(slope),
-        intercept=float(intercept),
-        low=float(min(low, slope)),
-        high=float(max(high, slope)),
-        level=level,
-        n_points=int(x.size),
-        n_levels=int(levels.size),
-        n_boot=n_boot,
-    )
+    return float(min(low, slope)), float(max(high, slope))
 
 
 def _t_interval(

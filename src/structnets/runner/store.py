@@ -134,6 +134,8 @@ class ResultStore:
         self.path = path
         self._conn = conn
         self.meta = meta
+        # read once: create_or_resume has given a writable store its digest column before this point
+        self._digests = _has_digests(conn)
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -337,7 +339,7 @@ class ResultStore:
                 (the row and column are named).
         """
         try:
-            digests = _has_digests(self._conn)
+            digests = self._digests
             columns = ", ".join(_SCHEMA["results"] if digests else _LEGACY_SCHEMA["results"])
             rows = self._conn.execute(f"SELECT {columns} FROM results ORDER BY rowid").fetchall()
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
@@ -378,7 +380,7 @@ class ResultStore:
             record.host,
             float(record.wall_s),
         )
-        if _has_digests(self._conn):
+        if self._digests:
             cur = self._execute(
                 f"{verb} INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*values, row_digest(*values))
             )
