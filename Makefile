@@ -21,7 +21,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e '.[test,compress]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,compress,fast]'
 	touch $(STAMP)
 
 # The quick presets; each prints its table and writes runs/demo-NAME/ (report.html to open in a browser,

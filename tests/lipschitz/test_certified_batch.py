@@ -25,6 +25,17 @@ from structnets.nn._verified_gram import batched_verified_square, verified_ratio
 F64 = torch.float64
 
 
+@pytest.fixture(autouse=True, params=["fused-kernel", "tensor-operations"])
+def certification_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both computations of a batch: the compiled kernel and the tensor operations."""
+    from structnets.nn import _fused_certify
+
+    if request.param == "fused-kernel" and not _fused_certify.AVAILABLE:
+        pytest.skip("numba (extra `fast`) is not installed: the tensor operations run everywhere")
+    monkeypatch.setattr(_fused_certify, "AVAILABLE", request.param == "fused-kernel")
+    return str(request.param)
+
+
 def _sigma_squared(weight: torch.Tensor) -> float:
     return float(torch.linalg.matrix_norm(weight.detach().to(F64), ord=2)) ** 2
 

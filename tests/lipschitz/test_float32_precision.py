@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 import torch
 
@@ -132,18 +133,32 @@ def test_batched_test_runs_in_float64_under_lowered_precision(restore_precision)
         assert torch.equal(lowered[0], in_float64[0]) and torch.equal(lowered[1], in_float64[1])
 
 
-def test_certified_batch_tests_in_float64_under_lowered_precision(monkeypatch, restore_precision) -> None:
+@pytest.mark.parametrize("fused", [False, True], ids=["tensor-path", "fused-path"])
+def test_certified_batch_tests_in_float64_under_lowered_precision(monkeypatch, restore_precision, fused) -> None:
     import structnets.nn._certified_batch as batch_module
     from structnets.models import lipschitz_resnet
+    from structnets.nn import _fused_certify
 
+    if fused and not _fused_certify.AVAILABLE:
+        pytest.skip("numba (extra `fast`) is not installed")
+    monkeypatch.setattr(_fused_certify, "AVAILABLE", fused)
     seen: list[torch.dtype] = []
-    original = batch_module._certify_grams
+    if fused:
+        original_arrays = _fused_certify.certify_arrays
 
-    def recording(gram, *args):
-        seen.append(gram.dtype)
-        return original(gram, *args)
+        def recording_arrays(weights, vectors, margins, steps, is_tau, precision, *args):
+            seen.append(torch.float32 if precision == np.float32 else torch.float64)
+            return original_arrays(weights, vectors, margins, steps, is_tau, precision, *args)
 
-    monkeypatch.setattr(batch_module, "_certify_grams", recording)
+        monkeypatch.setattr(_fused_certify, "certify_arrays", recording_arrays)
+    else:
+        original = batch_module._certify_grams
+
+        def recording(gram, *args):
+            seen.append(gram.dtype)
+            return original(gram, *args)
+
+        monkeypatch.setattr(batch_module, "_certify_grams", recording)
     torch.manual_seed(0)
     model = lipschitz_resnet(12, 3, 8, 2, bound="verified-batched").train()
     x = torch.randn(5, 12)

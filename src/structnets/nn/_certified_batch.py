@@ -17,13 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+import numpy as np
 import torch
 from torch import nn
 
 from .._float32_precision import float32_matmul_is_ieee
 from ..functional import certified_step, sqrt_round_up, squared_norm_bound
+from . import _fused_certify
 from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, CertifiedBound, _is_transformed, _top_vector_by_gram
 from ._verified_gram import (
+    _PRECISION,
     _certify_grams,
     _following,
     _gram_and_start,
@@ -240,24 +243,34 @@ class CertifiedBatch:
         # per-shape sequences of small operations were most of the cost at MLP sizes)
         places: dict[tuple[Any, ...], list[_Group]] = {}
         for (dtype, device, kind, _, learnable), positions in groups.items():
-            places.setdefault((dtype, device), []).append(self._group(kind, learnable, positions))
-        for place in places.values():
-            self._compute_place(place)
+            fused = _fused_place(dtype, device)
+            places.setdefault((dtype, device), []).append(self._group(kind, learnable, positions, fused))
+        for (dtype, device), place in places.items():
+            if _fused_place(dtype, device):
+                self._compute_place_fused(place)
+            else:
+                self._compute_place(place)
         self.computations += 1
 
-    def _group(self, kind: str, learnable: bool, positions: list[int]) -> _Group:
-        """Stack one shape's weights and power vectors (no autograd: :class:`_PowerModeGradient` differentiates)."""
+    def _group(self, kind: str, learnable: bool, positions: list[int], fused: bool = False) -> _Group:
+        """Stack one shape's weights and power vectors (no autograd: :class:`_PowerModeGradient` differentiates).
+
+        ``fused``: σ̂ and u are left to the compiled kernel (:mod:`._fused_certify`), which computes them.
+        """
         layers = [self._members[p] for p in positions]
         inputs = [self._weight(layer, kind) for layer in layers]
         steps: list[torch.Tensor] | list[float] | list[None]
         with torch.no_grad():
             stacked = torch.stack(inputs)
             vectors = torch.stack([layer.power_vector for layer in layers])
-            # W_b v_b as a row: σ̂_b = ‖W_b v_b‖ and u_b = W_b v_b / σ̂_b (0 where W_b v_b = 0, as the norm's subgradient)
-            image = torch.bmm(vectors.unsqueeze(1), stacked.mT).squeeze(1)
-            estimate = torch.linalg.vector_norm(image, dim=1)
-            left = image / estimate.unsqueeze(1).clamp_min(torch.finfo(stacked.dtype).tiny)
             dtype, device = stacked.dtype, stacked.device
+            if fused:
+                estimate = left = stacked.new_empty(0)  # set from the kernel's outputs
+            else:
+                # W_b v_b as a row: σ̂_b = ‖W_b v_b‖ and u_b = W_b v_b / σ̂_b (0 where W_b v_b = 0, as the norm's subgradient)
+                image = torch.bmm(vectors.unsqueeze(1), stacked.mT).squeeze(1)
+                estimate = torch.linalg.vector_norm(image, dim=1)
+                left = image / estimate.unsqueeze(1).clamp_min(torch.finfo(stacked.dtype).tiny)
             slope = None
             if kind == "tau" and learnable:
                 logit_params = [layer.step_logit for layer in layers]
@@ -373,6 +386,53 @@ class CertifiedBatch:
             )
             # the computation's one host read
             flags = torch.stack((_joined(passes) & usable, _joined(retries))).tolist()
+        self._hand_out(order, plan, flags, following)
+
+    def _compute_place_fused(self, groups: list[_Group]) -> None:
+        """``_compute_place`` for float32/float64 weights on the CPU: one compiled call per group (:mod:`._fused_certify`).
+
+        The same test, values, gradient factors and flags, computed by plain loops in one call
+        instead of a few hundred dispatched tensor operations (issue 26).
+        """
+        dtype, device = groups[0].snapshot.dtype, groups[0].snapshot.device
+        ieee = float32_matmul_is_ieee(device)
+        outputs = []
+        for group in groups:
+            rows, cols = group.snapshot.shape[-2:]
+            n, inner = min(rows, cols), max(rows, cols)
+            precision = _precision_for(dtype, n, inner, ieee)
+            out = _fused_certify.certify_arrays(
+                group.snapshot.numpy(),
+                group.vectors.numpy(),
+                group.margins.numpy(),
+                group.step64.numpy(),
+                group.kind == "tau",
+                _NUMPY[precision],
+                verified_ratio(n, inner, precision),
+                _PRECISION[precision][1],
+            )
+            group.left = torch.from_numpy(out["left"])
+            outputs.append(out)
+        joined = {
+            key: np.concatenate([out[key] for out in outputs])
+            for key in ("values", "slopes", "inverses", "factors", "flags")
+        }
+        flags = joined["flags"]
+        plan = _Plan(
+            torch.from_numpy(joined["values"]),
+            torch.from_numpy(joined["slopes"]),
+            torch.from_numpy(joined["inverses"]),
+            groups,
+            torch.from_numpy(joined["factors"]),
+            torch.from_numpy(flags[:, 2].copy()),
+        )
+        following = [vector for out in outputs for vector in torch.from_numpy(out["following"]).unbind(0)]
+        self._hand_out(groups, plan, flags[:, :2].T.tolist(), following)
+
+    def _hand_out(
+        self, order: list[_Group], plan: _Plan, flags: list[list[bool]], following: list[torch.Tensor]
+    ) -> None:
+        """Attach the power-mode gradient to the values and store one entry per member (``take`` reads them)."""
         values = _PowerModeGradient.apply(plan, *[tensor for group in order for tensor in group.inputs])
         spent = [False]
         if values.requires_grad:
@@ -466,6 +526,14 @@ def _surrogate(plan: _Plan, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
             step = group.step
         parts.append(step / (sigma.square() * factor))
     return torch.cat(parts)
+
+
+_NUMPY: dict[torch.dtype, np.dtype[Any]] = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
+
+
+def _fused_place(dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether a place (dtype, device) runs the compiled kernel: numba present, float32/float64 weights, the CPU."""
+    return _fused_certify.AVAILABLE and device.type == "cpu" and dtype in _NUMPY
 
 
 #: Pad a Gram matrix of size n to a set's size N when its share of the padded factorisation stays

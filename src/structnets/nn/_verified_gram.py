@@ -9,6 +9,7 @@ factorisation of μ_bI − Ĝ_b whose completion certifies Q_b = μ_b(1 + K) ≥
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -44,6 +45,7 @@ def _gamma(k: int, unit: float = _U) -> float:
     return _up(ku / (1.0 - ku))
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of its arguments, read at every batched step
 def verified_ratio(n: int, inner: int, dtype: torch.dtype = torch.float64) -> float:
     """1 + K with K(n, h) data-free: a passed Cholesky test of μ certifies Q = μ(1 + K) ≥ ‖W‖₂².
 
@@ -100,6 +102,7 @@ def _set_shift(shifted: torch.Tensor, diagonal: torch.Tensor, guess: torch.Tenso
     shifted.diagonal(dim1=-2, dim2=-1).copy_(guess.unsqueeze(-1) - diagonal)
 
 
+@functools.lru_cache(maxsize=4096)
 def _precision_for(weight_dtype: torch.dtype, n: int, inner: int, ieee: bool = True) -> torch.dtype:
     """float64 for float64 weights; else float32 where its rounding factor K ≤ :data:`FLOAT32_MAX_K`, else float64.
 

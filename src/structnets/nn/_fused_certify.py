@@ -1,0 +1,318 @@
+"""One compiled call per weight shape for :class:`~structnets.nn.CertifiedBatch` on the CPU (numba, optional).
+
+The batched test of ``_verified_gram`` (Gram matrix, Lanczos guess, Cholesky test, a second guess,
+rounding of τ or of the norm bound, the power-mode gradient's factors) is a few hundred dispatched
+tensor operations per training step, each on a handful of numbers: at MLP sizes their dispatch,
+not their arithmetic, is most of a certified step's extra time (issue 26:
+``benchmarks/certified_batch_share.py``). Here the same computation runs as plain loops compiled by
+numba, with the Gram product and the small eigenproblem handed to BLAS/LAPACK, in one call per
+group of equal-shape maps.
+
+The certificate is the same theorem as the tensor path's (:func:`~._verified_gram.verified_ratio`,
+Higham 2002, Thm 10.3): the Gram matrix Ĝ is formed in the test precision by one BLAS product (its
+error bound γ_{2h} holds for every summation order), fl(μI − Ĝ) is factored by the textbook Cholesky
+loop in that precision (every operation rounded once: numba compiles without fast-math, so no
+reassociation or contraction is allowed), and a factorisation that runs to completion with
+positive pivots and a finite factor certifies Q = μ(1 + K) rounded up. Only the guesses (Lanczos in
+float64) differ from the tensor path in their last bits, and a guess needs no proof.
+
+Used where numba imports, the weights are float32 or float64 on the CPU; everywhere else the tensor
+path runs. ``STRUCTNETS_FUSED=0`` switches it off (for comparisons).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+try:  # an optional extra (``structnets[fast]``): without it the tensor path runs
+    import numba
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    numba = None  # type: ignore[assignment]
+
+#: Whether the fused path can run in this process.
+AVAILABLE = numba is not None and os.environ.get("STRUCTNETS_FUSED", "1") != "0"
+
+
+def _compiled(function: Any) -> Any:
+    # no fastmath: the Cholesky test's error bound needs every operation rounded once, in order;
+    # error_model="numpy": x/0 is IEEE ±inf or NaN, as in torch, not a ZeroDivisionError
+    return (
+        numba.njit(cache=True, fastmath=False, nogil=True, error_model="numpy")(function)
+        if numba is not None
+        else function
+    )
+
+
+@_compiled
+def _lanczos_guess(gram: Any, start: Any, iterations: int, out_vector: Any) -> float:
+    """Top Ritz value of ``iterations`` Lanczos steps on ``gram`` (float64) from ``start``; its Ritz vector in ``out_vector``.
+
+    The same recurrence as :func:`~._verified_gram._lanczos`, in float64 with BLAS products: NaN
+    where Ĝ or the recurrence is not finite (a failed test); a breakdown (β below 64·eps·tr Ĝ)
+    leaves the next vectors ≈ 0.
+    """
+    n = gram.shape[0]
+    k = iterations + 1
+    basis = np.zeros((k, n))
+    alphas = np.zeros(k)
+    betas = np.zeros(k)
+    floor = max(np.trace(gram) * (64.0 * 2.220446049250313e-16), 2.2250738585072014e-308)
+    basis[0] = start / max(math.sqrt(np.dot(start, start)), 2.2250738585072014e-308)
+    for step in range(k):
+        q = basis[step]
+        w = np.dot(gram, q)
+        alpha = np.dot(w, q)
+        alphas[step] = alpha
+        if step == iterations:
+            break
+        w -= alpha * q
+        if step > 0:
+            w -= betas[step - 1] * basis[step - 1]
+        beta = math.sqrt(np.dot(w, w))
+        betas[step] = beta
+        basis[step + 1] = w / max(beta, floor)
+    tridiagonal = np.diag(alphas)
+    for i in range(k - 1):
+        tridiagonal[i + 1, i] = betas[i]
+        tridiagonal[i, i + 1] = betas[i]
+    if not np.all(np.abs(tridiagonal) < math.inf):
+        out_vector[:] = start
+        return math.nan
+    values, vectors = np.linalg.eigh(tridiagonal)
+    out_vector[:] = np.dot(vectors[:, k - 1], basis)
+    return values[k - 1]
+
+
+def _lapack(name: str) -> Any:
+    """SciPy's LAPACK routine ``name`` (xPOTRF(uplo, n, a, lda, info), every argument by pointer) for compiled code.
+
+    Declared by symbol name, not as a ctypes pointer, so that the functions calling it can be
+    cached on disk (numba refuses to cache code holding a ctypes pointer); the symbol is bound to
+    SciPy's routine at import, before any cached code is linked.
+    """
+    from llvmlite import binding
+    from numba import types
+    from numba.extending import get_cython_function_address
+
+    symbol = f"structnets_{name}"
+    binding.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_lapack", name))
+    return types.ExternalFunction(symbol, types.void(*[types.voidptr] * 5))
+
+
+_SPOTRF = _lapack("spotrf") if numba is not None else None
+_DPOTRF = _lapack("dpotrf") if numba is not None else None
+
+
+@_compiled
+def _cholesky_passes(gram: Any, guess: Any, work: Any, single: bool) -> bool:
+    """Whether the Cholesky factorisation RᵀR of fl(μI − Ĝ) runs to completion with a finite factor.
+
+    ``work`` (n × n scratch) receives fl(μI − Ĝ) from Ĝ's upper triangle (μ and Ĝ in the test
+    precision: the shift is one rounding, the rest exact negations) and is factored in place by
+    LAPACK's xPOTRF (``single``: spotrf, else dpotrf; a row-major upper triangle is a column-major
+    lower one), the routine the tensor path's ``torch.linalg.cholesky_ex`` calls. Higham 2002,
+    Thm 10.3 bounds its backward error for any blocking (:func:`~._verified_gram.verified_ratio`
+    doubles the constant for that). Some xPOTF2 test a pivot with ``<= 0``, which NaN passes: the
+    factor is read too, so a pivot that is not positive, NaN included, or an overflow fails the test.
+    """
+    if not (guess > 0 and guess < math.inf):
+        return False
+    n = gram.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            work[i, j] = -gram[i, j]
+        work[i, i] = guess - gram[i, i]
+    uplo = np.array([76], dtype=np.uint8)  # "L"
+    sizes = np.array([n, n, 0], dtype=np.int32)  # n, lda, info
+    if single:
+        _SPOTRF(uplo.ctypes, sizes[0:].ctypes, work.ctypes, sizes[1:].ctypes, sizes[2:].ctypes)
+    else:
+        _DPOTRF(uplo.ctypes, sizes[0:].ctypes, work.ctypes, sizes[1:].ctypes, sizes[2:].ctypes)
+    if sizes[2] != 0:
+        return False
+    for i in range(n):
+        for j in range(i, n):
+            if not abs(work[i, j]) < math.inf:
+                return False
+    return True
+
+
+@_compiled
+def _cast(cell: Any, value: float) -> Any:
+    """``value`` rounded to nearest in ``cell``'s dtype (``cell``: a one-entry scratch array)."""
+    cell[0] = value
+    return cell[0]
+
+
+@_compiled
+def _round_tau(step: float, square: float, cell: Any, largest: float) -> Any:
+    """τ = s/Q rounded down in float64, then down to ``cell``'s dtype (:func:`~._verified_gram._tau_values`)."""
+    if square > 0:
+        square = max(square, 2.0**-1020)
+        quotient = min(np.nextafter(step / square, 0.0), largest)
+    else:
+        quotient = 0.0
+    value = _cast(cell, quotient)
+    if float(value) > quotient:
+        value = np.nextafter(value, _cast(cell, 0.0))
+    return value
+
+
+@_compiled
+def _round_norm(square: float, cell: Any) -> Any:
+    """√Q rounded up in float64, then up to ``cell``'s dtype (:func:`~._verified_gram._norm_values`)."""
+    root = math.sqrt(square)
+    if square > 0:
+        root = np.nextafter(root, math.inf)
+    value = _cast(cell, root)
+    if float(value) < root:
+        value = np.nextafter(value, _cast(cell, math.inf))
+    return value
+
+
+@_compiled
+def certify_group(
+    weights: Any,
+    tested: Any,
+    vectors: Any,
+    margins: Any,
+    steps: Any,
+    is_tau: bool,
+    single: bool,
+    ratio: float,
+    low: float,
+    high: float,
+    iterations: int,
+    retry: float,
+    values: Any,
+    slopes: Any,
+    inverses: Any,
+    factors: Any,
+    flags: Any,
+    following: Any,
+    left: Any,
+) -> None:
+    """Certify every map of one group (equal shapes, one dtype): the fused ``CertifiedBatch`` computation.
+
+    Inputs: ``weights`` (B, rows, cols) and ``vectors`` (B, cols) in the weight dtype; ``tested`` the
+    weights in the test precision (float32 or float64; the same array where that is their dtype); ``margins``
+    (B,) float64 1 + m_b; ``steps`` (B,) float64 s_b (1 for norm maps) and, for τ maps, ``steps``' cast
+    to the weight dtype is the surrogate's s. Outputs, written in place (weight dtype unless said):
+    ``values`` τ_b or the norm bound; ``slopes`` d surrogate/dσ̂ and ``inverses`` d surrogate/ds
+    (0 where the entry is not usable); ``factors`` 1 + m_b; ``flags`` (B, 3) bool (passed and usable,
+    retried, usable); ``following`` (B, cols) the next power vectors; ``left`` (B, rows) u_b.
+    """
+    count, rows, cols = weights.shape
+    n = min(rows, cols)
+    cell = np.empty(1, dtype=weights.dtype)  # rounds a float64 to the weight dtype
+    one = _cast(cell, 1.0)
+    zero = _cast(cell, 0.0)
+    tiny = np.finfo(weights.dtype).tiny
+    largest = float(np.finfo(weights.dtype).max)
+    test_cell = np.empty(1, dtype=tested.dtype)
+    for b in range(count):
+        w = weights[b]
+        v = vectors[b]
+        # σ̂ = ‖Wv‖ and u = Wv/σ̂ in the weight dtype, as the tensor path (a bmm and a vector norm)
+        image = np.dot(w, v)
+        estimate = np.sqrt(np.dot(image, image))
+        left[b] = image / max(estimate, tiny)
+        # the smaller Gram matrix in the test precision, and the Lanczos start (v, or Wv for WWᵀ)
+        wp = tested[b]
+        if rows < cols:
+            gram = np.dot(wp, wp.T)
+            start = np.dot(wp, v.astype(wp.dtype))
+        else:
+            gram = np.dot(wp.T, wp)
+            start = v.astype(wp.dtype)
+        z = np.empty(n)
+        ritz = _lanczos_guess(gram.astype(np.float64), start.astype(np.float64), iterations, z)
+        guess = _cast(test_cell, ritz * margins[b])
+        scratch = np.empty((n, n), dtype=gram.dtype)
+        passed = low <= guess <= high and _cholesky_passes(gram, guess, scratch, single)
+        retried = False
+        if not passed and retry > 1.0:
+            second = _cast(test_cell, float(guess) * retry)
+            if low <= second <= high and _cholesky_passes(gram, second, scratch, single):
+                guess, passed, retried = second, True, True
+        square = np.nextafter(float(guess) * ratio, math.inf)
+        # the next power vector: z (right vectors) or zW (left vectors), kept where not a unit vector
+        nxt = np.dot(z.astype(wp.dtype), wp).astype(np.float64) if rows < cols else z
+        length = math.sqrt(np.dot(nxt, nxt))
+        if length > 0 and length < math.inf:
+            following[b] = nxt / length
+        else:
+            following[b] = v
+        # the value and the power-mode gradient's factors (the tensor path's formulas, same dtype)
+        factor = _cast(cell, margins[b])
+        if is_tau:
+            value = _round_tau(steps[b], square, cell, largest)
+            step = _cast(cell, steps[b])
+            inverse = one / (estimate * estimate * factor)
+            surrogate = step * inverse
+            slope = _cast(cell, -2.0) * surrogate / estimate
+        else:
+            value = _round_norm(square, cell)
+            root = np.sqrt(factor)
+            surrogate = estimate * root
+            inverse = zero
+            slope = root
+        usable = surrogate + (value - surrogate) == value and abs(slope) < math.inf and abs(inverse) < math.inf
+        values[b] = value
+        slopes[b] = slope if usable else zero
+        inverses[b] = inverse if usable else zero
+        factors[b] = factor
+        flags[b, 0] = passed and usable
+        flags[b, 1] = retried
+        flags[b, 2] = usable
+
+
+def certify_arrays(
+    weights: np.ndarray,
+    vectors: np.ndarray,
+    margins: np.ndarray,
+    steps: np.ndarray,
+    is_tau: bool,
+    precision: np.dtype[Any],
+    ratio: float,
+    tested_range: tuple[float, float],
+    iterations: int = 5,
+    retry: float = 1.15,
+) -> dict[str, np.ndarray]:
+    """Run :func:`certify_group` on one group's arrays (C-contiguous, float32 or float64) and return its outputs by name."""
+    count, rows, cols = weights.shape
+    dtype = weights.dtype
+    tested = weights if precision == dtype else np.ascontiguousarray(weights, dtype=precision)
+    out = {
+        "values": np.empty(count, dtype=dtype),
+        "slopes": np.empty(count, dtype=dtype),
+        "inverses": np.empty(count, dtype=dtype),
+        "factors": np.empty(count, dtype=dtype),
+        "flags": np.empty((count, 3), dtype=np.bool_),
+        "following": np.empty((count, cols), dtype=dtype),
+        "left": np.empty((count, rows), dtype=dtype),
+    }
+    low, high = tested_range
+    certify_group(
+        weights,
+        tested,
+        vectors,
+        margins,
+        steps,
+        is_tau,
+        tested.dtype == np.float32,
+        ratio,
+        low,
+        high,
+        iterations,
+        retry,
+        *out.values(),
+    )
+    return out
+
+
+__all__ = ["AVAILABLE", "certify_arrays", "certify_group"]

@@ -1,0 +1,241 @@
+"""The compiled kernel behind ``bound="verified-batched"`` on the CPU (:mod:`structnets.nn._fused_certify`).
+
+It must certify exactly as the tensor path does: Q ≥ ‖W‖₂² against a float64 SVD wherever it says
+passed, on random and adversarial matrices (rank one, a flat top of the spectrum, ill-conditioned),
+in float32 and float64 tests; fail below the norm, on non-finite weights and out of the tested
+range; round τ and the norm bound bit for bit as the tensor path; and agree with the tensor path's
+verdicts and values where both run in float64.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+
+from structnets.nn import _fused_certify
+from structnets.nn._certified_batch import _fused_place
+from structnets.nn._verified_gram import _PRECISION, _norm_values, _tau_values, batched_verified_square, verified_ratio
+
+from .test_certified_batch import _adversarial, _sigma_squared
+
+pytestmark = pytest.mark.skipif(not _fused_certify.AVAILABLE, reason="numba (extra `fast`) is not installed")
+
+F64 = torch.float64
+
+
+def _run(
+    weights: torch.Tensor,
+    vectors: torch.Tensor,
+    margin: float | torch.Tensor,
+    *,
+    precision: torch.dtype,
+    is_tau: bool = False,
+    steps: torch.Tensor | None = None,
+    iterations: int = 5,
+    retry: float = 1.15,
+) -> dict[str, np.ndarray]:
+    count, rows, cols = weights.shape
+    margins = margin.numpy() if isinstance(margin, torch.Tensor) else np.full(count, margin)
+    return _fused_certify.certify_arrays(
+        np.ascontiguousarray(weights.numpy()),
+        np.ascontiguousarray(vectors.numpy()),
+        margins,
+        np.ones(count) if steps is None else steps.numpy(),
+        is_tau,
+        np.dtype(np.float32 if precision == torch.float32 else np.float64),
+        verified_ratio(min(rows, cols), max(rows, cols), precision),
+        _PRECISION[precision][1],
+        iterations,
+        retry,
+    )
+
+
+@pytest.mark.parametrize("shape", [(7, 7), (5, 12), (12, 5), (1, 9), (30, 40), (1, 1)])
+@pytest.mark.parametrize(
+    "dtype, precision",
+    [(torch.float64, torch.float64), (torch.float32, torch.float32), (torch.float32, torch.float64)],
+)
+def test_the_kernel_certifies_above_and_fails_below_the_norm(
+    shape: tuple[int, int], dtype: torch.dtype, precision: torch.dtype
+) -> None:
+    weights = _adversarial(*shape, count=8, seed=sum(shape)).to(dtype)
+    sigma2 = torch.tensor([_sigma_squared(w) for w in weights], dtype=F64)
+    vectors = torch.linalg.svd(weights.to(F64))[2][:, 0].to(dtype)
+    gap = 1e-8 if precision == torch.float64 else 1e-4  # float32 Gram products err by ~n·2⁻²⁴
+    if dtype == torch.float32:
+        gap = max(gap, 1e-5)  # a float32 top vector's Rayleigh quotient is σ₁² to ~1e-7 only
+    factor = verified_ratio(min(shape), max(shape), precision)
+    for ratio, expect in ((1 + 10 * gap, True), (1 - 10 * gap, False)):
+        # from the top vector with no Lanczos step the guess is σ₁²·ratio
+        out = _run(weights, vectors, ratio, precision=precision, iterations=0, retry=1.0)
+        assert not out["flags"][:, 1].any()  # no retry asked for
+        values = torch.from_numpy(out["values"]).to(F64)
+        for b in range(8):
+            if sigma2[b] == 0:
+                continue
+            if expect:
+                assert out["flags"][b, 0], f"matrix {b}: μ = σ₁²(1 + {10 * gap}) failed"
+                # the norm bound √Q rounded up: ≥ σ₁, within the margin and K of it
+                assert sigma2[b] <= values[b] ** 2 <= sigma2[b] * ratio * factor * (1 + 1e-5)
+            else:
+                assert not out["flags"][b, 0], f"matrix {b}: μ = σ₁²(1 − {10 * gap}) passed"
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_tau_times_the_squared_norm_never_exceeds_the_step(dtype: torch.dtype) -> None:
+    generator = torch.Generator().manual_seed(8)
+    for shape in ((20, 20), (8, 30), (30, 8)):
+        weights = _adversarial(*shape, count=12, seed=shape[0] * 7 + shape[1]).to(dtype)
+        # warm vectors, as in training (σ̂ far below σ₁ leaves the straight-through value unusable)
+        tops = torch.linalg.svd(weights.to(F64))[2][:, 0]
+        noise = torch.randn(tops.shape, generator=generator, dtype=F64)
+        vectors = torch.nn.functional.normalize(tops + 0.1 * noise, dim=1)
+        steps = torch.rand(12, generator=generator, dtype=F64) * 2.0
+        if dtype == torch.float32:
+            steps = steps.float().double()  # s is the weight dtype's number in the surrogate
+        precision = torch.float32 if dtype == torch.float32 else torch.float64
+        out = _run(weights, vectors.to(dtype), 1.01, precision=precision, is_tau=True, steps=steps)
+        for b in range(12):
+            if out["flags"][b, 0]:
+                tau = float(out["values"][b])
+                assert tau * _sigma_squared(weights[b]) <= float(steps[b]), (shape, b)
+        assert out["flags"][:, 0].sum() >= 9  # most pass: Lanczos from a warm vector, and a retry
+
+
+def test_the_kernel_agrees_with_the_tensor_path_in_float64() -> None:
+    """Same verdicts; the same Q to rounding of the Ritz value (both run Lanczos in float64)."""
+    generator = torch.Generator().manual_seed(21)
+    for shape in ((16, 16), (10, 40), (40, 10)):
+        weights = _adversarial(*shape, count=16, seed=shape[0] + 3 * shape[1])
+        tops = torch.linalg.svd(weights)[2][:, 0]
+        vectors = torch.nn.functional.normalize(tops + 0.05 * torch.randn(tops.shape, generator=generator, dtype=F64))
+        margins = 1.0 + torch.rand(16, generator=generator, dtype=F64) * 0.05
+        square, passed, following, retried = batched_verified_square(weights, vectors, margins, precision=torch.float64)
+        out = _run(weights, vectors, margins, precision=torch.float64)
+        assert out["flags"][:, 0].tolist() == passed.tolist()
+        assert out["flags"][:, 1].tolist() == retried.tolist()
+        expected = _norm_values(square, F64)
+        values = torch.from_numpy(out["values"])
+        # random matrices (every 4th): the same Ritz value to rounding. Rank one, a flat top and an
+        # ill-conditioned spectrum break the recurrence down (no reorthogonalisation), where
+        # rounding noise moves the guess, by 1 % here: both values stay certified
+        generic = torch.arange(16) % 4 == 0
+        assert torch.allclose(values[passed & generic], expected[passed & generic], rtol=1e-12, atol=0)
+        sigma2 = torch.tensor([_sigma_squared(w) for w in weights], dtype=F64)
+        assert bool((values[passed] ** 2 >= sigma2[passed]).all())
+        # the next power vectors: the same top Ritz vector, up to the sign eigh picks
+        overlap = (torch.from_numpy(out["following"]) * following).sum(dim=1).abs()
+        assert torch.allclose(overlap[generic], torch.ones(4, dtype=F64), atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_kernels_rounding_is_certified_and_the_tensor_paths(dtype: type) -> None:
+    generator = torch.Generator().manual_seed(5)
+    exponents = torch.randint(-1074, 1024, (300,), generator=generator).to(F64)
+    random = torch.rand(300, generator=generator, dtype=F64) * 2.0 ** exponents.clamp(max=1023)
+    special = torch.tensor(
+        [0.0, 5e-324, 2.0**-1022, 2.0**-1020, 1e-300, 1.0, 2.0, 1e300, torch.finfo(F64).max, math.inf, math.nan],
+        dtype=F64,
+    )
+    squares = torch.cat([random, special])
+    steps = torch.rand(len(squares), generator=generator, dtype=F64) * 2.0
+    steps[:3] = torch.tensor([0.0, 2.0, 1.0])
+    torch_dtype = torch.float32 if dtype == np.float32 else F64
+    tau = _tau_values(steps, squares, torch_dtype)
+    norm = _norm_values(squares, torch_dtype)
+    cell = np.empty(1, dtype=dtype)
+    largest = float(np.finfo(dtype).max)
+    same_norm = checked = 0
+    for index in range(len(squares)):
+        square, step = float(squares[index]), float(steps[index])
+        got_tau = float(_fused_certify._round_tau(step, square, cell, largest))
+        got_norm = float(_fused_certify._round_norm(square, cell))
+        want_tau, want_norm = float(tau[index]), float(norm[index])
+        assert got_tau == want_tau or (math.isnan(want_tau) and math.isnan(got_tau)), (index, square, step)
+        assert float(dtype(got_tau)) == got_tau or math.isnan(got_tau)  # a number of the weight dtype
+        if not math.isfinite(square) or not math.isfinite(got_norm):
+            assert got_norm == want_norm or (math.isnan(want_norm) and math.isnan(got_norm)), (index, square)
+            continue
+        # √Q rounded up, checked exactly. torch's CPU float64 sqrt is not always correctly rounded
+        # (AVX512 build: 1 ulp high at Q = 8.93e129, 1 ulp low at 5.61e281), the kernel's is: the two
+        # may differ by one ulp, each above √Q
+        assert Fraction(got_norm) ** 2 >= Fraction(square), (index, square)
+        assert float(dtype(got_norm)) == got_norm, (index, square)
+        assert np.nextafter(dtype(want_norm), -np.inf) <= got_norm <= np.nextafter(dtype(want_norm), np.inf)
+        same_norm += got_norm == want_norm
+        checked += 1
+    assert checked >= 100 and same_norm >= 0.95 * checked
+
+
+def test_non_finite_zero_and_out_of_range_weights_fail_and_keep_the_old_vector() -> None:
+    generator = torch.Generator().manual_seed(11)
+    weights = torch.randn(5, 4, 6, dtype=F64, generator=generator)
+    vectors = torch.linalg.svd(weights)[2][:, 0].contiguous()
+    weights[1, 0, 0] = math.nan
+    weights[2, 1, 2] = math.inf
+    weights[3] = 0.0
+    weights[4] *= 1e-200  # ‖W‖² ≈ 1e-400: outside the tested range
+    for is_tau in (False, True):
+        out = _run(weights, vectors, 1.01, precision=torch.float64, is_tau=is_tau)
+        assert out["flags"][:, 0].tolist() == [True, False, False, False, False]
+        assert np.isfinite(out["following"]).all()
+        for b in (1, 2, 3):
+            assert np.array_equal(out["following"][b], vectors[b].numpy())
+        # an entry whose gradient is undefined gets 0, never NaN (0·∞ in the backward pass)
+        assert np.isfinite(out["slopes"]).all() and np.isfinite(out["inverses"]).all()
+
+
+def test_a_nan_pivot_fails_the_factorisation_test() -> None:
+    """Some LAPACK builds pass a NaN pivot (``<= 0`` is False for NaN): the factor is read too."""
+    gram = np.eye(3)
+    gram[1, 1] = math.nan
+    assert not _fused_certify._cholesky_passes(gram, 2.0, np.empty((3, 3)), False)
+    assert _fused_certify._cholesky_passes(np.eye(3), 2.0, np.empty((3, 3)), False)
+    assert not _fused_certify._cholesky_passes(np.eye(3), 1.0, np.empty((3, 3)), False)  # μI − I is singular
+    single = np.eye(3, dtype=np.float32)
+    assert _fused_certify._cholesky_passes(single, np.float32(1.5), np.empty((3, 3), np.float32), True)
+    assert not _fused_certify._cholesky_passes(single, np.float32(0.999), np.empty((3, 3), np.float32), True)
+
+
+def test_the_kernel_runs_only_where_it_applies() -> None:
+    cpu = torch.device("cpu")
+    assert _fused_place(torch.float32, cpu) and _fused_place(torch.float64, cpu)
+    assert not _fused_place(torch.bfloat16, cpu) and not _fused_place(torch.float16, cpu)
+    assert not _fused_place(torch.float32, torch.device("cuda"))
+    code = "from structnets.nn import _fused_certify; print(_fused_certify.AVAILABLE)"
+    env = {**os.environ, "STRUCTNETS_FUSED": "0"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_training_follows_the_same_path_with_either_computation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fused kernel and tensor operations give the same τ's and norm bounds to the Ritz value's rounding."""
+    from structnets.analysis import lipschitz_upper_bound
+    from structnets.models import lipschitz_resnet
+
+    losses = {}
+    for fused in (True, False):
+        monkeypatch.setattr(_fused_certify, "AVAILABLE", fused)
+        torch.manual_seed(3)
+        model = lipschitz_resnet(20, 4, width=16, depth=3, bound="verified-batched", dtype=F64).train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        generator = torch.Generator().manual_seed(4)
+        x = torch.randn(64, 20, generator=generator, dtype=F64)
+        y = torch.randint(4, (64,), generator=generator)
+        trace = []
+        for _ in range(15):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            trace.append(float(loss.detach()))
+        assert lipschitz_upper_bound(model.eval()) <= 1.0
+        losses[fused] = trace
+    assert np.allclose(losses[True], losses[False], rtol=1e-9, atol=0)
