@@ -6,8 +6,10 @@ Per map and per call that is a few dozen small tensor operations (casts, ``where
 the float64 rounding of τ), which at MLP sizes cost more than the Cholesky itself. A
 :class:`CertifiedBatch` does the same work for all its maps together: one ``torch.bmm`` for every
 Gram matrix of a shape, a few batched Lanczos steps on them for the guesses, one batched
-``torch.linalg.cholesky_ex``, one host read, one vectorised rounding of every τ (or norm bound). Each map then checks that the value
-it is handed was computed for its weight *as it is now* and falls back to its own bound otherwise.
+``torch.linalg.cholesky_ex``, one host read, one vectorised rounding of every τ (or norm bound);
+on the CPU, where numba is installed, one compiled call per shape does all of it
+(``_fused_certify``). Each map then checks that the value it is handed was computed for its weight
+*as it is now* and falls back to its own bound otherwise.
 """
 
 from __future__ import annotations
@@ -82,7 +84,11 @@ class CertifiedBatch:
     τ_b = s_b/Q_b rounded down (gradient-step maps) or √Q_b rounded up (norm-constrained maps),
     with the gradient of s_b/((1 + m_b)σ̂_b²) or √(1 + m_b)·σ̂_b, σ̂_b = ‖W_b v_b‖ (the paper's power-mode
     gradient, :class:`_PowerModeGradient`).
-    One host read per computation; the per-map margins m_b adapt as in ``"verified"``.
+    One host read per computation; the per-map margins m_b adapt as in ``"verified"``. For
+    float32/float64 weights on the CPU, where numba is installed (extra ``structnets[fast]``), each
+    group runs as one compiled call (:mod:`._fused_certify`: the same test with BLAS/LAPACK and plain
+    loops, instead of a few hundred tensor operations); its first call in a new install compiles it
+    (≈ 10 s per weight dtype, then cached on disk).
 
     A member uses its value only once, and only when the weight (and step) it is about to use has
     the *content* the value was computed for (``torch.equal`` against the stacked copy, same
@@ -242,9 +248,10 @@ class CertifiedBatch:
         # where padding is cheap, and one vectorised rounding of every value (issue 26: the
         # per-shape sequences of small operations were most of the cost at MLP sizes)
         places: dict[tuple[Any, ...], list[_Group]] = {}
-        for (dtype, device, kind, _, learnable), positions in groups.items():
-            fused = _fused_place(dtype, device)
-            places.setdefault((dtype, device), []).append(self._group(kind, learnable, positions, fused))
+        with torch.no_grad():
+            for (dtype, device, kind, _, learnable), positions in groups.items():
+                fused = _fused_place(dtype, device)
+                places.setdefault((dtype, device), []).append(self._group(kind, learnable, positions, fused))
         for (dtype, device), place in places.items():
             if _fused_place(dtype, device):
                 self._compute_place_fused(place)
@@ -260,39 +267,36 @@ class CertifiedBatch:
         layers = [self._members[p] for p in positions]
         inputs = [self._weight(layer, kind) for layer in layers]
         steps: list[torch.Tensor] | list[float] | list[None]
-        with torch.no_grad():
-            stacked = torch.stack(inputs)
-            vectors = torch.stack([layer.power_vector for layer in layers])
-            dtype, device = stacked.dtype, stacked.device
-            if fused:
-                estimate = left = stacked.new_empty(0)  # set from the kernel's outputs
-            else:
-                # W_b v_b as a row: σ̂_b = ‖W_b v_b‖ and u_b = W_b v_b / σ̂_b (0 where W_b v_b = 0, as the norm's subgradient)
-                image = torch.bmm(vectors.unsqueeze(1), stacked.mT).squeeze(1)
-                estimate = torch.linalg.vector_norm(image, dim=1)
-                left = image / estimate.unsqueeze(1).clamp_min(torch.finfo(stacked.dtype).tiny)
-            slope = None
-            if kind == "tau" and learnable:
-                logit_params = [layer.step_logit for layer in layers]
-                inputs += logit_params
-                logits = torch.stack(logit_params)
-                sigmoid = torch.sigmoid(logits)
-                step = 2.0 * sigmoid
-                slope = step * (1.0 - sigmoid)  # ds/dθ of s = 2·sigmoid(θ)
-                step64 = step.to(torch.float64)
-                steps = list(logits.unbind(0))
-            elif kind == "tau":
-                steps = [layer.step for layer in layers]  # the exact floats, as tau() takes them
-                step64 = torch.tensor(steps, dtype=torch.float64, device=device)
-                step = step64.to(dtype)
-            else:
-                steps = [None] * len(layers)
-                step64 = torch.ones(len(layers), dtype=torch.float64, device=device)
-                step = step64.to(dtype)
+        # called under no_grad
+        stacked = torch.stack(inputs)
+        vectors = torch.stack([layer.power_vector for layer in layers])
+        dtype, device = stacked.dtype, stacked.device
+        if fused:
+            estimate = left = stacked.new_empty(0)  # set from the kernel's outputs
+        else:
+            # W_b v_b as a row: σ̂_b = ‖W_b v_b‖ and u_b = W_b v_b / σ̂_b (0 where W_b v_b = 0, as the norm's subgradient)
+            image = torch.bmm(vectors.unsqueeze(1), stacked.mT).squeeze(1)
+            estimate = torch.linalg.vector_norm(image, dim=1)
+            left = image / estimate.unsqueeze(1).clamp_min(torch.finfo(stacked.dtype).tiny)
+        slope = step = None
+        if kind == "tau" and learnable:
+            logit_params = [layer.step_logit for layer in layers]
+            inputs += logit_params
+            logits = torch.stack(logit_params)
+            sigmoid = torch.sigmoid(logits)
+            step = 2.0 * sigmoid
+            slope = step * (1.0 - sigmoid)  # ds/dθ of s = 2·sigmoid(θ)
+            step64 = step.to(torch.float64)
+            steps = list(logits.unbind(0))
+        else:
+            # the exact floats, as tau() takes them (s is the dtype's rounding of them in the surrogate)
+            steps = [layer.step for layer in layers] if kind == "tau" else [None] * len(layers)
+            step64 = torch.tensor([1.0 if s is None else s for s in steps], dtype=torch.float64)
         margins = torch.tensor([1.0 + layer._bound.verified_margin for layer in layers], dtype=torch.float64)
-        return _Group(
-            kind, layers, stacked, vectors, estimate, step, step64, steps, margins.to(device), inputs, left, slope
-        )
+        if not fused:  # the kernel reads these on the host
+            step64, margins = step64.to(device), margins.to(device)
+            step = step64.to(dtype) if step is None else step
+        return _Group(kind, layers, stacked, vectors, estimate, step, step64, steps, margins, inputs, left, slope)
 
     def _compute_place(self, groups: list[_Group]) -> None:
         """Certify every group of one dtype and device together and hand out the values.
@@ -359,7 +363,7 @@ class CertifiedBatch:
                 )
                 value = torch.where(is_tau, _tau_values(step64, square, dtype), _norm_values(square, dtype))
             estimate = _joined([group.estimate for group in order])
-            step = _joined([group.step for group in order])
+            step = _joined([cast(torch.Tensor, group.step) for group in order])  # formed by _group off the kernel
             factor = margins.to(dtype)
             # The value: τ = s/Q rounded down (gradient-step maps: τ·‖W‖₂² ≤ s) or √Q rounded up (norm
             # bounds ≥ ‖W‖₂). The gradient: of the surrogate s/((1 + m)σ̂²) or √(1 + m)·σ̂, the
@@ -394,13 +398,13 @@ class CertifiedBatch:
         The same test, values, gradient factors and flags, computed by plain loops in one call
         instead of a few hundred dispatched tensor operations (issue 26).
         """
-        dtype, device = groups[0].snapshot.dtype, groups[0].snapshot.device
-        ieee = float32_matmul_is_ieee(device)
+        dtype = groups[0].snapshot.dtype
         outputs = []
         for group in groups:
             rows, cols = group.snapshot.shape[-2:]
             n, inner = min(rows, cols), max(rows, cols)
-            precision = _precision_for(dtype, n, inner, ieee)
+            # the kernel's Gram product is SciPy's BLAS, IEEE float32 whatever torch's matmul precision
+            precision = _precision_for(dtype, n, inner, True)
             out = _fused_certify.certify_arrays(
                 group.snapshot.numpy(),
                 group.vectors.numpy(),
@@ -523,7 +527,7 @@ def _surrogate(plan: _Plan, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
             step = 2.0 * torch.sigmoid(torch.stack(inputs[index : index + count]))
             index += count
         else:
-            step = group.step
+            step = group.step if group.step is not None else group.step64.to(sigma.device, sigma.dtype)
         parts.append(step / (sigma.square() * factor))
     return torch.cat(parts)
 
@@ -572,7 +576,7 @@ class _Group:
     snapshot: torch.Tensor  # (B, rows, cols) the weights' content, detached
     vectors: torch.Tensor  # (B, cols) power vectors
     estimate: torch.Tensor  # (B,) σ̂_b = ‖W_b v_b‖ (no autograd)
-    step: torch.Tensor  # (B,) s in the weight dtype (1 for norm maps)
+    step: torch.Tensor | None  # (B,) s in the weight dtype (1 for norm maps); None: not formed (fused, fixed s)
     step64: torch.Tensor  # (B,) s in float64, no gradient
     steps: list[Any]  # what each member's τ was formed with (logit, float, or None)
     margins: torch.Tensor  # (B,) float64 1 + m_b

@@ -118,14 +118,25 @@ def _cholesky_passes(gram: Any, guess: Any, work: Any, single: bool) -> bool:
     Thm 10.3 bounds its backward error for any blocking (:func:`~._verified_gram.verified_ratio`
     doubles the constant for that). Some xPOTF2 test a pivot with ``<= 0``, which NaN passes: the
     factor is read too, so a pivot that is not positive, NaN included, or an overflow fails the test.
+    A call that breaks these assumptions (``work`` not C-contiguous, Ĝ or μ not numbers of
+    ``work``'s dtype, ``single`` not that dtype) fails: it would factor a matrix other than fl(μI − Ĝ).
     """
-    if not (guess > 0 and guess < math.inf):
+    # xPOTRF reads `work` as a column-major n × n array of its own precision: a Fortran-ordered or
+    # strided `work` puts the written triangle where LAPACK does not look, and float64 bytes read by
+    # spotrf (or float32 by dpotrf) are other numbers; either can pass an indefinite μI − Ĝ
+    if not work.flags.c_contiguous or gram.itemsize != work.itemsize or single != (work.itemsize == 4):
+        return False
+    shift = np.empty(1, dtype=work.dtype)
+    shift[0] = guess
+    mu = shift[0]
+    # μ must be the number subtracted from: a guess rounded on the way in would be another μ
+    if not (mu == guess and mu > 0 and mu < math.inf):
         return False
     n = gram.shape[0]
     for i in range(n):
         for j in range(i + 1, n):
             work[i, j] = -gram[i, j]
-        work[i, i] = guess - gram[i, i]
+        work[i, i] = mu - gram[i, i]
     uplo = np.array([76], dtype=np.uint8)  # "L"
     sizes = np.array([n, n, 0], dtype=np.int32)  # n, lda, info
     if single:
@@ -283,9 +294,15 @@ def certify_arrays(
     iterations: int = 5,
     retry: float = 1.15,
 ) -> dict[str, np.ndarray]:
-    """Run :func:`certify_group` on one group's arrays (C-contiguous, float32 or float64) and return its outputs by name."""
+    """Run :func:`certify_group` on one group's arrays (float32 or float64 weights, any layout) and return its outputs by name."""
+    # C-contiguous inputs of one dtype: one compiled specialisation, and no NumbaPerformanceWarning
+    # (an error under pytest) from np.dot on a strided array
+    weights = np.ascontiguousarray(weights)
     count, rows, cols = weights.shape
     dtype = weights.dtype
+    vectors = np.ascontiguousarray(vectors, dtype=dtype)
+    margins = np.ascontiguousarray(margins, dtype=np.float64)
+    steps = np.ascontiguousarray(steps, dtype=np.float64)
     tested = weights if precision == dtype else np.ascontiguousarray(weights, dtype=precision)
     out = {
         "values": np.empty(count, dtype=dtype),
