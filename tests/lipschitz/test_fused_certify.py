@@ -239,3 +239,47 @@ def test_training_follows_the_same_path_with_either_computation(monkeypatch: pyt
         assert lipschitz_upper_bound(model.eval()) <= 1.0
         losses[fused] = trace
     assert np.allclose(losses[True], losses[False], rtol=1e-9, atol=0)
+
+
+def test_the_kernels_blas_runs_on_one_thread_and_the_count_is_restored() -> None:
+    """OpenBLAS's busy-waiting threads beside a loaded core cost 50× (15.7 ms for 0.29 ms): one thread inside."""
+    from threadpoolctl import ThreadpoolController
+
+    def openblas_counts() -> list[int]:
+        controllers = ThreadpoolController().select(user_api="blas").lib_controllers
+        return [c.num_threads for c in controllers if c.internal_api == "openblas"]
+
+    before = openblas_counts()
+    if not before:
+        pytest.skip("no OpenBLAS loaded: the kernel's BLAS threads are left as they are")
+    with _fused_certify.single_threaded_blas():
+        assert openblas_counts() == [1] * len(before)
+    assert openblas_counts() == before
+    with pytest.raises(RuntimeError, match="inside"), _fused_certify.single_threaded_blas():
+        raise RuntimeError("inside")
+    assert openblas_counts() == before
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (7, 1), (5, 12), (12, 5), (50, 784), (64, 64)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_gram_product_is_the_smaller_one_symmetric_and_within_its_error_bound(
+    shape: tuple[int, int], dtype: type
+) -> None:
+    """``_gram`` (one xSYRK, mirrored): WWᵀ for wide W, else WᵀW; each entry within γ_h·(|W||W|ᵀ)_ij of the truth."""
+    rng = np.random.default_rng(sum(shape))
+    w = rng.standard_normal(shape).astype(dtype)
+    gram = _fused_certify._gram(w, dtype == np.float32)
+    wide = shape[0] < shape[1]
+    w64 = w.astype(np.float64)
+    truth = w64 @ w64.T if wide else w64.T @ w64
+    absolute = np.abs(w64) @ np.abs(w64).T if wide else np.abs(w64).T @ np.abs(w64)
+    h = max(shape)
+    unit = np.finfo(dtype).eps / 2
+    assert gram.shape == (min(shape),) * 2 and gram.dtype == dtype
+    assert np.array_equal(gram, gram.T)
+    assert np.all(np.abs(gram - truth) <= h * unit / (1 - h * unit) * absolute + 1e-300)
+    # ±1 entries: every product and partial sum is an exact small integer
+    signs = np.sign(w)
+    assert np.array_equal(
+        _fused_certify._gram(signs, dtype == np.float32), (signs.T @ signs) if not wide else signs @ signs.T
+    )

@@ -399,24 +399,8 @@ class CertifiedBatch:
         instead of a few hundred dispatched tensor operations (issue 26).
         """
         dtype = groups[0].snapshot.dtype
-        outputs = []
-        for group in groups:
-            rows, cols = group.snapshot.shape[-2:]
-            n, inner = min(rows, cols), max(rows, cols)
-            # the kernel's Gram product is SciPy's BLAS, IEEE float32 whatever torch's matmul precision
-            precision = _precision_for(dtype, n, inner, True)
-            out = _fused_certify.certify_arrays(
-                group.snapshot.numpy(),
-                group.vectors.numpy(),
-                group.margins.numpy(),
-                group.step64.numpy(),
-                group.kind == "tau",
-                _NUMPY[precision],
-                verified_ratio(n, inner, precision),
-                _PRECISION[precision][1],
-            )
-            group.left = torch.from_numpy(out["left"])
-            outputs.append(out)
+        with _fused_certify.single_threaded_blas():
+            outputs = [self._certify_group_fused(group, dtype) for group in groups]
         joined = {
             key: np.concatenate([out[key] for out in outputs])
             for key in ("values", "slopes", "inverses", "factors", "flags")
@@ -432,6 +416,26 @@ class CertifiedBatch:
         )
         following = [vector for out in outputs for vector in torch.from_numpy(out["following"]).unbind(0)]
         self._hand_out(groups, plan, flags[:, :2].T.tolist(), following)
+
+    @staticmethod
+    def _certify_group_fused(group: _Group, dtype: torch.dtype) -> dict[str, np.ndarray]:
+        """One group's compiled call; sets the group's u_b (``left``) for the backward pass."""
+        rows, cols = group.snapshot.shape[-2:]
+        n, inner = min(rows, cols), max(rows, cols)
+        # the kernel's Gram product is SciPy's BLAS, IEEE float32 whatever torch's matmul precision
+        precision = _precision_for(dtype, n, inner, True)
+        out = _fused_certify.certify_arrays(
+            group.snapshot.numpy(),
+            group.vectors.numpy(),
+            group.margins.numpy(),
+            group.step64.numpy(),
+            group.kind == "tau",
+            _NUMPY[precision],
+            verified_ratio(n, inner, precision),
+            _PRECISION[precision][1],
+        )
+        group.left = torch.from_numpy(out["left"])
+        return out
 
     def _hand_out(
         self, order: list[_Group], plan: _Plan, flags: list[list[bool]], following: list[torch.Tensor]

@@ -22,8 +22,11 @@ path runs. ``STRUCTNETS_FUSED=0`` switches it off (for comparisons).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import math
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -45,6 +48,46 @@ def _compiled(function: Any) -> Any:
         if numba is not None
         else function
     )
+
+
+_thread_setters: list[Any] | None = None
+
+
+def _openblas_thread_setters() -> list[Any]:
+    """``openblas_set_num_threads_local`` of every OpenBLAS loaded (SciPy's, which numba's BLAS calls, and NumPy's)."""
+    global _thread_setters
+    if _thread_setters is None:
+        setters = []
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            for library in ThreadpoolController().select(user_api="blas").lib_controllers:
+                if library.internal_api == "openblas":
+                    setter = getattr(ctypes.CDLL(library.filepath), "openblas_set_num_threads_local", None)
+                    if setter is not None:
+                        setter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
+                        setters.append(setter)
+        except (ImportError, OSError):  # no threadpoolctl, or a library it cannot open: BLAS as it is
+            setters = []
+        _thread_setters = setters
+    return _thread_setters
+
+
+@contextlib.contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """Run the kernel's BLAS/LAPACK calls on one thread, then restore the previous count.
+
+    OpenBLAS's worker threads busy-wait: beside a loaded core (another worker, another job) one
+    100 × 784 Gram product took 15.7 ms on two threads against 0.29 ms on one (2026-12-07). The
+    kernel's matrices are small, and a training step's torch threads are the caller's to choose.
+    """
+    setters = _openblas_thread_setters()
+    previous = [setter(1) for setter in setters]
+    try:
+        yield
+    finally:
+        for setter, count in zip(setters, previous, strict=True):
+            setter(count)
 
 
 @_compiled
@@ -87,8 +130,8 @@ def _lanczos_guess(gram: Any, start: Any, iterations: int, out_vector: Any) -> f
     return values[k - 1]
 
 
-def _lapack(name: str) -> Any:
-    """SciPy's LAPACK routine ``name`` (xPOTRF(uplo, n, a, lda, info), every argument by pointer) for compiled code.
+def _scipy_routine(module: str, name: str, arguments: int) -> Any:
+    """SciPy's BLAS/LAPACK routine ``name`` (every argument by pointer, Fortran style) for compiled code.
 
     Declared by symbol name, not as a ctypes pointer, so that the functions calling it can be
     cached on disk (numba refuses to cache code holding a ctypes pointer); the symbol is bound to
@@ -99,12 +142,68 @@ def _lapack(name: str) -> Any:
     from numba.extending import get_cython_function_address
 
     symbol = f"structnets_{name}"
-    binding.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_lapack", name))
-    return types.ExternalFunction(symbol, types.void(*[types.voidptr] * 5))
+    binding.add_symbol(symbol, get_cython_function_address(f"scipy.linalg.{module}", name))
+    return types.ExternalFunction(symbol, types.void(*[types.voidptr] * arguments))
 
 
-_SPOTRF = _lapack("spotrf") if numba is not None else None
-_DPOTRF = _lapack("dpotrf") if numba is not None else None
+# xPOTRF(uplo, n, a, lda, info); xSYRK(uplo, trans, n, k, alpha, a, lda, beta, c, ldc)
+_SPOTRF = _scipy_routine("cython_lapack", "spotrf", 5) if numba is not None else None
+_DPOTRF = _scipy_routine("cython_lapack", "dpotrf", 5) if numba is not None else None
+_SSYRK = _scipy_routine("cython_blas", "ssyrk", 10) if numba is not None else None
+_DSYRK = _scipy_routine("cython_blas", "dsyrk", 10) if numba is not None else None
+
+
+@_compiled
+def _gram(w: Any, single: bool) -> Any:
+    """The smaller Gram matrix of the C-contiguous ``w`` in its dtype: WWᵀ (rows < cols) or WᵀW, symmetric.
+
+    One xSYRK (half the products of a general matrix product): each entry an inner product of
+    length max(rows, cols) in the test precision, the error bound γ_{2h} of
+    :func:`~._verified_gram.verified_ratio` for any summation order. The upper triangle is
+    computed (a column-major lower one) and mirrored for the Lanczos products; the Cholesky test
+    reads the upper one.
+    """
+    rows, cols = w.shape
+    wide = rows < cols
+    if not w.flags.c_contiguous or single != (w.itemsize == 4):
+        # BLAS would read other numbers (a strided W, float64 bytes as float32): the general product
+        return np.dot(w, w.T) if wide else np.dot(w.T, w)
+    n = rows if wide else cols
+    gram = np.zeros((n, n), dtype=w.dtype)
+    # row-major W is column-major Wᵀ (cols × rows, lda = cols): WWᵀ = (Wᵀ)ᵀWᵀ is trans 'T', WᵀW is 'N'
+    flags = np.array([76, 84 if wide else 78], dtype=np.uint8)  # uplo "L", trans "T" or "N"
+    sizes = np.array([n, cols if wide else rows, cols, n], dtype=np.int32)  # n, k, lda, ldc
+    scalars = np.array([1.0, 0.0], dtype=w.dtype)  # alpha, beta
+    if single:
+        _SSYRK(
+            flags[0:].ctypes,
+            flags[1:].ctypes,
+            sizes[0:].ctypes,
+            sizes[1:].ctypes,
+            scalars[0:].ctypes,
+            w.ctypes,
+            sizes[2:].ctypes,
+            scalars[1:].ctypes,
+            gram.ctypes,
+            sizes[3:].ctypes,
+        )
+    else:
+        _DSYRK(
+            flags[0:].ctypes,
+            flags[1:].ctypes,
+            sizes[0:].ctypes,
+            sizes[1:].ctypes,
+            scalars[0:].ctypes,
+            w.ctypes,
+            sizes[2:].ctypes,
+            scalars[1:].ctypes,
+            gram.ctypes,
+            sizes[3:].ctypes,
+        )
+    for i in range(n):
+        for j in range(i):
+            gram[i, j] = gram[j, i]
+    return gram
 
 
 @_compiled
@@ -234,12 +333,8 @@ def certify_group(
         left[b] = image / max(estimate, tiny)
         # the smaller Gram matrix in the test precision, and the Lanczos start (v, or Wv for WWᵀ)
         wp = tested[b]
-        if rows < cols:
-            gram = np.dot(wp, wp.T)
-            start = np.dot(wp, v.astype(wp.dtype))
-        else:
-            gram = np.dot(wp.T, wp)
-            start = v.astype(wp.dtype)
+        gram = _gram(wp, single)
+        start = np.dot(wp, v.astype(wp.dtype)) if rows < cols else v.astype(wp.dtype)
         z = np.empty(n)
         ritz = _lanczos_guess(gram.astype(np.float64), start.astype(np.float64), iterations, z)
         guess = _cast(test_cell, ritz * margins[b])
@@ -332,4 +427,4 @@ def certify_arrays(
     return out
 
 
-__all__ = ["AVAILABLE", "certify_arrays", "certify_group"]
+__all__ = ["AVAILABLE", "certify_arrays", "certify_group", "single_threaded_blas"]
