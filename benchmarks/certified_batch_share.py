@@ -6,7 +6,9 @@ of the extra time; the members' content checks, the certified values' gradient a
 are the rest. For each (depth, width) this script times, in interleaved rounds, the unconstrained
 step (A), the certified step (B) and the batch computation alone on unchanged weights (C), and
 prints the medians, B/A, and (B − C)/A: the ratio a batch computation that cost nothing would give,
-so the most a faster (fused) batch computation alone could reach. Run ``--help`` for options.
+so the most a faster batch computation alone could reach. Where the compiled kernel runs (numba,
+extra ``fast``), it also times the batch computation as tensor operations (the path without numba,
+on CUDA and in half precision) in the same rounds. Run ``--help`` for options.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 from _args import int_at_least
 from lipschitz_constraint import _model, _shapes, _stepper
 from structnets.models import lipschitz_resnet
+from structnets.nn import _fused_certify
 
 
 def _per_call_ms(function: Callable[[], object], calls: int) -> float:
@@ -50,10 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}; batch {args.batch}, "
         f"{args.rounds} rounds × {args.calls} calls, medians)\n"
     )
+    fused = _fused_certify.AVAILABLE
     print(
-        "| depth | width | unconstrained ms | certified ms | batch computation ms | certified / unconstrained | without the batch computation |"
+        "| depth | width | unconstrained ms | certified ms | batch computation ms | certified / unconstrained "
+        "| without the batch computation | batch computation as tensor operations ms |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for depth, width in args.shapes:
         torch.manual_seed(0)
         model = _model("verified-batched", depth, width)
@@ -63,14 +68,30 @@ def main(argv: list[str] | None = None) -> int:
             step()
             base()
         compute = model.certified_batch._compute
+
+        def tensor_operations(compute: Callable[[], None] = compute) -> None:
+            _fused_certify.AVAILABLE = False
+            try:
+                compute()
+            finally:
+                _fused_certify.AVAILABLE = fused
+
         rounds = [
-            (_per_call_ms(base, args.calls), _per_call_ms(step, args.calls), _per_call_ms(compute, args.calls))
+            (
+                _per_call_ms(base, args.calls),
+                _per_call_ms(step, args.calls),
+                _per_call_ms(compute, args.calls),
+                _per_call_ms(tensor_operations, args.calls) if fused else float("nan"),
+            )
             for _ in range(args.rounds)
         ]
-        a, b, c = (statistics.median(r[i] for r in rounds) for i in range(3))
+        a, b, c, d = (statistics.median(r[i] for r in rounds) for i in range(4))
         ratio = statistics.median(r[1] / r[0] for r in rounds)
         rest = statistics.median((r[1] - r[2]) / r[0] for r in rounds)
-        print(f"| {depth} | {width} | {a:.2f} | {b:.2f} | {c:.2f} | {ratio:.2f}× | {rest:.2f}× |", flush=True)
+        tensor = f"{d:.2f}" if fused else "— (numba not installed: the batch computation is the tensor one)"
+        print(
+            f"| {depth} | {width} | {a:.2f} | {b:.2f} | {c:.2f} | {ratio:.2f}× | {rest:.2f}× | {tensor} |", flush=True
+        )
     return 0
 
 

@@ -41,13 +41,15 @@ AVAILABLE = numba is not None and os.environ.get("STRUCTNETS_FUSED", "1") != "0"
 
 
 def _compiled(function: Any) -> Any:
+    if numba is None:
+        return function
     # no fastmath: the Cholesky test's error bound needs every operation rounded once, in order;
     # error_model="numpy": x/0 is IEEE ±inf or NaN, as in torch, not a ZeroDivisionError
-    return (
-        numba.njit(cache=True, fastmath=False, nogil=True, error_model="numpy")(function)
-        if numba is not None
-        else function
-    )
+    options: dict[str, Any] = {"fastmath": False, "nogil": True, "error_model": "numpy"}
+    try:
+        return numba.njit(cache=True, **options)(function)
+    except RuntimeError:  # nowhere to write a cache (read-only install, no home): compile in each process
+        return numba.njit(**options)(function)
 
 
 _thread_setters: list[Any] | None = None
