@@ -283,3 +283,27 @@ def test_the_gram_product_is_the_smaller_one_symmetric_and_within_its_error_boun
     assert np.array_equal(
         _fused_certify._gram(signs, dtype == np.float32), (signs.T @ signs) if not wide else signs @ signs.T
     )
+
+
+def test_an_unreadable_disk_cache_is_recompiled_with_a_warning(tmp_path) -> None:
+    """A corrupt numba cache file (a truncated index) must not break training: recompile without it, warn once."""
+    code = (
+        "import warnings, torch\n"
+        "from structnets.models import lipschitz_resnet\n"
+        "torch.manual_seed(0)\n"
+        "m = lipschitz_resnet(6, 2, 5, 1, bound='verified-batched', dtype=torch.float64).train()\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    m(torch.randn(4, 6, dtype=torch.float64)).sum().backward()\n"
+        "print(m.certified_batch.batched_calls, sum('disk cache' in str(w.message) for w in seen))\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.split() == ["3", "0"]  # lift, block, head; the cache written
+    indexes = list(tmp_path.rglob("*.nbi"))
+    assert indexes
+    for index in indexes:
+        index.write_bytes(b"corrupt")
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert second.stdout.split() == ["3", "1"]

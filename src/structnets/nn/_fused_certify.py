@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import math
 import os
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,16 +41,31 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
 AVAILABLE = numba is not None and os.environ.get("STRUCTNETS_FUSED", "1") != "0"
 
 
+# no fastmath: the Cholesky test's error bound needs every operation rounded once, in order;
+# error_model="numpy": x/0 is IEEE ±inf or NaN, as in torch, not a ZeroDivisionError
+_OPTIONS: dict[str, Any] = {"fastmath": False, "nogil": True, "error_model": "numpy"}
+#: The compiled functions, by name (``certify_group`` last: it calls the others through these globals).
+_KERNELS: list[str] = []
+#: Whether the kernels were recompiled without numba's disk cache (after it could not be read).
+_uncached = False
+
+
 def _compiled(function: Any) -> Any:
     if numba is None:
         return function
-    # no fastmath: the Cholesky test's error bound needs every operation rounded once, in order;
-    # error_model="numpy": x/0 is IEEE ±inf or NaN, as in torch, not a ZeroDivisionError
-    options: dict[str, Any] = {"fastmath": False, "nogil": True, "error_model": "numpy"}
+    _KERNELS.append(function.__name__)
     try:
-        return numba.njit(cache=True, **options)(function)
+        return numba.njit(cache=True, **_OPTIONS)(function)
     except RuntimeError:  # nowhere to write a cache (read-only install, no home): compile in each process
-        return numba.njit(**options)(function)
+        return numba.njit(**_OPTIONS)(function)
+
+
+def _recompile_without_cache() -> None:
+    """Replace every kernel by one compiled without the disk cache (a corrupt or unreadable cache file)."""
+    global _uncached
+    for name in _KERNELS:
+        globals()[name] = numba.njit(**_OPTIONS)(globals()[name].py_func)
+    _uncached = True
 
 
 _thread_setters: list[Any] | None = None
@@ -400,21 +416,22 @@ def certify_arrays(
         "left": np.empty((count, rows), dtype=dtype),
     }
     low, high = tested_range
-    certify_group(
-        weights,
-        tested,
-        vectors,
-        margins,
-        steps,
-        is_tau,
-        tested.dtype == np.float32,
-        ratio,
-        low,
-        high,
-        iterations,
-        retry,
-        *out.values(),
-    )
+    arguments = (weights, tested, vectors, margins, steps, is_tau, tested.dtype == np.float32, ratio, low, high)
+    try:
+        certify_group(*arguments, iterations, retry, *out.values())
+    except Exception as error:
+        # numba raises whatever its cache files give (a truncated index: UnpicklingError) before
+        # running anything: compile once more without them; an error that persists is raised
+        if _uncached:
+            raise
+        _recompile_without_cache()
+        warnings.warn(
+            f"structnets: numba's disk cache of the verified-batched kernel could not be read "
+            f"({type(error).__name__}: {error}); compiled without it in this process",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        certify_group(*arguments, iterations, retry, *out.values())
     return out
 
 
