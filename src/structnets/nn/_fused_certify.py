@@ -85,7 +85,7 @@ def _openblas_thread_setters() -> list[Any]:
                     if setter is not None:
                         setter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
                         setters.append(setter)
-        except (ImportError, OSError):  # no threadpoolctl, or a library it cannot open: BLAS as it is
+        except Exception:  # no threadpoolctl, or a library it cannot inspect or open: BLAS threads as they are
             setters = []
         _thread_setters = setters
     return _thread_setters
