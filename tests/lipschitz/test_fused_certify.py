@@ -28,30 +28,34 @@ from .test_certified_batch import _adversarial, _sigma_squared
 pytestmark = pytest.mark.skipif(not _fused_certify.AVAILABLE, reason="numba (extra `fast`) is not installed")
 
 F64 = torch.float64
+_TORCH = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
 
 def _run(
-    weights: torch.Tensor,
-    vectors: torch.Tensor,
-    margin: float | torch.Tensor,
+    weights: torch.Tensor | np.ndarray,
+    vectors: torch.Tensor | np.ndarray,
+    margin: float | torch.Tensor | np.ndarray,
     *,
-    precision: torch.dtype,
+    precision: torch.dtype | np.dtype,
     is_tau: bool = False,
-    steps: torch.Tensor | None = None,
+    steps: torch.Tensor | np.ndarray | None = None,
     iterations: int = 5,
     retry: float = 1.15,
 ) -> dict[str, np.ndarray]:
+    """``certify_arrays`` on one group (tensors or arrays), with its ratio and range for ``precision``."""
+    weights, vectors = np.asarray(weights), np.asarray(vectors)
     count, rows, cols = weights.shape
-    margins = margin.numpy() if isinstance(margin, torch.Tensor) else np.full(count, margin)
+    tested = precision if isinstance(precision, torch.dtype) else _TORCH[np.dtype(precision)]
+    margins = np.full(count, margin) if isinstance(margin, float) else np.asarray(margin)
     return _fused_certify.certify_arrays(
-        np.ascontiguousarray(weights.numpy()),
-        np.ascontiguousarray(vectors.numpy()),
+        weights,
+        vectors,
         margins,
-        np.ones(count) if steps is None else steps.numpy(),
+        np.ones(count) if steps is None else np.asarray(steps),
         is_tau,
-        np.dtype(np.float32 if precision == torch.float32 else np.float64),
-        verified_ratio(min(rows, cols), max(rows, cols), precision),
-        _PRECISION[precision][1],
+        np.dtype(np.float32 if tested == torch.float32 else np.float64),
+        verified_ratio(min(rows, cols), max(rows, cols), tested),
+        _PRECISION[tested][1],
         iterations,
         retry,
     )
@@ -307,3 +311,13 @@ def test_an_unreadable_disk_cache_is_recompiled_with_a_warning(tmp_path) -> None
     second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert second.returncode == 0, second.stderr[-2000:]
     assert second.stdout.split() == ["3", "1"]
+
+
+def test_a_compile_error_is_raised_as_it_is_not_taken_for_a_bad_cache() -> None:
+    """Integer weights cannot be typed: numba's own error comes out, with no recompilation and no cache warning."""
+    from numba.core.errors import NumbaError
+
+    weights = np.ones((1, 2, 2), dtype=np.int64)
+    with pytest.raises(NumbaError):
+        _run(weights, np.ones((1, 2)), 1.01, precision=torch.float64)
+    assert not _fused_certify._uncached

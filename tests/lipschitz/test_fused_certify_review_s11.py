@@ -11,6 +11,7 @@ the test instead of certifying another matrix; inputs of any layout give the con
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import warnings
@@ -22,39 +23,30 @@ import pytest
 import torch
 
 from structnets.nn import _fused_certify
-from structnets.nn._verified_gram import _PRECISION, _precision_for, verified_ratio
+from structnets.nn._verified_gram import _precision_for
+
+from .test_fused_certify import _run as _run_group
 
 pytestmark = pytest.mark.skipif(not _fused_certify.AVAILABLE, reason="numba (extra `fast`) is not installed")
 
 F64 = torch.float64
-_TORCH = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
 
-def _run(
-    weights: np.ndarray,
-    vectors: np.ndarray,
-    margins: np.ndarray,
-    *,
-    precision: np.dtype,
-    is_tau: bool = False,
-    steps: np.ndarray | None = None,
-    iterations: int = 0,
-    retry: float = 1.0,
-) -> dict[str, np.ndarray]:
-    count, rows, cols = weights.shape
-    tested = _TORCH[np.dtype(precision)]
-    return _fused_certify.certify_arrays(
-        weights,
-        vectors,
-        margins,
-        np.ones(count) if steps is None else steps,
-        is_tau,
-        np.dtype(precision),
-        verified_ratio(min(rows, cols), max(rows, cols), tested),
-        _PRECISION[tested][1],
-        iterations,
-        retry,
-    )
+# the exact tests: the guess is the start vector's Rayleigh quotient × margin, no retry
+_run = functools.partial(_run_group, iterations=0, retry=1.0)
+
+
+def _both_kinds(
+    weight: np.ndarray, margins: np.ndarray, precision: type, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+    """``weight`` as a norm map and as a τ map (random s in the weight dtype), one entry per margin, from its top vector."""
+    count, shape = len(margins), weight.shape
+    weights = np.ascontiguousarray(np.broadcast_to(weight, (count, *shape)))
+    vectors = np.ascontiguousarray(np.broadcast_to(_top_vector(weight).astype(weight.dtype), (count, shape[1])))
+    steps = rng.uniform(0.0, 2.0, count).astype(weight.dtype).astype(np.float64)
+    norm = _run(weights, vectors, margins, precision=np.dtype(precision))
+    tau = _run(weights, vectors, margins, precision=np.dtype(precision), is_tau=True, steps=steps)
+    return norm, tau, steps
 
 
 def _exact_gram(weight: np.ndarray) -> list[list[Fraction]]:
@@ -150,7 +142,6 @@ def test_small_maps_are_certified_exactly_at_guesses_swept_through_the_norm(dtyp
     """Rational truth: every passed norm bound b has b²I − WᵀW ⪰ 0, every passed τ has (s/τ)I − WᵀW ⪰ 0."""
     rng = np.random.default_rng(1101)
     margins = 1.0 + _OFFSETS
-    count = len(margins)
     checked = 0
     closest = math.inf
     for shape in ((1, 1), (1, 6), (6, 1), (2, 2), (3, 5), (4, 3)):
@@ -158,11 +149,7 @@ def test_small_maps_are_certified_exactly_at_guesses_swept_through_the_norm(dtyp
             for exponent in _ENDS[dtype]:
                 weight = _at_scale(_spectrum(*shape, kind, rng), exponent, dtype)
                 gram = _exact_gram(weight)
-                weights = np.ascontiguousarray(np.broadcast_to(weight, (count, *shape)))
-                vectors = np.ascontiguousarray(np.broadcast_to(_top_vector(weight).astype(dtype), (count, shape[1])))
-                steps = rng.uniform(0.0, 2.0, count).astype(dtype).astype(np.float64)
-                norm = _run(weights, vectors, margins, precision=np.dtype(dtype))
-                tau = _run(weights, vectors, margins, precision=np.dtype(dtype), is_tau=True, steps=steps)
+                norm, tau, steps = _both_kinds(weight, margins, dtype, rng)
                 assert norm["flags"][:, 0].any() and not norm["flags"][0, 0]  # 1 − 10⁻² is below the norm
                 truth = _sigma_squared(weight)
                 for b in np.flatnonzero(norm["flags"][:, 0]):
@@ -183,7 +170,6 @@ def test_small_maps_are_certified_exactly_at_guesses_swept_through_the_norm(dtyp
 def test_adversarial_spectra_at_the_ends_of_the_tested_range_are_certified(dtype: type, precision: type) -> None:
     rng = np.random.default_rng(1102)
     margins = 1.0 + _OFFSETS
-    count = len(margins)
     worst_norm, worst_tau, passed = math.inf, 0.0, 0
     for shape in ((9, 1), (1, 9), (7, 7), (5, 12), (40, 30)):
         for kind in ("random", "rank1", "flat", "cluster", "illcond", "rankdef", "sign", "const", "spike"):
@@ -191,11 +177,7 @@ def test_adversarial_spectra_at_the_ends_of_the_tested_range_are_certified(dtype
             for exponent in _ENDS[dtype]:
                 weight = _at_scale(_spectrum(*shape, kind, rng), exponent, dtype)
                 truth = _sigma_squared(weight)
-                weights = np.ascontiguousarray(np.broadcast_to(weight, (count, *shape)))
-                vectors = np.ascontiguousarray(np.broadcast_to(_top_vector(weight).astype(dtype), (count, shape[1])))
-                steps = rng.uniform(0.0, 2.0, count).astype(dtype).astype(np.float64)
-                norm = _run(weights, vectors, margins, precision=np.dtype(precision))
-                tau = _run(weights, vectors, margins, precision=np.dtype(precision), is_tau=True, steps=steps)
+                norm, tau, steps = _both_kinds(weight, margins, precision, rng)
                 for b in np.flatnonzero(norm["flags"][:, 0]):
                     worst_norm = min(worst_norm, float(norm["values"][b]) ** 2 / truth)
                 for b in np.flatnonzero(tau["flags"][:, 0]):

@@ -5,16 +5,16 @@ rounding of τ or of the norm bound, the power-mode gradient's factors) is a few
 tensor operations per training step, each on a handful of numbers: at MLP sizes their dispatch,
 not their arithmetic, is most of a certified step's extra time (issue 26:
 ``benchmarks/certified_batch_share.py``). Here the same computation runs as plain loops compiled by
-numba, with the Gram product and the small eigenproblem handed to BLAS/LAPACK, in one call per
-group of equal-shape maps.
+numba, with the Gram product, the factorisation and the small eigenproblem handed to SciPy's
+BLAS/LAPACK, in one call per group of equal-shape maps.
 
 The certificate is the same theorem as the tensor path's (:func:`~._verified_gram.verified_ratio`,
 Higham 2002, Thm 10.3): the Gram matrix Ĝ is formed in the test precision by one BLAS product (its
-error bound γ_{2h} holds for every summation order), fl(μI − Ĝ) is factored by the textbook Cholesky
-loop in that precision (every operation rounded once: numba compiles without fast-math, so no
-reassociation or contraction is allowed), and a factorisation that runs to completion with
-positive pivots and a finite factor certifies Q = μ(1 + K) rounded up. Only the guesses (Lanczos in
-float64) differ from the tensor path in their last bits, and a guess needs no proof.
+error bound γ_{2h} holds for every summation order), fl(μI − Ĝ) is formed in that precision (one
+rounding: numba compiles without fast-math, so no reassociation or contraction is allowed) and
+factored by LAPACK's xPOTRF, the routine ``torch.linalg.cholesky_ex`` calls; a factorisation that
+runs to completion with a finite factor certifies Q = μ(1 + K) rounded up. Only the guesses
+(Lanczos in float64) differ from the tensor path in their last bits, and a guess needs no proof.
 
 Used where numba imports, the weights are float32 or float64 on the CPU; everywhere else the tensor
 path runs. ``STRUCTNETS_FUSED=0`` switches it off (for comparisons).
@@ -341,7 +341,7 @@ def certify_group(
         # the smaller Gram matrix in the test precision, and the Lanczos start (v, or Wv for WWᵀ)
         wp = tested[b]
         gram = _gram(wp, single)
-        start = np.dot(wp, v.astype(wp.dtype)) if rows < cols else v.astype(wp.dtype)
+        start = image.astype(wp.dtype) if rows < cols else v.astype(wp.dtype)  # Wv: the guess's start only
         z = np.empty(n)
         ritz = _lanczos_guess(gram.astype(np.float64), start.astype(np.float64), iterations, z)
         guess = _cast(test_cell, ritz * margins[b])
@@ -421,8 +421,11 @@ def certify_arrays(
         certify_group(*arguments, iterations, retry, *out.values())
     except Exception as error:
         # numba raises whatever its cache files give (a truncated index: UnpicklingError) before
-        # running anything: compile once more without them; an error that persists is raised
-        if _uncached:
+        # running anything: compile once more without them; an error that persists is raised. A
+        # compile error of numba's own is not the cache's: raised as it is
+        from numba.core.errors import NumbaError
+
+        if _uncached or isinstance(error, NumbaError):
             raise
         _recompile_without_cache()
         warnings.warn(
