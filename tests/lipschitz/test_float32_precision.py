@@ -144,13 +144,13 @@ def test_certified_batch_tests_in_float64_under_lowered_precision(monkeypatch, r
     monkeypatch.setattr(_fused_certify, "AVAILABLE", fused)
     seen: list[torch.dtype] = []
     if fused:
-        original_arrays = _fused_certify.certify_arrays
+        original_arrays = _fused_certify.run_kernel
 
         def recording_arrays(weights, vectors, margins, steps, is_tau, precision, *args):
             seen.append(torch.float32 if precision == np.float32 else torch.float64)
             return original_arrays(weights, vectors, margins, steps, is_tau, precision, *args)
 
-        monkeypatch.setattr(_fused_certify, "certify_arrays", recording_arrays)
+        monkeypatch.setattr(_fused_certify, "run_kernel", recording_arrays)
     else:
         original = batch_module._certify_grams
 

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from structnets.nn import _fused_certify
-from structnets.nn._certified_batch import _fused_place
+from structnets.nn._certified_batch_fused import fused_place as _fused_place
 from structnets.nn._verified_gram import _PRECISION, _norm_values, _tau_values, batched_verified_square, verified_ratio
 
 from .test_certified_batch import _adversarial, _sigma_squared

@@ -19,16 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-import numpy as np
 import torch
 from torch import nn
 
 from .._float32_precision import float32_matmul_is_ieee
 from ..functional import certified_step, sqrt_round_up, squared_norm_bound
-from . import _fused_certify
+from ._certified_batch_fused import FusedGroup, compute_fused, fused_place
+from ._power_mode_gradient import _Group, _Plan, _PowerModeGradient
 from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, CertifiedBound, _is_transformed, _top_vector_by_gram
 from ._verified_gram import (
-    _PRECISION,
     _certify_grams,
     _following,
     _gram_and_start,
@@ -51,7 +50,7 @@ class _Entry:
     following: torch.Tensor  # the next power vector
     passed: bool
     retried: bool  # passed at the second, larger guess
-    spent: list[bool]  # set by a gradient hook once a backward pass went through the group's graph
+    spent: list[bool]  # set once a backward pass went through the computation's values (_PowerModeGradient)
 
 
 def _same_tensor_content(stored: torch.Tensor, current: torch.Tensor) -> bool:
@@ -62,13 +61,6 @@ def _same_tensor_content(stored: torch.Tensor, current: torch.Tensor) -> bool:
         and stored.device == current.device
         and torch.equal(stored, current)
     )
-
-
-def _mark_spent(spent: list[bool]) -> Any:
-    def hook(grad: torch.Tensor) -> None:
-        spent[0] = True
-
-    return hook
 
 
 class CertifiedBatch:
@@ -247,37 +239,37 @@ class CertifiedBatch:
         # one computation per (dtype, device): every shape's Gram test in one batched factorisation
         # where padding is cheap, and one vectorised rounding of every value (issue 26: the
         # per-shape sequences of small operations were most of the cost at MLP sizes)
-        places: dict[tuple[Any, ...], list[_Group]] = {}
+        places: dict[tuple[Any, ...], list[Any]] = {}
         with torch.no_grad():
             for (dtype, device, kind, _, learnable), positions in groups.items():
-                fused = _fused_place(dtype, device)
-                places.setdefault((dtype, device), []).append(self._group(kind, learnable, positions, fused))
+                layers = [self._members[p] for p in positions]
+                if fused_place(dtype, device):
+                    margins = [1.0 + layer._bound.verified_margin for layer in layers]
+                    inputs = [self._weight(layer, kind) for layer in layers]
+                    group: Any = FusedGroup(kind, layers, inputs, learnable, margins)
+                else:
+                    group = self._group(kind, learnable, layers)
+                places.setdefault((dtype, device), []).append(group)
         for (dtype, device), place in places.items():
-            if _fused_place(dtype, device):
-                self._compute_place_fused(place)
+            if fused_place(dtype, device):
+                plan, formed, flags, following = compute_fused(place)
+                self._hand_out(formed, plan, flags[:, :2].T.tolist(), following)
             else:
                 self._compute_place(place)
         self.computations += 1
 
-    def _group(self, kind: str, learnable: bool, positions: list[int], fused: bool = False) -> _Group:
-        """Stack one shape's weights and power vectors (no autograd: :class:`_PowerModeGradient` differentiates).
-
-        ``fused``: σ̂ and u are left to the compiled kernel (:mod:`._fused_certify`), which computes them.
-        """
-        layers = [self._members[p] for p in positions]
+    def _group(self, kind: str, learnable: bool, layers: list[Any]) -> _Group:
+        """Stack one shape's weights and power vectors (no autograd: :class:`_PowerModeGradient` differentiates)."""
         inputs = [self._weight(layer, kind) for layer in layers]
         steps: list[torch.Tensor] | list[float] | list[None]
         # called under no_grad
         stacked = torch.stack(inputs)
         vectors = torch.stack([layer.power_vector for layer in layers])
         dtype, device = stacked.dtype, stacked.device
-        if fused:
-            estimate = left = stacked.new_empty(0)  # set from the kernel's outputs
-        else:
-            # W_b v_b as a row: σ̂_b = ‖W_b v_b‖ and u_b = W_b v_b / σ̂_b (0 where W_b v_b = 0, as the norm's subgradient)
-            image = torch.bmm(vectors.unsqueeze(1), stacked.mT).squeeze(1)
-            estimate = torch.linalg.vector_norm(image, dim=1)
-            left = image / estimate.unsqueeze(1).clamp_min(torch.finfo(stacked.dtype).tiny)
+        # W_b v_b as a row: σ̂_b = ‖W_b v_b‖ and u_b = W_b v_b / σ̂_b (0 where W_b v_b = 0, as the norm's subgradient)
+        image = torch.bmm(vectors.unsqueeze(1), stacked.mT).squeeze(1)
+        estimate = torch.linalg.vector_norm(image, dim=1)
+        left = image / estimate.unsqueeze(1).clamp_min(torch.finfo(stacked.dtype).tiny)
         slope = step = None
         if kind == "tau" and learnable:
             logit_params = [layer.step_logit for layer in layers]
@@ -291,11 +283,11 @@ class CertifiedBatch:
         else:
             # the exact floats, as tau() takes them (s is the dtype's rounding of them in the surrogate)
             steps = [layer.step for layer in layers] if kind == "tau" else [None] * len(layers)
-            step64 = torch.tensor([1.0 if s is None else s for s in steps], dtype=torch.float64)
-        margins = torch.tensor([1.0 + layer._bound.verified_margin for layer in layers], dtype=torch.float64)
-        if not fused:  # the kernel reads these on the host
-            step64, margins = step64.to(device), margins.to(device)
-            step = step64.to(dtype) if step is None else step
+            step64 = torch.tensor([1.0 if s is None else s for s in steps], dtype=torch.float64, device=device)
+            step = step64.to(dtype)
+        margins = torch.tensor(
+            [1.0 + layer._bound.verified_margin for layer in layers], dtype=torch.float64, device=device
+        )
         return _Group(kind, layers, stacked, vectors, estimate, step, step64, steps, margins, inputs, left, slope)
 
     def _compute_place(self, groups: list[_Group]) -> None:
@@ -340,7 +332,7 @@ class CertifiedBatch:
                         ratios += [verified_ratio(min(rows, cols), max(rows, cols), precision)] * counts[i]
                         blocks.append((group, w, n, part))
                         offset += counts[i]
-                    margins = _joined([members[i].margins for i in chosen])
+                    margins = _joined([cast(torch.Tensor, members[i].margins) for i in chosen])
                     ratio = torch.tensor(ratios, dtype=torch.float64, device=device)
                     square, passed, z, retried = _certify_grams(grams, starts, margins, ratio, 5, 1.15)
                     squares.append(square)
@@ -362,8 +354,8 @@ class CertifiedBatch:
                     [group.kind == "tau" for group in order for _ in group.layers], dtype=torch.bool, device=device
                 )
                 value = torch.where(is_tau, _tau_values(step64, square, dtype), _norm_values(square, dtype))
-            estimate = _joined([group.estimate for group in order])
-            step = _joined([cast(torch.Tensor, group.step) for group in order])  # formed by _group off the kernel
+            estimate = _joined([cast(torch.Tensor, group.estimate) for group in order])
+            step = _joined([cast(torch.Tensor, group.step) for group in order])  # formed by _group
             factor = margins.to(dtype)
             # The value: τ = s/Q rounded down (gradient-step maps: τ·‖W‖₂² ≤ s) or √Q rounded up (norm
             # bounds ≥ ‖W‖₂). The gradient: of the surrogate s/((1 + m)σ̂²) or √(1 + m)·σ̂, the
@@ -392,156 +384,18 @@ class CertifiedBatch:
             flags = torch.stack((_joined(passes) & usable, _joined(retries))).tolist()
         self._hand_out(order, plan, flags, following)
 
-    def _compute_place_fused(self, groups: list[_Group]) -> None:
-        """``_compute_place`` for float32/float64 weights on the CPU: one compiled call per group (:mod:`._fused_certify`).
-
-        The same test, values, gradient factors and flags, computed by plain loops in one call
-        instead of a few hundred dispatched tensor operations (issue 26).
-        """
-        dtype = groups[0].snapshot.dtype
-        with _fused_certify.single_threaded_blas():
-            outputs = [self._certify_group_fused(group, dtype) for group in groups]
-        joined = {
-            key: np.concatenate([out[key] for out in outputs])
-            for key in ("values", "slopes", "inverses", "factors", "flags")
-        }
-        flags = joined["flags"]
-        plan = _Plan(
-            torch.from_numpy(joined["values"]),
-            torch.from_numpy(joined["slopes"]),
-            torch.from_numpy(joined["inverses"]),
-            groups,
-            torch.from_numpy(joined["factors"]),
-            torch.from_numpy(flags[:, 2].copy()),
-        )
-        following = [vector for out in outputs for vector in torch.from_numpy(out["following"]).unbind(0)]
-        self._hand_out(groups, plan, flags[:, :2].T.tolist(), following)
-
-    @staticmethod
-    def _certify_group_fused(group: _Group, dtype: torch.dtype) -> dict[str, np.ndarray]:
-        """One group's compiled call; sets the group's u_b (``left``) for the backward pass."""
-        rows, cols = group.snapshot.shape[-2:]
-        n, inner = min(rows, cols), max(rows, cols)
-        # the kernel's Gram product is SciPy's BLAS, IEEE float32 whatever torch's matmul precision
-        precision = _precision_for(dtype, n, inner, True)
-        out = _fused_certify.certify_arrays(
-            group.snapshot.numpy(),
-            group.vectors.numpy(),
-            group.margins.numpy(),
-            group.step64.numpy(),
-            group.kind == "tau",
-            _NUMPY[precision],
-            verified_ratio(n, inner, precision),
-            _PRECISION[precision][1],
-        )
-        group.left = torch.from_numpy(out["left"])
-        return out
-
     def _hand_out(
         self, order: list[_Group], plan: _Plan, flags: list[list[bool]], following: list[torch.Tensor]
     ) -> None:
         """Attach the power-mode gradient to the values and store one entry per member (``take`` reads them)."""
         values = _PowerModeGradient.apply(plan, *[tensor for group in order for tensor in group.inputs])
-        spent = [False]
-        if values.requires_grad:
-            values.register_hook(_mark_spent(spent))
+        spent = plan.spent  # set by the backward pass through `values`
         layers = [layer for group in order for layer in group.layers]
         snapshots = [weight for group in order for weight in group.snapshot.unbind(0)]
         steps = [item for group in order for item in group.steps]
         parts = zip(layers, values.unbind(0), snapshots, steps, following, *flags, strict=True)
         for layer, part, weight, step_value, vector, flag, second in parts:
             self._entries[id(layer._bound)] = _Entry(part, weight, step_value, vector, flag, second, spent)
-
-
-@dataclass(eq=False)
-class _Plan:
-    """What :class:`_PowerModeGradient` returns and needs: the values, dvalue/dσ̂ and dvalue/ds per entry, the groups."""
-
-    value: torch.Tensor  # (B,) certified values, in the weight dtype
-    slope: torch.Tensor  # (B,) d surrogate / dσ̂ (0 where the entry failed)
-    inverse: torch.Tensor  # (B,) d surrogate / ds = 1/((1 + m)σ̂²) for τ maps (0 for norm maps and failures)
-    groups: list[_Group]  # in the order of the entries; each lists its inputs (weights, then θ if learnable)
-    factor: torch.Tensor  # (B,) 1 + m_b in the weight dtype
-    usable: torch.Tensor  # (B,) bool: the entry's gradient is defined (else it is 0)
-
-
-class _PowerModeGradient(torch.autograd.Function):
-    """The certified values with the power-mode gradient, in a few batched operations.
-
-    Forward returns the values unchanged. Backward, for the surrogate S_b of each entry
-    (s_b/((1 + m_b)σ̂_b²) for a τ map, √(1 + m_b)·σ̂_b for a norm map), with σ̂_b = ‖W_b v_b‖ and the
-    power vector v_b held fixed (the paper's power mode): ∂σ̂_b/∂W_b = u_b v_bᵀ, u_b = W_b v_b/σ̂_b, so
-    ∂S_b/∂W_b = (∂S_b/∂σ̂_b)·u_b v_bᵀ, and ∂S_b/∂θ_b = s'(θ_b)/((1 + m_b)σ̂_b²) for a learnable step
-    s = 2·sigmoid(θ). The same gradient as autograd through the surrogate (tested), without building
-    its graph: one outer product per group instead of a dozen recorded operations per step. A
-    backward pass that builds a graph (``create_graph=True``, for higher derivatives) differentiates
-    the surrogate itself instead, rebuilt from the saved inputs, so that every order is right.
-    """
-
-    @staticmethod
-    def forward(ctx: Any, plan: _Plan, *inputs: torch.Tensor) -> torch.Tensor:
-        ctx.plan = plan
-        ctx.save_for_backward(*inputs)
-        return plan.value
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        plan: _Plan = ctx.plan
-        if torch.is_grad_enabled():
-            inputs = ctx.saved_tensors
-            graph_grads = torch.autograd.grad(
-                _surrogate(plan, inputs),
-                inputs,
-                grad_outputs=torch.where(plan.usable, grad, torch.zeros_like(grad)),
-                create_graph=True,
-                allow_unused=True,
-            )
-            return (None, *graph_grads)
-        by_norm = grad * plan.slope
-        by_step = grad * plan.inverse
-        grads: list[torch.Tensor | None] = [None]
-        offset = 0
-        for group in plan.groups:
-            count = len(group.layers)
-            part = slice(offset, offset + count)
-            offset += count
-            grads.extend(
-                (by_norm[part].unsqueeze(1) * group.left).unsqueeze(2).mul(group.vectors.unsqueeze(1)).unbind(0)
-            )
-            if group.slope is not None:
-                grads.extend((by_step[part] * group.slope).unbind(0))
-        return tuple(grads)
-
-
-def _surrogate(plan: _Plan, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """The surrogates S_b of :class:`_PowerModeGradient` as a differentiable function of its inputs."""
-    parts, index, offset = [], 0, 0
-    for group in plan.groups:
-        count = len(group.layers)
-        stacked = torch.stack(inputs[index : index + count])
-        index += count
-        sigma = torch.linalg.vector_norm(torch.bmm(group.vectors.unsqueeze(1), stacked.mT), dim=(1, 2))
-        usable, factor = plan.usable[offset : offset + count], plan.factor[offset : offset + count]
-        offset += count
-        sigma = torch.where(usable, sigma, torch.ones_like(sigma))  # an unused row: no 0·∞ in its gradient
-        if group.kind == "norm":
-            parts.append(sigma * factor.sqrt())
-            continue
-        if group.slope is not None:
-            step = 2.0 * torch.sigmoid(torch.stack(inputs[index : index + count]))
-            index += count
-        else:
-            step = group.step if group.step is not None else group.step64.to(sigma.device, sigma.dtype)
-        parts.append(step / (sigma.square() * factor))
-    return torch.cat(parts)
-
-
-_NUMPY: dict[torch.dtype, np.dtype[Any]] = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
-
-
-def _fused_place(dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether a place (dtype, device) runs the compiled kernel: numba present, float32/float64 weights, the CPU."""
-    return _fused_certify.AVAILABLE and device.type == "cpu" and dtype in _NUMPY
 
 
 #: Pad a Gram matrix of size n to a set's size N when its share of the padded factorisation stays
@@ -562,35 +416,6 @@ def _padded_sets(sizes: list[int], counts: list[int]) -> list[list[int]]:
         else:
             sets.append([i])
     return sets
-
-
-def _done(result: torch.Tensor | None) -> torch.Tensor:
-    """A group's test result, set by ``_compute_place`` before it is read."""
-    if result is None:
-        raise RuntimeError("internal: a CertifiedBatch group was read before its test ran")
-    return result
-
-
-@dataclass(eq=False)
-class _Group:
-    """One (kind, shape, step kind) of members within a batch computation, and its test's results."""
-
-    kind: str
-    layers: list[Any]
-    snapshot: torch.Tensor  # (B, rows, cols) the weights' content, detached
-    vectors: torch.Tensor  # (B, cols) power vectors
-    estimate: torch.Tensor  # (B,) σ̂_b = ‖W_b v_b‖ (no autograd)
-    step: torch.Tensor | None  # (B,) s in the weight dtype (1 for norm maps); None: not formed (fused, fixed s)
-    step64: torch.Tensor  # (B,) s in float64, no gradient
-    steps: list[Any]  # what each member's τ was formed with (logit, float, or None)
-    margins: torch.Tensor  # (B,) float64 1 + m_b
-    inputs: list[torch.Tensor]  # the members' weights (then step logits θ, learnable steps): what gets a gradient
-    left: torch.Tensor  # (B, rows) u_b = W_b v_b/σ̂_b
-    slope: torch.Tensor | None  # (B,) ds/dθ for learnable steps, else None
-    square: torch.Tensor | None = None
-    passed: torch.Tensor | None = None
-    retried: torch.Tensor | None = None
-    following: torch.Tensor | None = None
 
 
 __all__ = ["CertifiedBatch", "batched_verified_square", "verified_ratio"]

@@ -305,6 +305,7 @@ def certify_group(
     high: float,
     iterations: int,
     retry: float,
+    sigmoids: Any,
     values: Any,
     slopes: Any,
     inverses: Any,
@@ -312,13 +313,17 @@ def certify_group(
     flags: Any,
     following: Any,
     left: Any,
+    step_slopes: Any,
 ) -> None:
     """Certify every map of one group (equal shapes, one dtype): the fused ``CertifiedBatch`` computation.
 
     Inputs: ``weights`` (B, rows, cols) and ``vectors`` (B, cols) in the weight dtype; ``tested`` the
     weights in the test precision (float32 or float64; the same array where that is their dtype); ``margins``
     (B,) float64 1 + m_b; ``steps`` (B,) float64 s_b (1 for norm maps) and, for τ maps, ``steps``' cast
-    to the weight dtype is the surrogate's s. Outputs, written in place (weight dtype unless said):
+    to the weight dtype is the surrogate's s. Learnable steps s = 2·sigmoid(θ): ``sigmoids`` (B,)
+    sigmoid(θ_b) in the weight dtype (empty otherwise); then s_b = 2·sigmoid(θ_b) and ds/dθ =
+    s_b(1 − sigmoid(θ_b)) are formed here in the weight dtype, as torch would, s_b written to ``steps``
+    and ds/dθ to ``step_slopes``. Outputs, written in place (weight dtype unless said):
     ``values`` τ_b or the norm bound; ``slopes`` d surrogate/dσ̂ and ``inverses`` d surrogate/ds
     (0 where the entry is not usable); ``factors`` 1 + m_b; ``flags`` (B, 3) bool (passed and usable,
     retried, usable); ``following`` (B, cols) the next power vectors; ``left`` (B, rows) u_b.
@@ -331,6 +336,13 @@ def certify_group(
     tiny = np.finfo(weights.dtype).tiny
     largest = float(np.finfo(weights.dtype).max)
     test_cell = np.empty(1, dtype=tested.dtype)
+    if sigmoids.shape[0] == count:  # learnable steps: s = 2·sigmoid(θ), ds/dθ = s(1 − sigmoid(θ)), weight dtype
+        two = _cast(cell, 2.0)
+        for b in range(count):
+            sigmoid = sigmoids[b]
+            step = two * sigmoid
+            steps[b] = float(step)
+            step_slopes[b] = step * (one - sigmoid)
     for b in range(count):
         w = weights[b]
         v = vectors[b]
@@ -395,17 +407,17 @@ def certify_arrays(
     tested_range: tuple[float, float],
     iterations: int = 5,
     retry: float = 1.15,
+    sigmoids: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Run :func:`certify_group` on one group's arrays (float32 or float64 weights, any layout) and return its outputs by name."""
-    # C-contiguous inputs of one dtype: one compiled specialisation, and no NumbaPerformanceWarning
-    # (an error under pytest) from np.dot on a strided array
+    """Run :func:`certify_group` on one group's arrays (float32 or float64 weights, any layout) and return its outputs by name.
+
+    ``sigmoids``: sigmoid(θ_b) of learnable steps s = 2·sigmoid(θ) (then ``steps`` is ignored); the
+    outputs then include ``steps`` (s_b, float64) and ``step_slopes`` (ds/dθ, weight dtype).
+    """
     weights = np.ascontiguousarray(weights)
     count, rows, cols = weights.shape
     dtype = weights.dtype
-    vectors = np.ascontiguousarray(vectors, dtype=dtype)
-    margins = np.ascontiguousarray(margins, dtype=np.float64)
-    steps = np.ascontiguousarray(steps, dtype=np.float64)
-    tested = weights if precision == dtype else np.ascontiguousarray(weights, dtype=precision)
+    learnable = sigmoids is not None
     out = {
         "values": np.empty(count, dtype=dtype),
         "slopes": np.empty(count, dtype=dtype),
@@ -414,11 +426,62 @@ def certify_arrays(
         "flags": np.empty((count, 3), dtype=np.bool_),
         "following": np.empty((count, cols), dtype=dtype),
         "left": np.empty((count, rows), dtype=dtype),
+        "step_slopes": np.empty(count if learnable else 0, dtype=dtype),
     }
+    written = np.empty(count, dtype=np.float64) if learnable else np.ascontiguousarray(steps, dtype=np.float64)
+    run_kernel(
+        weights, vectors, np.ascontiguousarray(margins, dtype=np.float64), written, is_tau, precision, ratio,
+        tested_range, np.empty(0, dtype=dtype) if sigmoids is None else sigmoids, out["values"], out["slopes"],
+        out["inverses"], out["factors"], out["flags"], out["following"], out["left"], out["step_slopes"], iterations,
+        retry,
+    )  # fmt: skip
+    if learnable:
+        out["steps"] = written
+    return out
+
+
+def run_kernel(
+    weights: np.ndarray,
+    vectors: np.ndarray,
+    margins: np.ndarray,
+    steps: np.ndarray,
+    is_tau: bool,
+    precision: np.dtype[Any],
+    ratio: float,
+    tested_range: tuple[float, float],
+    sigmoids: np.ndarray,
+    values: np.ndarray,
+    slopes: np.ndarray,
+    inverses: np.ndarray,
+    factors: np.ndarray,
+    flags: np.ndarray,
+    following: np.ndarray,
+    left: np.ndarray,
+    step_slopes: np.ndarray,
+    iterations: int = 5,
+    retry: float = 1.15,
+) -> None:
+    """:func:`certify_group` into the given output arrays (C-contiguous, of the kinds it names), with numba's cache fallback.
+
+    ``margins`` and ``steps`` must be C-contiguous float64 (``steps`` is written where ``sigmoids``
+    is not empty); ``weights`` and ``vectors`` are made C-contiguous of the weights' dtype here.
+    """
+    # C-contiguous inputs of one dtype: one compiled specialisation, and no NumbaPerformanceWarning
+    # (an error under pytest) from np.dot on a strided array
+    weights = np.ascontiguousarray(weights)
+    dtype = weights.dtype
+    vectors = np.ascontiguousarray(vectors, dtype=dtype)
+    sigmoids = np.ascontiguousarray(sigmoids, dtype=dtype).reshape(-1)
+    if sigmoids.shape[0] not in (0, weights.shape[0]):
+        raise ValueError(f"`sigmoids` must have one entry per map or none, got shape {sigmoids.shape}")
+    tested = weights if precision == dtype else np.ascontiguousarray(weights, dtype=precision)
     low, high = tested_range
-    arguments = (weights, tested, vectors, margins, steps, is_tau, tested.dtype == np.float32, ratio, low, high)
+    arguments = (
+        weights, tested, vectors, margins, steps, is_tau, tested.dtype == np.float32, ratio, low, high, iterations, retry,
+        sigmoids, values, slopes, inverses, factors, flags, following, left, step_slopes,
+    )  # fmt: skip
     try:
-        certify_group(*arguments, iterations, retry, *out.values())
+        certify_group(*arguments)
     except Exception as error:
         # numba raises whatever its cache files give (a truncated index: UnpicklingError) before
         # running anything: compile once more without them; an error that persists is raised. A
@@ -434,8 +497,7 @@ def certify_arrays(
             RuntimeWarning,
             stacklevel=2,
         )
-        certify_group(*arguments, iterations, retry, *out.values())
-    return out
+        certify_group(*arguments)
 
 
-__all__ = ["AVAILABLE", "certify_arrays", "certify_group", "single_threaded_blas"]
+__all__ = ["AVAILABLE", "certify_arrays", "certify_group", "run_kernel", "single_threaded_blas"]
