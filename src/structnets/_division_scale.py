@@ -60,9 +60,9 @@ def division_scale(bound: torch.Tensor, weight: torch.Tensor, taps: int = 1) -> 
         ≈ f at B = 1: f − 1 ≈ 6·10⁻⁷ in float32, a few % in bfloat16).
     """
     rank = min(int(weight.shape[0]), int(weight.shape[1]))
-    widened = (bound * _division_factor(weight.dtype, rank, taps, weight.numel())).clamp_min(1.0)
-    # B ≤ 1 (NaN compares False, so NaN stays NaN): exact division, ‖A‖ = ‖V‖ ≤ B
-    return torch.where(bound <= 1.0, torch.ones_like(widened), widened)
+    # B ≤ 1 (NaN compares False, so NaN stays NaN): exact division, ‖A‖ = ‖V‖ ≤ B. Where B > 1,
+    # fl(B·f) ≥ B > 1 (f ≥ 1, rounding is monotone): no clamp needed
+    return torch.where(bound <= 1.0, 1.0, bound * _division_factor(weight.dtype, rank, taps, weight.numel()))
 
 
 __all__ = ["division_scale"]

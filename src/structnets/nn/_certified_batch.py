@@ -24,7 +24,7 @@ from torch import nn
 
 from .._float32_precision import float32_matmul_is_ieee
 from ..functional import certified_step, sqrt_round_up, squared_norm_bound
-from ._certified_batch_fused import FusedGroup, compute_fused, fused_place
+from ._certified_batch_fused import FusedGroup, LogitValue, compute_fused, fused_place
 from ._power_mode_gradient import _Group, _Plan, _PowerModeGradient
 from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, CertifiedBound, _is_transformed, _top_vector_by_gram
 from ._verified_gram import (
@@ -210,6 +210,8 @@ class CertifiedBatch:
     @staticmethod
     def _same_step(layer: Any, step: torch.Tensor | float | None) -> bool:
         logit = layer.step_logit
+        if isinstance(step, LogitValue):  # θ's value as a float (exact for float32/float64 θ)
+            return logit is not None and logit.dim() == 0 and logit.item() == step
         if isinstance(step, torch.Tensor):
             return logit is not None and _same_tensor_content(step, logit)
         return logit is None and step == layer.step

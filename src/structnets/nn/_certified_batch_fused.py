@@ -28,6 +28,12 @@ def fused_place(dtype: torch.dtype, device: torch.device) -> bool:
     return _fused_certify.AVAILABLE and device.type == "cpu" and dtype in _NUMPY
 
 
+class LogitValue(float):
+    """The value of a 0-d step logit θ a τ was formed with (compared as a number: NaN matches nothing)."""
+
+    __slots__ = ()
+
+
 class FusedGroup:
     """One group's stacked inputs for the kernel (called under ``torch.no_grad``).
 
@@ -52,7 +58,7 @@ class FusedGroup:
             inputs += logits
             stacked = torch.stack(logits)
             self.sigmoid = torch.sigmoid(stacked)  # s = 2·sigmoid(θ) and ds/dθ: formed by the kernel
-            self.entry_steps = list(stacked.unbind(0))
+            self.entry_steps = [LogitValue(value) for value in stacked.tolist()]
         elif kind == "tau":
             self.steps = [layer.step for layer in layers]
             self.entry_steps = list(self.steps)
@@ -132,4 +138,4 @@ def compute_fused(groups: list[FusedGroup]) -> tuple[_Plan, list[_Group], np.nda
     return plan, formed, flags, following
 
 
-__all__ = ["FusedGroup", "compute_fused", "fused_place"]
+__all__ = ["FusedGroup", "LogitValue", "compute_fused", "fused_place"]
