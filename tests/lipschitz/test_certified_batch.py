@@ -230,6 +230,33 @@ def test_a_step_edited_between_the_batch_and_its_use_is_detected() -> None:
     assert model.certified_batch.unbatched_calls == 1
 
 
+@pytest.mark.parametrize("logit", [0.5, -0.0, math.nan])
+def test_a_learnable_step_edited_between_the_batch_and_its_use_is_detected(logit: float) -> None:
+    """θ written by a pre-hook after the leader's computation: that block computes its own τ (NaN too).
+
+    -0.0 is the value θ = 0 as a number: the τ handed out was formed with s = 1, the step of θ = -0.0,
+    so the batch serves it (the fused path compares θ as a float, the tensor path with torch.equal).
+    """
+    torch.manual_seed(3)
+    model = lipschitz_resnet(6, 3, width=8, depth=2, step=1.0, learnable_step=True, bound="verified-batched")
+    with torch.no_grad():
+        model[2].step_logit.fill_(0.0)
+
+    def edit(module: nn.Module, args: object) -> None:
+        with torch.no_grad():
+            module.step_logit.fill_(logit)
+
+    handle = model[2].register_forward_pre_hook(edit)
+    model.train()
+    out = model(torch.randn(4, 6))
+    handle.remove()
+    assert model.certified_batch.unbatched_calls == (0 if logit == 0.0 else 1)
+    if not math.isnan(logit):
+        out.sum().backward()
+        tau = float(model[2].tau().detach().to(F64))
+        assert tau * _sigma_squared(model[2].weight) <= float(model[2].step_size().detach().to(F64))
+
+
 @pytest.mark.parametrize("edit", ["data", "load_state_dict", "optimizer"])
 def test_edits_between_forwards_are_recomputed(monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
     torch.manual_seed(5)
