@@ -40,7 +40,7 @@ from ._verified_gram import (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     """One map's value from the last batch computation, usable once, for the content it was computed for."""
 
