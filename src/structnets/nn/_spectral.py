@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import torch
+from torch import nn
+from torch.nn.modules import module as _module_internals
 
 from .._validation import check_choice
 from ..functional import (
@@ -33,6 +35,26 @@ class BatchedValues(Protocol):
 #: lagged behind σ₁: a layer whose norm grows fast) and shrinks by 5 % after a passed one.
 VERIFIED_MARGIN = 0.01
 VERIFIED_MARGIN_MAX = 0.08
+
+
+def store_power_vector(module: nn.Module, following: torch.Tensor) -> None:
+    """``module.power_vector = following`` (an existing buffer), once per training call of every certified map.
+
+    ``Module.__setattr__`` goes through ``register_buffer``'s checks (≈ 3 µs, seven maps per step of a
+    5 × 50 ResNet); where no global buffer-registration hook listens and nothing is being compiled,
+    the buffer dict is written directly, which is all that path then does for a tensor.
+    """
+    buffers = module._buffers
+    if following is buffers.get("power_vector"):
+        return
+    if (
+        _module_internals._global_buffer_registration_hooks
+        or torch.compiler.is_compiling()
+        or "power_vector" not in buffers
+    ):
+        module.power_vector = following
+    else:
+        buffers["power_vector"] = following
 
 
 def _is_transformed(weight: torch.Tensor) -> bool:

@@ -19,7 +19,7 @@ from ..functional import (
 )
 from ._checkpoint import CertifiedCheckpointMixin
 from ._parametrized import one_read
-from ._spectral import BoundModeMixin, CertifiedBound
+from ._spectral import BoundModeMixin, CertifiedBound, store_power_vector
 from ._step import ValidatedStep
 
 
@@ -201,8 +201,7 @@ class GradientStepResidual(BoundModeMixin, ValidatedStep, CertifiedCheckpointMix
         return bound
 
     def _store_power_vector(self, following: torch.Tensor) -> None:
-        if following is not self.power_vector:
-            self.power_vector = following
+        store_power_vector(self, following)
 
     def tau(self) -> torch.Tensor:
         """Return the step τ = s / Q in the weight's dtype, Q ≥ ‖W‖₂² (0 when W = 0).

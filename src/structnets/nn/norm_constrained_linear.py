@@ -13,7 +13,7 @@ from ..functional import division_scale, round_operand, spectral_norm_bound, top
 from ._affine import linear_from_dense
 from ._checkpoint import CertifiedCheckpointMixin
 from ._parametrized import one_read, reads_agree
-from ._spectral import BoundModeMixin, CertifiedBound
+from ._spectral import BoundModeMixin, CertifiedBound, store_power_vector
 
 
 class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module):
@@ -97,8 +97,7 @@ class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module)
         f − 1 ≈ 6·10⁻⁷ for a float32 100 × 784 V).
         """
         bound, following = self._bound(self.raw_weight, self.power_vector, self.training)
-        if following is not self.power_vector:
-            self.power_vector = following
+        store_power_vector(self, following)
         return division_scale(bound, self.raw_weight)
 
     def to_dense(self) -> torch.Tensor:
