@@ -144,13 +144,15 @@ def test_certified_batch_tests_in_float64_under_lowered_precision(monkeypatch, r
     monkeypatch.setattr(_fused_certify, "AVAILABLE", fused)
     seen: list[torch.dtype] = []
     if fused:
-        original_arrays = _fused_certify.run_kernel
+        original_flat = _fused_certify.run_flat
 
-        def recording_arrays(weights, vectors, margins, steps, is_tau, precision, *args):
-            seen.append(torch.float32 if precision == np.float32 else torch.float64)
-            return original_arrays(weights, vectors, margins, steps, is_tau, precision, *args)
+        def recording_flat(weights, vectors, rows, cols, is_tau, tested64, *args):
+            # each map's test precision: float64 where the kernel is told to test a float32 W in float64
+            wide = weights.dtype == np.float64
+            seen.extend(torch.float64 if wide or bool(t) else torch.float32 for t in tested64)
+            return original_flat(weights, vectors, rows, cols, is_tau, tested64, *args)
 
-        monkeypatch.setattr(_fused_certify, "run_kernel", recording_arrays)
+        monkeypatch.setattr(_fused_certify, "run_flat", recording_flat)
     else:
         original = batch_module._certify_grams
 

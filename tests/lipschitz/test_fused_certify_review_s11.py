@@ -364,13 +364,13 @@ def test_training_at_high_learning_rates_hands_out_certified_values(
 
     monkeypatch.setattr(CertifiedBatch, "take", take)
     calls = [0]
-    kernel = _fused_certify.run_kernel
+    kernel = _fused_certify.run_flat
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls[0] += 1
         return kernel(*args, **kwargs)
 
-    monkeypatch.setattr(_fused_certify, "run_kernel", counted)
+    monkeypatch.setattr(_fused_certify, "run_flat", counted)
     checked = 0
     for seed, (learning_rate, learnable, step) in enumerate(((0.3, False, 2.0), (1.0, True, 1.0))):
         torch.manual_seed(seed)

@@ -24,7 +24,7 @@ from torch import nn
 
 from .._float32_precision import float32_matmul_is_ieee
 from ..functional import certified_step, sqrt_round_up, squared_norm_bound
-from ._certified_batch_fused import FusedGroup, LogitValue, compute_fused, fused_place
+from ._certified_batch_fused import LogitValue, compute_flat, fused_place
 from ._power_mode_gradient import _Group, _Plan, _PowerModeGradient
 from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, CertifiedBound, _is_transformed, _top_vector_by_gram
 from ._verified_gram import (
@@ -223,7 +223,8 @@ class CertifiedBatch:
     def _compute(self) -> None:
         """Compute every eligible member's value for its current content (the leader's training call)."""
         self._entries = {}
-        groups: dict[tuple[Any, ...], list[int]] = {}
+        groups: dict[tuple[Any, ...], list[int]] = {}  # tensor path: by (dtype, device, kind, shape, step kind)
+        flat: dict[tuple[Any, ...], list[tuple[Any, str, torch.Tensor, bool]]] = {}  # compiled path: by place
         for position, (layer, kind) in enumerate(zip(self._members, self._kinds, strict=True)):
             weight = self._weight(layer, kind)
             vector = layer.power_vector
@@ -237,27 +238,29 @@ class CertifiedBatch:
             ):
                 continue
             learnable = kind == "tau" and layer.step_logit is not None
-            groups.setdefault((weight.dtype, weight.device, kind, tuple(weight.shape), learnable), []).append(position)
-        # one computation per (dtype, device): every shape's Gram test in one batched factorisation
-        # where padding is cheap, and one vectorised rounding of every value (issue 26: the
-        # per-shape sequences of small operations were most of the cost at MLP sizes)
-        places: dict[tuple[Any, ...], list[Any]] = {}
+            if fused_place(weight.dtype, weight.device):  # every shape of the place in one compiled call
+                flat.setdefault((weight.dtype, weight.device), []).append((layer, kind, weight, learnable))
+            else:
+                key = (weight.dtype, weight.device, kind, tuple(weight.shape), learnable)
+                groups.setdefault(key, []).append(position)
+        for members in flat.values():
+            layers, kinds, weights, steps = (list(column) for column in zip(*members, strict=True))
+            with torch.no_grad():
+                result = compute_flat(layers, kinds, weights, steps)
+            self._hand_out(
+                layers, result.plan, result.inputs, result.snapshots, result.steps, result.following,
+                [result.passed, result.retried],
+            )  # fmt: skip
+        # the tensor path: one computation per (dtype, device), every shape's Gram test in one batched
+        # factorisation where padding is cheap, and one vectorised rounding of every value (issue 26:
+        # the per-shape sequences of small operations were most of the cost at MLP sizes)
+        places: dict[tuple[Any, ...], list[_Group]] = {}
         with torch.no_grad():
             for (dtype, device, kind, _, learnable), positions in groups.items():
-                layers = [self._members[p] for p in positions]
-                if fused_place(dtype, device):
-                    margins = [1.0 + layer._bound.verified_margin for layer in layers]
-                    inputs = [self._weight(layer, kind) for layer in layers]
-                    group: Any = FusedGroup(kind, layers, inputs, learnable, margins)
-                else:
-                    group = self._group(kind, learnable, layers)
+                group = self._group(kind, learnable, [self._members[p] for p in positions])
                 places.setdefault((dtype, device), []).append(group)
-        for (dtype, device), place in places.items():
-            if fused_place(dtype, device):
-                plan, formed, flags, following = compute_fused(place)
-                self._hand_out(formed, plan, flags[:, :2].T.tolist(), following)
-            else:
-                self._compute_place(place)
+        for place in places.values():
+            self._compute_place(place)
         self.computations += 1
 
     def _group(self, kind: str, learnable: bool, layers: list[Any]) -> _Group:
@@ -384,17 +387,30 @@ class CertifiedBatch:
             )
             # the computation's one host read
             flags = torch.stack((_joined(passes) & usable, _joined(retries))).tolist()
-        self._hand_out(order, plan, flags, following)
-
-    def _hand_out(
-        self, order: list[_Group], plan: _Plan, flags: list[list[bool]], following: list[torch.Tensor]
-    ) -> None:
-        """Attach the power-mode gradient to the values and store one entry per member (``take`` reads them)."""
-        values = _PowerModeGradient.apply(plan, *[tensor for group in order for tensor in group.inputs])
-        spent = plan.spent  # set by the backward pass through `values`
         layers = [layer for group in order for layer in group.layers]
+        inputs = [tensor for group in order for tensor in group.inputs]
         snapshots = [weight for group in order for weight in group.snapshot.unbind(0)]
         steps = [item for group in order for item in group.steps]
+        self._hand_out(layers, plan, inputs, snapshots, steps, following, flags)
+
+    def _hand_out(
+        self,
+        layers: list[Any],
+        plan: _Plan,
+        inputs: list[torch.Tensor],
+        snapshots: list[torch.Tensor],
+        steps: list[Any],
+        following: list[torch.Tensor],
+        flags: list[list[bool]],
+    ) -> None:
+        """Attach the power-mode gradient to the values and store one entry per member (``take`` reads them).
+
+        ``inputs`` are the tensors the values are differentiated by, in the plan's order; the other
+        lists are per member: the weight content certified, the step it was formed with, the next
+        power vector; ``flags`` the passed and retried lists.
+        """
+        values = _PowerModeGradient.apply(plan, *inputs)
+        spent = plan.spent  # set by the backward pass through `values`
         parts = zip(layers, values.unbind(0), snapshots, steps, following, *flags, strict=True)
         for layer, part, weight, step_value, vector, flag, second in parts:
             self._entries[id(layer._bound)] = _Entry(part, weight, step_value, vector, flag, second, spent)

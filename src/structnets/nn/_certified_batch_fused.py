@@ -1,16 +1,17 @@
 """A :class:`~structnets.nn.CertifiedBatch` computation by the compiled kernel (float32/float64, CPU).
 
-The same test, values, gradient factors and flags as the tensor path of ``_certified_batch``, but
-each group of equal-shape maps is one call of :func:`._fused_certify.certify_group`, and the glue
-around the calls is kept to a few tensor operations per group (issue 26: at 5 × 50 the Python and
-tensor glue around the kernel, not the kernel, was most of the certified step's extra time). What
-the kernel does not need never becomes a tensor: margins and fixed steps go in as NumPy arrays,
-s = 2·sigmoid(θ) and ds/dθ of learnable steps are formed in the kernel, every group writes its
-values and factors into one array per computation, so nothing is concatenated afterwards.
+The same test, values, gradient factors and flags as the tensor path of ``_certified_batch``, for
+every map of one dtype in **one** call of :func:`._fused_certify.certify_flat`, whatever their
+shapes: the weights go in as one flat copy (which is also the snapshot the content checks compare
+against), the power vectors as one flat array, margins and steps as NumPy arrays; s = 2·sigmoid(θ)
+and ds/dθ of learnable steps are formed in the kernel; the backward pass's outer products are one
+more compiled call (:func:`._fused_certify.power_mode_gradients`). Issue 26: at 5 × 50 the Python
+and tensor glue around the kernel, not the kernel, was most of the certified step's extra time.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,108 +35,176 @@ class LogitValue(float):
     __slots__ = ()
 
 
-class FusedGroup:
-    """One group's stacked inputs for the kernel (called under ``torch.no_grad``).
+@dataclass(frozen=True)
+class _Layout:
+    """What stays fixed while the members' shapes, kinds and dtype do: the kernel's per-map arrays."""
 
-    ``inputs`` are the members' weights (the tensors that get a gradient, with the step logits θ
-    of learnable steps appended here); ``steps`` are the fixed step floats (τ maps) or None.
-    """
-
-    __slots__ = ("kind", "layers", "inputs", "snapshot", "vectors", "margins", "sigmoid", "steps", "entry_steps")
-
-    def __init__(
-        self, kind: str, layers: list[Any], inputs: list[torch.Tensor], learnable: bool, margins: list[float]
-    ) -> None:
-        self.kind, self.layers, self.inputs = kind, layers, inputs
-        self.snapshot = torch.stack(inputs)  # the content certified (take compares against it)
-        self.vectors = torch.stack([layer.power_vector for layer in layers])
-        self.margins = margins
-        self.sigmoid: torch.Tensor | None = None
-        self.steps: list[float] | None = None
-        self.entry_steps: list[Any]  # what each member's τ is formed with: θ's content, the float, or None
-        if learnable:
-            logits = [layer.step_logit for layer in layers]
-            inputs += logits
-            stacked = torch.stack(logits)
-            self.sigmoid = torch.sigmoid(stacked)  # s = 2·sigmoid(θ) and ds/dθ: formed by the kernel
-            self.entry_steps = [LogitValue(value) for value in stacked.tolist()]
-        elif kind == "tau":
-            self.steps = [layer.step for layer in layers]
-            self.entry_steps = list(self.steps)
-        else:
-            self.entry_steps = [None] * len(layers)
+    rows: np.ndarray  # (B,) int64
+    cols: np.ndarray  # (B,) int64
+    is_tau: np.ndarray  # (B,) bool
+    tested64: np.ndarray  # (B,) bool: a float32 W tested in float64
+    ratios: np.ndarray  # (B,) float64 verified_ratio of the test precision
+    lows: np.ndarray  # (B,) float64
+    highs: np.ndarray  # (B,) float64
+    learnable: np.ndarray  # (B,) bool
+    learnable_at: list[int]  # indices of the learnable maps
+    total_rows: int
+    numels: list[int]
+    shapes: list[tuple[int, int]]
+    col_list: list[int]
 
 
-def compute_fused(groups: list[FusedGroup]) -> tuple[_Plan, list[_Group], np.ndarray, list[torch.Tensor]]:
-    """Certify every group of one place (dtype, CPU) by one kernel call each.
+_layouts: dict[tuple[Any, ...], _Layout] = {}
 
-    Returns the plan (values with their gradient factors), the groups as :class:`_Group` (what the
-    power-mode gradient reads), the flags (entries × 3: passed and usable, retried, usable) and
-    the next power vectors, in the order of the groups' members.
-    """
-    dtype = groups[0].snapshot.dtype
-    numpy_dtype = _NUMPY[dtype]
-    total = sum(len(group.layers) for group in groups)
-    values = np.empty(total, dtype=numpy_dtype)
-    slopes = np.empty(total, dtype=numpy_dtype)
-    inverses = np.empty(total, dtype=numpy_dtype)
-    factors = np.empty(total, dtype=numpy_dtype)
-    flags = np.empty((total, 3), dtype=np.bool_)
-    step_slopes = np.empty(total, dtype=numpy_dtype)
-    steps = np.empty(total, dtype=np.float64)
-    margins = np.empty(total, dtype=np.float64)
-    following: list[torch.Tensor] = []
-    formed: list[_Group] = []
-    offset = 0
-    with _fused_certify.single_threaded_blas():
-        for group in groups:
-            count = len(group.layers)
-            part = slice(offset, offset + count)
-            offset += count
-            rows, cols = group.snapshot.shape[-2:]
+
+def _layout(dtype: torch.dtype, kinds: tuple[tuple[str, int, int, bool], ...]) -> _Layout:
+    key = (dtype, kinds)
+    layout = _layouts.get(key)
+    if layout is None:
+        tested, ratios, ranges = [], [], []
+        for _, rows, cols, _ in kinds:
             n, inner = min(rows, cols), max(rows, cols)
             # the kernel's Gram product is SciPy's BLAS: IEEE float32 whatever torch's matmul precision
             precision = _precision_for(dtype, n, inner, True)
-            margins[part] = group.margins
-            if group.steps is not None:
-                steps[part] = group.steps
-            elif group.kind == "norm":
-                steps[part] = 1.0
-            left = np.empty((count, rows), dtype=numpy_dtype)
-            ahead = np.empty((count, cols), dtype=numpy_dtype)
-            sigmoid = group.sigmoid.numpy() if group.sigmoid is not None else np.empty(0, dtype=numpy_dtype)
-            _fused_certify.run_kernel(
-                group.snapshot.numpy(), group.vectors.numpy(), margins[part], steps[part], group.kind == "tau",
-                _NUMPY[precision], verified_ratio(n, inner, precision), _PRECISION[precision][1], sigmoid,
-                values[part], slopes[part], inverses[part], factors[part], flags[part], ahead, left, step_slopes[part],
-            )  # fmt: skip
-            following.extend(torch.from_numpy(ahead).unbind(0))
-            learnable = group.sigmoid is not None
+            tested.append(precision != dtype)
+            ratios.append(verified_ratio(n, inner, precision))
+            ranges.append(_PRECISION[precision][1])
+        learnable = np.array([item[3] for item in kinds], dtype=np.bool_)
+        layout = _Layout(
+            np.array([item[1] for item in kinds], dtype=np.int64),
+            np.array([item[2] for item in kinds], dtype=np.int64),
+            np.array([item[0] == "tau" for item in kinds], dtype=np.bool_),
+            np.array(tested, dtype=np.bool_),
+            np.array(ratios, dtype=np.float64),
+            np.array([low for low, _ in ranges], dtype=np.float64),
+            np.array([high for _, high in ranges], dtype=np.float64),
+            learnable,
+            np.flatnonzero(learnable).tolist(),
+            sum(rows for _, rows, _, _ in kinds),
+            [rows * cols for _, rows, cols, _ in kinds],
+            [(rows, cols) for _, rows, cols, _ in kinds],
+            [cols for _, _, cols, _ in kinds],
+        )
+        if len(_layouts) > 64:  # a bound on what changing models can leave behind
+            _layouts.clear()
+        _layouts[key] = layout
+    return layout
+
+
+@dataclass(eq=False)
+class FlatResult:
+    """One place's computation: per member (in the order given) what :class:`CertifiedBatch` hands out."""
+
+    plan: _Plan
+    inputs: list[torch.Tensor]  # per member W_b, then θ_b where the step is learnable: what gets a gradient
+    snapshots: list[torch.Tensor]  # the weight content each value certifies
+    steps: list[Any]  # LogitValue, the fixed step float, or None (norm maps)
+    following: list[torch.Tensor]  # the next power vectors
+    passed: list[bool]
+    retried: list[bool]
+
+
+def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor], learnable: list[bool]) -> FlatResult:
+    """Certify every member of one place (one dtype, the CPU) by one kernel call (called under ``no_grad``)."""
+    dtype = weights[0].dtype
+    layout = _layout(dtype, tuple((k, *w.shape, s) for k, w, s in zip(kinds, weights, learnable, strict=True)))
+    numpy_dtype = _NUMPY[dtype]
+    count = len(layers)
+    snapshot = torch.cat([weight.reshape(-1) for weight in weights])
+    vectors = torch.cat([layer.power_vector for layer in layers])
+    steps = np.array(
+        [layer.step if kind == "tau" and not s else 1.0 for layer, kind, s in zip(layers, kinds, learnable)]
+    )
+    margins = np.array([1.0 + layer._bound.verified_margin for layer in layers])
+    sigmoids = np.empty(count, dtype=numpy_dtype)
+    entry_steps: list[Any] = [layer.step if kind == "tau" else None for layer, kind in zip(layers, kinds, strict=True)]
+    logits: list[torch.Tensor] = []
+    if layout.learnable_at:
+        logits = [layers[b].step_logit for b in layout.learnable_at]
+        stacked = torch.stack(logits)
+        sigmoids[layout.learnable_at] = torch.sigmoid(stacked).numpy()
+        for b, value in zip(layout.learnable_at, stacked.tolist(), strict=True):
+            entry_steps[b] = LogitValue(value)
+    values = np.empty(count, dtype=numpy_dtype)
+    slopes = np.empty(count, dtype=numpy_dtype)
+    inverses = np.empty(count, dtype=numpy_dtype)
+    factors = np.empty(count, dtype=numpy_dtype)
+    step_slopes = np.empty(count, dtype=numpy_dtype)
+    flags = np.empty((count, 3), dtype=np.bool_)
+    following = np.empty(vectors.shape[0], dtype=numpy_dtype)
+    left = np.empty(layout.total_rows, dtype=numpy_dtype)
+    vector_array = vectors.numpy()
+    with _fused_certify.single_threaded_blas():
+        _fused_certify.run_flat(
+            snapshot.numpy(), vector_array, layout.rows, layout.cols, layout.is_tau, layout.tested64,
+            layout.ratios, layout.lows, layout.highs, margins, steps, layout.learnable, sigmoids, 5, 1.15,
+            values, slopes, inverses, factors, flags, following, left, step_slopes,
+        )  # fmt: skip
+    inputs: list[torch.Tensor] = []
+    theta = iter(logits)
+    for weight, s in zip(weights, learnable, strict=True):
+        inputs.append(weight)
+        if s:
+            inputs.append(next(theta))
+
+    def host_gradients(grad: np.ndarray) -> list[torch.Tensor]:
+        weight_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
+        step_grads = np.empty(count, dtype=numpy_dtype)
+        _fused_certify.call(
+            "power_mode_gradients",
+            grad, slopes, inverses, step_slopes, layout.learnable, left, vector_array, layout.rows, layout.cols,
+            weight_grads, step_grads,
+        )  # fmt: skip
+        parts = torch.from_numpy(weight_grads).split(layout.numels)
+        thetas = torch.from_numpy(step_grads).unbind(0)
+        grads: list[torch.Tensor] = []
+        for b, (part, shape) in enumerate(zip(parts, layout.shapes, strict=True)):
+            grads.append(part.view(shape))
+            if layout.learnable[b]:
+                grads.append(thetas[b])
+        return grads
+
+    snapshots = [part.view(shape) for part, shape in zip(snapshot.split(layout.numels), layout.shapes, strict=True)]
+    ahead = list(torch.from_numpy(following).split(layout.col_list))
+
+    def groups() -> list[_Group]:
+        """One :class:`_Group` per member, for the backward passes that differentiate the surrogate."""
+        rows = torch.from_numpy(left).split(layout.rows.tolist())
+        vector_rows = vectors.split(layout.col_list)
+        formed, index = [], 0
+        for b, layer in enumerate(layers):
+            own = inputs[index : index + 1 + int(learnable[b])]
+            index += len(own)
+            slope = torch.from_numpy(step_slopes[b : b + 1]) if learnable[b] else None
             formed.append(
                 _Group(
-                    group.kind,
-                    group.layers,
-                    group.snapshot,
-                    group.vectors,
+                    kinds[b],
+                    [layer],
+                    snapshots[b][None],
+                    vector_rows[b][None],
                     None,
                     None,
-                    torch.from_numpy(steps[part]),
-                    group.entry_steps,
+                    torch.from_numpy(steps[b : b + 1]),
+                    [entry_steps[b]],
                     None,
-                    group.inputs,
-                    torch.from_numpy(left),
-                    torch.from_numpy(step_slopes[part]) if learnable else None,
-                )
+                    own,
+                    rows[b][None],
+                    slope,
+                )  # fmt: skip
             )
+        return formed
+
     plan = _Plan(
         torch.from_numpy(values),
         torch.from_numpy(slopes),
         torch.from_numpy(inverses),
-        formed,
+        [],
         torch.from_numpy(factors),
         torch.from_numpy(flags[:, 2]),
+        host_gradients=host_gradients,
+        group_factory=groups,
     )
-    return plan, formed, flags, following
+    return FlatResult(plan, inputs, snapshots, entry_steps, ahead, flags[:, 0].tolist(), flags[:, 1].tolist())
 
 
-__all__ = ["FusedGroup", "LogitValue", "compute_fused", "fused_place"]
+__all__ = ["FlatResult", "LogitValue", "compute_flat", "fused_place"]

@@ -22,15 +22,14 @@ path runs. ``STRUCTNETS_FUSED=0`` switches it off (for comparisons).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import math
 import os
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+
+from ._blas_threads import single_threaded_blas  # re-exported: the kernel's callers use it
 
 try:  # an optional extra (``structnets[fast]``): without it the tensor path runs
     import numba
@@ -44,7 +43,7 @@ AVAILABLE = numba is not None and os.environ.get("STRUCTNETS_FUSED", "1") != "0"
 # no fastmath: the Cholesky test's error bound needs every operation rounded once, in order;
 # error_model="numpy": x/0 is IEEE ±inf or NaN, as in torch, not a ZeroDivisionError
 _OPTIONS: dict[str, Any] = {"fastmath": False, "nogil": True, "error_model": "numpy"}
-#: The compiled functions, by name (``certify_group`` last: it calls the others through these globals).
+#: The compiled functions, by name (the entry points last: they call the others through these globals).
 _KERNELS: list[str] = []
 #: Whether the kernels were recompiled without numba's disk cache (after it could not be read).
 _uncached = False
@@ -66,46 +65,6 @@ def _recompile_without_cache() -> None:
     for name in _KERNELS:
         globals()[name] = numba.njit(**_OPTIONS)(globals()[name].py_func)
     _uncached = True
-
-
-_thread_setters: list[Any] | None = None
-
-
-def _openblas_thread_setters() -> list[Any]:
-    """``openblas_set_num_threads_local`` of every OpenBLAS loaded (SciPy's, which numba's BLAS calls, and NumPy's)."""
-    global _thread_setters
-    if _thread_setters is None:
-        setters = []
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            for library in ThreadpoolController().select(user_api="blas").lib_controllers:
-                if library.internal_api == "openblas":
-                    setter = getattr(ctypes.CDLL(library.filepath), "openblas_set_num_threads_local", None)
-                    if setter is not None:
-                        setter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
-                        setters.append(setter)
-        except Exception:  # no threadpoolctl, or a library it cannot inspect or open: BLAS threads as they are
-            setters = []
-        _thread_setters = setters
-    return _thread_setters
-
-
-@contextlib.contextmanager
-def single_threaded_blas() -> Iterator[None]:
-    """Run the kernel's BLAS/LAPACK calls on one thread, then restore the previous count.
-
-    OpenBLAS's worker threads busy-wait: beside a loaded core (another worker, another job) one
-    100 × 784 Gram product took 15.7 ms on two threads against 0.29 ms on one (2026-12-07). The
-    kernel's matrices are small, and a training step's torch threads are the caller's to choose.
-    """
-    setters = _openblas_thread_setters()
-    previous = [setter(1) for setter in setters]
-    try:
-        yield
-    finally:
-        for setter, count in zip(setters, previous, strict=True):
-            setter(count)
 
 
 @_compiled
@@ -292,6 +251,88 @@ def _round_norm(square: float, cell: Any) -> Any:
 
 
 @_compiled
+def _certify_map(
+    w: Any,
+    wp: Any,
+    v: Any,
+    margin: float,
+    step64: float,
+    is_tau: bool,
+    ratio: float,
+    low: float,
+    high: float,
+    iterations: int,
+    retry: float,
+    following: Any,
+    left: Any,
+) -> tuple[Any, Any, Any, Any, bool, bool, bool]:
+    """Certify one map: W (``w``, weight dtype; ``wp`` the same in the test precision), v, 1 + m, s (float64).
+
+    Writes the next power vector to ``following`` and u = Wv/σ̂ to ``left``; returns (value, slope,
+    inverse, factor, passed and usable, retried, usable) in the weight dtype (see :func:`certify_group`).
+    """
+    rows, cols = w.shape
+    n = min(rows, cols)
+    single = wp.itemsize == 4
+    cell = np.empty(1, dtype=w.dtype)  # rounds a float64 to the weight dtype
+    one = _cast(cell, 1.0)
+    zero = _cast(cell, 0.0)
+    tiny = np.finfo(w.dtype).tiny
+    largest = float(np.finfo(w.dtype).max)
+    test_cell = np.empty(1, dtype=wp.dtype)
+    # σ̂ = ‖Wv‖ and u = Wv/σ̂ in the weight dtype, as the tensor path (a bmm and a vector norm)
+    image = np.dot(w, v)
+    estimate = np.sqrt(np.dot(image, image))
+    left[:] = image / max(estimate, tiny)
+    # the smaller Gram matrix in the test precision, and the Lanczos start (v, or Wv for WWᵀ)
+    gram = _gram(wp, single)
+    start = image.astype(wp.dtype) if rows < cols else v.astype(wp.dtype)  # Wv: the guess's start only
+    z = np.empty(n)
+    ritz = _lanczos_guess(gram.astype(np.float64), start.astype(np.float64), iterations, z)
+    guess = _cast(test_cell, ritz * margin)
+    scratch = np.empty((n, n), dtype=gram.dtype)
+    passed = low <= guess <= high and _cholesky_passes(gram, guess, scratch, single)
+    retried = False
+    if not passed and retry > 1.0:
+        second = _cast(test_cell, float(guess) * retry)
+        if low <= second <= high and _cholesky_passes(gram, second, scratch, single):
+            guess, passed, retried = second, True, True
+    square = np.nextafter(float(guess) * ratio, math.inf)
+    # the next power vector: z (right vectors) or zW (left vectors), kept where not a unit vector
+    nxt = np.dot(z.astype(wp.dtype), wp).astype(np.float64) if rows < cols else z
+    length = math.sqrt(np.dot(nxt, nxt))
+    if length > 0 and length < math.inf:
+        following[:] = nxt / length
+    else:
+        following[:] = v
+    # the value and the power-mode gradient's factors (the tensor path's formulas, same dtype)
+    factor = _cast(cell, margin)
+    if is_tau:
+        value = _round_tau(step64, square, cell, largest)
+        step = _cast(cell, step64)
+        inverse = one / (estimate * estimate * factor)
+        surrogate = step * inverse
+        slope = _cast(cell, -2.0) * surrogate / estimate
+    else:
+        value = _round_norm(square, cell)
+        root = np.sqrt(factor)
+        surrogate = estimate * root
+        inverse = zero
+        slope = root
+    usable = surrogate + (value - surrogate) == value and abs(slope) < math.inf and abs(inverse) < math.inf
+    if not usable:
+        slope, inverse = zero, zero
+    return value, slope, inverse, factor, passed and usable, retried, usable
+
+
+@_compiled
+def _learnable_step(sigmoid: Any, cell: Any) -> tuple[Any, Any]:
+    """s = 2·sigmoid(θ) and ds/dθ = s(1 − sigmoid(θ)) in the weight dtype (``cell``'s), as torch forms them."""
+    step = _cast(cell, 2.0) * sigmoid
+    return step, step * (_cast(cell, 1.0) - sigmoid)
+
+
+@_compiled
 def certify_group(
     weights: Any,
     tested: Any,
@@ -315,85 +356,119 @@ def certify_group(
     left: Any,
     step_slopes: Any,
 ) -> None:
-    """Certify every map of one group (equal shapes, one dtype): the fused ``CertifiedBatch`` computation.
+    """Certify every map of one group (equal shapes, one dtype) by :func:`_certify_map`.
 
     Inputs: ``weights`` (B, rows, cols) and ``vectors`` (B, cols) in the weight dtype; ``tested`` the
-    weights in the test precision (float32 or float64; the same array where that is their dtype); ``margins``
-    (B,) float64 1 + m_b; ``steps`` (B,) float64 s_b (1 for norm maps) and, for τ maps, ``steps``' cast
-    to the weight dtype is the surrogate's s. Learnable steps s = 2·sigmoid(θ): ``sigmoids`` (B,)
-    sigmoid(θ_b) in the weight dtype (empty otherwise); then s_b = 2·sigmoid(θ_b) and ds/dθ =
-    s_b(1 − sigmoid(θ_b)) are formed here in the weight dtype, as torch would, s_b written to ``steps``
-    and ds/dθ to ``step_slopes``. Outputs, written in place (weight dtype unless said):
-    ``values`` τ_b or the norm bound; ``slopes`` d surrogate/dσ̂ and ``inverses`` d surrogate/ds
-    (0 where the entry is not usable); ``factors`` 1 + m_b; ``flags`` (B, 3) bool (passed and usable,
-    retried, usable); ``following`` (B, cols) the next power vectors; ``left`` (B, rows) u_b.
+    weights in the test precision (float32 or float64; the same array where that is their dtype;
+    ``single`` says which); ``margins`` (B,) float64 1 + m_b; ``steps`` (B,) float64 s_b (1 for norm
+    maps) and, for τ maps, ``steps``' cast to the weight dtype is the surrogate's s. Learnable steps
+    s = 2·sigmoid(θ): ``sigmoids`` (B,) sigmoid(θ_b) in the weight dtype (empty otherwise); then s_b and
+    ds/dθ are formed here in the weight dtype, as torch would, s_b written to ``steps`` and ds/dθ to
+    ``step_slopes``. Outputs, written in place (weight dtype unless said): ``values`` τ_b or the norm
+    bound; ``slopes`` d surrogate/dσ̂ and ``inverses`` d surrogate/ds (0 where the entry is not usable);
+    ``factors`` 1 + m_b; ``flags`` (B, 3) bool (passed and usable, retried, usable); ``following``
+    (B, cols) the next power vectors; ``left`` (B, rows) u_b.
     """
-    count, rows, cols = weights.shape
-    n = min(rows, cols)
-    cell = np.empty(1, dtype=weights.dtype)  # rounds a float64 to the weight dtype
-    one = _cast(cell, 1.0)
-    zero = _cast(cell, 0.0)
-    tiny = np.finfo(weights.dtype).tiny
-    largest = float(np.finfo(weights.dtype).max)
-    test_cell = np.empty(1, dtype=tested.dtype)
-    if sigmoids.shape[0] == count:  # learnable steps: s = 2·sigmoid(θ), ds/dθ = s(1 − sigmoid(θ)), weight dtype
-        two = _cast(cell, 2.0)
-        for b in range(count):
-            sigmoid = sigmoids[b]
-            step = two * sigmoid
+    cell = np.empty(1, dtype=weights.dtype)
+    if single != (tested.itemsize == 4):
+        raise ValueError("`single` must say whether `tested` is float32")
+    for b in range(weights.shape[0]):
+        if sigmoids.shape[0] == weights.shape[0]:
+            step, step_slopes[b] = _learnable_step(sigmoids[b], cell)
             steps[b] = float(step)
-            step_slopes[b] = step * (one - sigmoid)
-    for b in range(count):
-        w = weights[b]
-        v = vectors[b]
-        # σ̂ = ‖Wv‖ and u = Wv/σ̂ in the weight dtype, as the tensor path (a bmm and a vector norm)
-        image = np.dot(w, v)
-        estimate = np.sqrt(np.dot(image, image))
-        left[b] = image / max(estimate, tiny)
-        # the smaller Gram matrix in the test precision, and the Lanczos start (v, or Wv for WWᵀ)
-        wp = tested[b]
-        gram = _gram(wp, single)
-        start = image.astype(wp.dtype) if rows < cols else v.astype(wp.dtype)  # Wv: the guess's start only
-        z = np.empty(n)
-        ritz = _lanczos_guess(gram.astype(np.float64), start.astype(np.float64), iterations, z)
-        guess = _cast(test_cell, ritz * margins[b])
-        scratch = np.empty((n, n), dtype=gram.dtype)
-        passed = low <= guess <= high and _cholesky_passes(gram, guess, scratch, single)
-        retried = False
-        if not passed and retry > 1.0:
-            second = _cast(test_cell, float(guess) * retry)
-            if low <= second <= high and _cholesky_passes(gram, second, scratch, single):
-                guess, passed, retried = second, True, True
-        square = np.nextafter(float(guess) * ratio, math.inf)
-        # the next power vector: z (right vectors) or zW (left vectors), kept where not a unit vector
-        nxt = np.dot(z.astype(wp.dtype), wp).astype(np.float64) if rows < cols else z
-        length = math.sqrt(np.dot(nxt, nxt))
-        if length > 0 and length < math.inf:
-            following[b] = nxt / length
+        out = _certify_map(
+            weights[b], tested[b], vectors[b], margins[b], steps[b], is_tau, ratio, low, high, iterations, retry,
+            following[b], left[b],
+        )  # fmt: skip
+        values[b], slopes[b], inverses[b], factors[b] = out[0], out[1], out[2], out[3]
+        flags[b, 0], flags[b, 1], flags[b, 2] = out[4], out[5], out[6]
+
+
+@_compiled
+def certify_flat(
+    weights: Any,
+    vectors: Any,
+    rows: Any,
+    cols: Any,
+    is_tau: Any,
+    tested64: Any,
+    ratios: Any,
+    lows: Any,
+    highs: Any,
+    margins: Any,
+    steps: Any,
+    learnable: Any,
+    sigmoids: Any,
+    iterations: int,
+    retry: float,
+    values: Any,
+    slopes: Any,
+    inverses: Any,
+    factors: Any,
+    flags: Any,
+    following: Any,
+    left: Any,
+    step_slopes: Any,
+) -> None:
+    """:func:`certify_group` for maps of any shapes in one call: every array flat, map after map.
+
+    Map b's W is the next rows[b]·cols[b] entries of ``weights`` (row-major), its v the next cols[b]
+    of ``vectors``, its next power vector and u the next cols[b] of ``following`` and rows[b] of
+    ``left``. Per map (B,): ``is_tau``; ``tested64`` (test a float32 W in float64); ``ratios``,
+    ``lows``, ``highs`` (the test precision's ratio and range); ``margins``, ``steps`` as in
+    :func:`certify_group`; ``learnable`` (then s and ds/dθ come from ``sigmoids[b]``, s written to
+    ``steps``). The other outputs as in :func:`certify_group`, one entry per map.
+    """
+    cell = np.empty(1, dtype=weights.dtype)
+    at_w = at_v = at_l = 0
+    for b in range(rows.shape[0]):
+        r, c = rows[b], cols[b]
+        w = weights[at_w : at_w + r * c].reshape((r, c))
+        v = vectors[at_v : at_v + c]
+        if learnable[b]:
+            step, step_slopes[b] = _learnable_step(sigmoids[b], cell)
+            steps[b] = float(step)
+        ahead, unit = following[at_v : at_v + c], left[at_l : at_l + r]
+        arguments = (margins[b], steps[b], is_tau[b], ratios[b], lows[b], highs[b], iterations, retry, ahead, unit)
+        if tested64[b]:
+            out = _certify_map(w, w.astype(np.float64), v, *arguments)
         else:
-            following[b] = v
-        # the value and the power-mode gradient's factors (the tensor path's formulas, same dtype)
-        factor = _cast(cell, margins[b])
-        if is_tau:
-            value = _round_tau(steps[b], square, cell, largest)
-            step = _cast(cell, steps[b])
-            inverse = one / (estimate * estimate * factor)
-            surrogate = step * inverse
-            slope = _cast(cell, -2.0) * surrogate / estimate
-        else:
-            value = _round_norm(square, cell)
-            root = np.sqrt(factor)
-            surrogate = estimate * root
-            inverse = zero
-            slope = root
-        usable = surrogate + (value - surrogate) == value and abs(slope) < math.inf and abs(inverse) < math.inf
-        values[b] = value
-        slopes[b] = slope if usable else zero
-        inverses[b] = inverse if usable else zero
-        factors[b] = factor
-        flags[b, 0] = passed and usable
-        flags[b, 1] = retried
-        flags[b, 2] = usable
+            out = _certify_map(w, w, v, *arguments)
+        values[b], slopes[b], inverses[b], factors[b] = out[0], out[1], out[2], out[3]
+        flags[b, 0], flags[b, 1], flags[b, 2] = out[4], out[5], out[6]
+        at_w, at_v, at_l = at_w + r * c, at_v + c, at_l + r
+
+
+@_compiled
+def power_mode_gradients(
+    grad: Any,
+    slopes: Any,
+    inverses: Any,
+    step_slopes: Any,
+    learnable: Any,
+    left: Any,
+    vectors: Any,
+    rows: Any,
+    cols: Any,
+    weight_grads: Any,
+    step_grads: Any,
+) -> None:
+    """The power-mode gradient of :func:`certify_flat`'s values, in its flat layout.
+
+    ∂value_b/∂W_b = (g_b·slope_b)·u_b v_bᵀ and ∂value_b/∂θ_b = (g_b·inverse_b)·ds/dθ, each product
+    rounded in the order the tensor path rounds it (``_PowerModeGradient``), so the same bits.
+    """
+    at_w = at_v = at_l = 0
+    for b in range(rows.shape[0]):
+        r, c = rows[b], cols[b]
+        scale = grad[b] * slopes[b]
+        for i in range(r):
+            row = scale * left[at_l + i]
+            for j in range(c):
+                weight_grads[at_w + i * c + j] = row * vectors[at_v + j]
+        if learnable[b]:
+            step_grads[b] = grad[b] * inverses[b] * step_slopes[b]
+        at_w, at_v, at_l = at_w + r * c, at_v + c, at_l + r
 
 
 def certify_arrays(
@@ -480,8 +555,18 @@ def run_kernel(
         weights, tested, vectors, margins, steps, is_tau, tested.dtype == np.float32, ratio, low, high, iterations, retry,
         sigmoids, values, slopes, inverses, factors, flags, following, left, step_slopes,
     )  # fmt: skip
+    call("certify_group", *arguments)
+
+
+def run_flat(*arguments: Any) -> None:
+    """:func:`certify_flat` (its arguments, C-contiguous arrays of the kinds it names), with numba's cache fallback."""
+    call("certify_flat", *arguments)
+
+
+def call(kernel: str, *arguments: Any) -> None:
+    """Run the compiled ``kernel`` (a name in this module); an unreadable disk cache recompiles once without it."""
     try:
-        certify_group(*arguments)
+        globals()[kernel](*arguments)
     except Exception as error:
         # numba raises whatever its cache files give (a truncated index: UnpicklingError) before
         # running anything: compile once more without them; an error that persists is raised. A
@@ -495,9 +580,19 @@ def run_kernel(
             f"structnets: numba's disk cache of the verified-batched kernel could not be read "
             f"({type(error).__name__}: {error}); compiled without it in this process",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-        certify_group(*arguments)
+        globals()[kernel](*arguments)
 
 
-__all__ = ["AVAILABLE", "certify_arrays", "certify_group", "run_kernel", "single_threaded_blas"]
+__all__ = [
+    "AVAILABLE",
+    "call",
+    "certify_arrays",
+    "certify_flat",
+    "certify_group",
+    "power_mode_gradients",
+    "run_flat",
+    "run_kernel",
+    "single_threaded_blas",
+]

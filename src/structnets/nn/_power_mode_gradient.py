@@ -8,9 +8,11 @@ the values of one computation at once; :class:`_Group` and :class:`_Plan` carry 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -43,6 +45,16 @@ class _Plan:
     factor: torch.Tensor  # (B,) 1 + m_b in the weight dtype
     usable: torch.Tensor  # (B,) bool: the entry's gradient is defined (else it is 0)
     spent: list[bool] = field(default_factory=lambda: [False])  # set once a backward pass went through the values
+    # the compiled path: the gradients from the host (NumPy) upstream gradient, and its groups built on demand
+    host_gradients: Callable[[np.ndarray], list[torch.Tensor]] | None = None
+    group_factory: Callable[[], list[_Group]] | None = None
+
+
+def _groups(plan: _Plan) -> list[_Group]:
+    """The plan's groups (built on first use where the compiled path left a factory)."""
+    if not plan.groups and plan.group_factory is not None:
+        plan.groups = plan.group_factory()
+    return plan.groups
 
 
 class _PowerModeGradient(torch.autograd.Function):
@@ -80,11 +92,13 @@ class _PowerModeGradient(torch.autograd.Function):
                 allow_unused=True,
             )
             return (None, *graph_grads)
+        if plan.host_gradients is not None and grad.device.type == "cpu" and grad.dtype == plan.value.dtype:
+            return (None, *plan.host_gradients(np.ascontiguousarray(grad.detach().numpy())))
         by_norm = grad * plan.slope
         by_step = grad * plan.inverse
         grads: list[torch.Tensor | None] = [None]
         offset = 0
-        for group in plan.groups:
+        for group in _groups(plan):
             count = len(group.layers)
             part = slice(offset, offset + count)
             offset += count
@@ -99,7 +113,7 @@ class _PowerModeGradient(torch.autograd.Function):
 def _surrogate(plan: _Plan, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
     """The surrogates S_b of :class:`_PowerModeGradient` as a differentiable function of its inputs."""
     parts, index, offset = [], 0, 0
-    for group in plan.groups:
+    for group in _groups(plan):
         count = len(group.layers)
         stacked = torch.stack(inputs[index : index + count])
         index += count
