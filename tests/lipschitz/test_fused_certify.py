@@ -321,3 +321,118 @@ def test_a_compile_error_is_raised_as_it_is_not_taken_for_a_bad_cache() -> None:
     with pytest.raises(NumbaError):
         _run(weights, np.ones((1, 2)), 1.01, precision=torch.float64)
     assert not _fused_certify._uncached
+
+
+def _flat_inputs(groups: list[tuple[np.ndarray, np.ndarray, bool, bool]], dtype: np.dtype) -> dict[str, object]:
+    """certify_flat's arguments for maps given as (W, v, is_tau, learnable), one per map, any shapes."""
+    tested = [
+        _fused_certify_precision(w.shape, dtype) != np.dtype(dtype) for w, _, _, _ in groups
+    ]  # a float32 W tested in float64 where its ratio needs it
+    precisions = [torch.float64 if t or dtype == np.float64 else torch.float32 for t in tested]
+    count = len(groups)
+    return {
+        "weights": np.concatenate([w.ravel() for w, _, _, _ in groups]).astype(dtype),
+        "vectors": np.concatenate([v for _, v, _, _ in groups]).astype(dtype),
+        "rows": np.array([w.shape[0] for w, _, _, _ in groups], dtype=np.int64),
+        "cols": np.array([w.shape[1] for w, _, _, _ in groups], dtype=np.int64),
+        "is_tau": np.array([t for _, _, t, _ in groups], dtype=np.bool_),
+        "tested64": np.array(tested, dtype=np.bool_),
+        "ratios": np.array(
+            [verified_ratio(min(w.shape), max(w.shape), p) for (w, _, _, _), p in zip(groups, precisions, strict=True)]
+        ),
+        "lows": np.array([_PRECISION[p][1][0] for p in precisions]),
+        "highs": np.array([_PRECISION[p][1][1] for p in precisions]),
+        "margins": np.linspace(1.01, 1.05, count),
+        "steps": np.array([1.5 if t else 1.0 for _, _, t, _ in groups]),
+        "learnable": np.array([s for _, _, _, s in groups], dtype=np.bool_),
+        "sigmoids": np.linspace(0.2, 0.9, count).astype(dtype),
+    }
+
+
+def _fused_certify_precision(shape: tuple[int, ...], dtype: np.dtype) -> np.dtype:
+    from structnets.nn._verified_gram import _precision_for
+
+    torch_dtype = torch.float32 if dtype == np.float32 else torch.float64
+    chosen = _precision_for(torch_dtype, min(shape), max(shape), True)
+    return np.dtype(np.float32 if chosen == torch.float32 else np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_flat_call_is_the_per_shape_calls_bit_for_bit(dtype: type) -> None:
+    """certify_flat on maps of mixed shapes, kinds and steps = certify_group on each map alone, every output."""
+    rng = np.random.default_rng(11)
+    shapes = [(50, 784), (7, 7), (12, 5), (200, 784), (5, 12), (1, 9), (30, 30), (10, 50)]
+    groups = []
+    for i, (r, c) in enumerate(shapes):
+        w = rng.standard_normal((r, c)) / math.sqrt(c)
+        v = np.linalg.svd(w)[2][0] + 0.01 * rng.standard_normal(c)  # a warm power vector, as in training
+        groups.append((w, v / np.linalg.norm(v), i % 2 == 1, i % 4 == 1))
+    args = _flat_inputs(groups, np.dtype(dtype))
+    assert dtype == np.float64 or args["tested64"].any()  # type: ignore[union-attr]  # a float32 W tested in float64
+    count = len(groups)
+    out = {
+        "values": np.empty(count, dtype), "slopes": np.empty(count, dtype), "inverses": np.empty(count, dtype),
+        "factors": np.empty(count, dtype), "flags": np.empty((count, 3), np.bool_),
+        "following": np.empty(args["vectors"].shape[0], dtype),  # type: ignore[union-attr]
+        "left": np.empty(int(args["rows"].sum()), dtype),  # type: ignore[union-attr]
+        "step_slopes": np.empty(count, dtype),
+    }  # fmt: skip
+    steps = args["steps"].copy()  # type: ignore[union-attr]
+    with _fused_certify.single_threaded_blas():
+        _fused_certify.run_flat(
+            args["weights"], args["vectors"], args["rows"], args["cols"], args["is_tau"], args["tested64"],
+            args["ratios"], args["lows"], args["highs"], args["margins"], steps, args["learnable"],
+            args["sigmoids"], 5, 1.15, *out.values(),
+        )  # fmt: skip
+    at_v = at_l = 0
+    for b, ((w, v, is_tau, learnable), (r, c)) in enumerate(zip(groups, shapes, strict=True)):
+        precision = torch.float64 if args["tested64"][b] or dtype == np.float64 else torch.float32  # type: ignore[index]
+        one = _run(
+            w[None].astype(dtype), v[None].astype(dtype), float(args["margins"][b]),  # type: ignore[index]
+            precision=precision, is_tau=is_tau,
+            steps=np.array([args["steps"][b]]),  # type: ignore[index]
+        ) if not learnable else _fused_certify.certify_arrays(
+            w[None].astype(dtype), v[None].astype(dtype), np.array([args["margins"][b]]), np.ones(1), is_tau,  # type: ignore[index]
+            np.dtype(np.float32 if precision == torch.float32 else np.float64),
+            float(args["ratios"][b]), (float(args["lows"][b]), float(args["highs"][b])), 5, 1.15,  # type: ignore[index]
+            np.array([args["sigmoids"][b]]),  # type: ignore[index]
+        )  # fmt: skip
+        for key in ("values", "slopes", "inverses", "factors"):
+            assert np.array_equal(out[key][b : b + 1], one[key], equal_nan=True), (b, key)
+        assert np.array_equal(out["flags"][b], one["flags"][0]), b
+        assert np.array_equal(out["following"][at_v : at_v + c], one["following"][0]), b
+        assert np.array_equal(out["left"][at_l : at_l + r], one["left"][0]), b
+        if learnable:
+            assert steps[b] == one["steps"][0] and out["step_slopes"][b] == one["step_slopes"][0]
+            sigmoid = torch.tensor(args["sigmoids"][b])  # type: ignore[index]
+            assert steps[b] == float(2.0 * sigmoid) and out["step_slopes"][b] == float(
+                (2.0 * sigmoid) * (1.0 - sigmoid)
+            )
+        at_v, at_l = at_v + c, at_l + r
+    assert out["flags"][:, 0].all()  # every map certified: the comparison is of real values
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_compiled_power_mode_gradient_is_the_tensor_formula_bit_for_bit(dtype: torch.dtype) -> None:
+    """(g·slope)·u vᵀ for W and (g·inverse)·ds/dθ for θ, rounded as torch rounds them."""
+    generator = torch.Generator().manual_seed(4)
+    shapes = [(50, 78), (7, 7), (3, 11)]
+    count = len(shapes)
+    left = [torch.randn(r, generator=generator, dtype=dtype) for r, _ in shapes]
+    vectors = [torch.randn(c, generator=generator, dtype=dtype) for _, c in shapes]
+    grad, slopes, inverses, step_slopes = (torch.randn(count, generator=generator, dtype=dtype) for _ in range(4))
+    learnable = np.array([False, True, True])
+    weight_grads = np.empty(sum(r * c for r, c in shapes), dtype=grad.numpy().dtype)
+    step_grads = np.zeros(count, dtype=grad.numpy().dtype)
+    _fused_certify.call(
+        "power_mode_gradients", grad.numpy(), slopes.numpy(), inverses.numpy(), step_slopes.numpy(), learnable,
+        torch.cat(left).numpy(), torch.cat(vectors).numpy(), np.array([r for r, _ in shapes], dtype=np.int64),
+        np.array([c for _, c in shapes], dtype=np.int64), weight_grads, step_grads,
+    )  # fmt: skip
+    at = 0
+    for b, (r, c) in enumerate(shapes):
+        expected = ((grad[b] * slopes[b]) * left[b]).unsqueeze(1) * vectors[b].unsqueeze(0)
+        assert torch.equal(torch.from_numpy(weight_grads[at : at + r * c]).view(r, c), expected), b
+        if learnable[b]:
+            assert step_grads[b] == float((grad[b] * inverses[b]) * step_slopes[b]), b
+        at += r * c

@@ -7,8 +7,8 @@ the float64 rounding of τ), which at MLP sizes cost more than the Cholesky itse
 :class:`CertifiedBatch` does the same work for all its maps together: one ``torch.bmm`` for every
 Gram matrix of a shape, a few batched Lanczos steps on them for the guesses, one batched
 ``torch.linalg.cholesky_ex``, one host read, one vectorised rounding of every τ (or norm bound);
-on the CPU, where numba is installed, one compiled call per shape does all of it
-(``_fused_certify``). Each map then checks that the value it is handed was computed for its weight
+on the CPU, where numba is installed, one compiled call does all of it for every map of a dtype
+(``_certified_batch_fused``, ``_fused_certify``). Each map then checks that the value it is handed was computed for its weight
 *as it is now* and falls back to its own bound otherwise.
 """
 
@@ -77,13 +77,13 @@ class CertifiedBatch:
     with the gradient of s_b/((1 + m_b)σ̂_b²) or √(1 + m_b)·σ̂_b, σ̂_b = ‖W_b v_b‖ (the paper's power-mode
     gradient, :class:`_PowerModeGradient`).
     One host read per computation; the per-map margins m_b adapt as in ``"verified"``. For
-    float32/float64 weights on the CPU, where numba is installed (extra ``structnets[fast]``), each
-    group runs as one compiled call (:mod:`._fused_certify`: the same test with BLAS/LAPACK and plain
-    loops, instead of a few hundred tensor operations); its first call in a new install compiles it
-    (≈ 9 s per weight dtype, then cached on disk).
+    float32/float64 weights on the CPU, where numba is installed (extra ``structnets[fast]``), all
+    the maps of a dtype run as one compiled call (:mod:`._fused_certify`: the same test with
+    BLAS/LAPACK and plain loops, instead of a few hundred tensor operations); its first call in a
+    new install compiles it (≈ 9 s per weight dtype, then cached on disk).
 
     A member uses its value only once, and only when the weight (and step) it is about to use has
-    the *content* the value was computed for (``torch.equal`` against the stacked copy, same
+    the *content* the value was computed for (``torch.equal`` against the copy it certified, same
     dtype, shape and device) and no backward pass has yet run through the batch's graph. Otherwise
     (a map used twice, a map called outside the leader's forward, a weight edited in between by a
     hook, ``.data``, ``load_state_dict`` or an optimizer step) it computes its own ``"verified"``

@@ -1,4 +1,4 @@
-"""One compiled call per weight shape for :class:`~structnets.nn.CertifiedBatch` on the CPU (numba, optional).
+"""The compiled certificate of :class:`~structnets.nn.CertifiedBatch` on the CPU (numba, optional).
 
 The batched test of ``_verified_gram`` (Gram matrix, Lanczos guess, Cholesky test, a second guess,
 rounding of τ or of the norm bound, the power-mode gradient's factors) is a few hundred dispatched
@@ -6,7 +6,8 @@ tensor operations per training step, each on a handful of numbers: at MLP sizes 
 not their arithmetic, is most of a certified step's extra time (issue 26:
 ``benchmarks/certified_batch_share.py``). Here the same computation runs as plain loops compiled by
 numba, with the Gram product, the factorisation and the small eigenproblem handed to SciPy's
-BLAS/LAPACK, in one call per group of equal-shape maps.
+BLAS/LAPACK: one call of :func:`certify_flat` for every map of a dtype, whatever their shapes
+(:func:`certify_group` does the same for maps of one shape; both run :func:`_certify_map`).
 
 The certificate is the same theorem as the tensor path's (:func:`~._verified_gram.verified_ratio`,
 Higham 2002, Thm 10.3): the Gram matrix Ĝ is formed in the test precision by one BLAS product (its
