@@ -146,11 +146,10 @@ def test_certified_batch_tests_in_float64_under_lowered_precision(monkeypatch, r
     if fused:
         original_flat = _fused_certify.run_flat
 
-        def recording_flat(weights, vectors, rows, cols, is_tau, tested64, *args):
-            # each map's test precision: float64 where the kernel is told to test a float32 W in float64
-            wide = weights.dtype == np.float64
-            seen.extend(torch.float64 if wide or bool(t) else torch.float32 for t in tested64)
-            return original_flat(weights, vectors, rows, cols, is_tau, tested64, *args)
+        def recording_flat(weights, tested, vectors, rows, cols, active, *args):
+            # the test precision of each map this call certifies
+            seen.extend([torch.float32 if tested.dtype == np.float32 else torch.float64] * int(active.sum()))
+            return original_flat(weights, tested, vectors, rows, cols, active, *args)
 
         monkeypatch.setattr(_fused_certify, "run_flat", recording_flat)
     else:

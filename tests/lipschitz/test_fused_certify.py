@@ -378,12 +378,14 @@ def test_one_flat_call_is_the_per_shape_calls_bit_for_bit(dtype: type) -> None:
         "step_slopes": np.empty(count, dtype),
     }  # fmt: skip
     steps = args["steps"].copy()  # type: ignore[union-attr]
-    with _fused_certify.single_threaded_blas():
-        _fused_certify.run_flat(
-            args["weights"], args["vectors"], args["rows"], args["cols"], args["is_tau"], args["tested64"],
-            args["ratios"], args["lows"], args["highs"], args["margins"], steps, args["learnable"],
-            args["sigmoids"], 5, 1.15, *out.values(),
-        )  # fmt: skip
+    weights, wide = np.asarray(args["weights"]), np.asarray(args["tested64"])
+    with _fused_certify.single_threaded_blas():  # one call per test precision, as compute_flat makes them
+        for tested, active in ((weights, ~wide), (weights.astype(np.float64), wide)):
+            _fused_certify.run_flat(
+                weights, tested, args["vectors"], args["rows"], args["cols"], active, args["is_tau"],
+                args["ratios"], args["lows"], args["highs"], args["margins"], steps, args["learnable"],
+                args["sigmoids"], 5, 1.15, *out.values(),
+            )  # fmt: skip
     at_v = at_l = 0
     for b, ((w, v, is_tau, learnable), (r, c)) in enumerate(zip(groups, shapes, strict=True)):
         precision = torch.float64 if args["tested64"][b] or dtype == np.float64 else torch.float32  # type: ignore[index]

@@ -80,7 +80,7 @@ class CertifiedBatch:
     float32/float64 weights on the CPU, where numba is installed (extra ``structnets[fast]``), all
     the maps of a dtype run as one compiled call (:mod:`._fused_certify`: the same test with
     BLAS/LAPACK and plain loops, instead of a few hundred tensor operations); its first call in a
-    new install compiles it (≈ 9 s per weight dtype, then cached on disk).
+    new install compiles it (≈ 11 s per weight dtype, then cached on disk).
 
     A member uses its value only once, and only when the weight (and step) it is about to use has
     the *content* the value was computed for (``torch.equal`` against the copy it certified, same

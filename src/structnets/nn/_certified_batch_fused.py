@@ -52,6 +52,7 @@ class _Layout:
     numels: list[int]
     shapes: list[tuple[int, int]]
     col_list: list[int]
+    same: np.ndarray  # (B,) bool: tested in the weights' dtype (the others: a float32 W tested in float64)
 
 
 _layouts: dict[tuple[Any, ...], _Layout] = {}
@@ -84,6 +85,7 @@ def _layout(dtype: torch.dtype, kinds: tuple[tuple[str, int, int, bool], ...]) -
             [rows * cols for _, rows, cols, _ in kinds],
             [(rows, cols) for _, rows, cols, _ in kinds],
             [cols for _, _, cols, _ in kinds],
+            ~np.array(tested, dtype=np.bool_),
         )
         if len(_layouts) > 64:  # a bound on what changing models can leave behind
             _layouts.clear()
@@ -134,12 +136,19 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
     following = np.empty(vectors.shape[0], dtype=numpy_dtype)
     left = np.empty(layout.total_rows, dtype=numpy_dtype)
     vector_array = vectors.numpy()
+    flat_weights = snapshot.numpy()
+    # one call per test precision: float32 maps whose ratio needs a float64 test go in a second call
+    # (its compiled specialisation is built only for models that have such maps)
+    calls = [(flat_weights, layout.same)]
+    if layout.tested64.any():
+        calls.append((flat_weights.astype(np.float64), layout.tested64))
     with _fused_certify.single_threaded_blas():
-        _fused_certify.run_flat(
-            snapshot.numpy(), vector_array, layout.rows, layout.cols, layout.is_tau, layout.tested64,
-            layout.ratios, layout.lows, layout.highs, margins, steps, layout.learnable, sigmoids, 5, 1.15,
-            values, slopes, inverses, factors, flags, following, left, step_slopes,
-        )  # fmt: skip
+        for tested, active in calls:
+            _fused_certify.run_flat(
+                flat_weights, tested, vector_array, layout.rows, layout.cols, active, layout.is_tau, layout.ratios,
+                layout.lows, layout.highs, margins, steps, layout.learnable, sigmoids, 5, 1.15,
+                values, slopes, inverses, factors, flags, following, left, step_slopes,
+            )  # fmt: skip
     inputs: list[torch.Tensor] = []
     theta = iter(logits)
     for weight, s in zip(weights, learnable, strict=True):

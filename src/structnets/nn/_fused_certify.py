@@ -388,11 +388,12 @@ def certify_group(
 @_compiled
 def certify_flat(
     weights: Any,
+    tested: Any,
     vectors: Any,
     rows: Any,
     cols: Any,
+    active: Any,
     is_tau: Any,
-    tested64: Any,
     ratios: Any,
     lows: Any,
     highs: Any,
@@ -413,28 +414,33 @@ def certify_flat(
 ) -> None:
     """:func:`certify_group` for maps of any shapes in one call: every array flat, map after map.
 
-    Map b's W is the next rows[b]·cols[b] entries of ``weights`` (row-major), its v the next cols[b]
-    of ``vectors``, its next power vector and u the next cols[b] of ``following`` and rows[b] of
-    ``left``. Per map (B,): ``is_tau``; ``tested64`` (test a float32 W in float64); ``ratios``,
-    ``lows``, ``highs`` (the test precision's ratio and range); ``margins``, ``steps`` as in
-    :func:`certify_group`; ``learnable`` (then s and ds/dθ come from ``sigmoids[b]``, s written to
-    ``steps``). The other outputs as in :func:`certify_group`, one entry per map.
+    Map b's W is the next rows[b]·cols[b] entries of ``weights`` (row-major; ``tested`` holds the
+    same numbers in the test precision, the same array where that is the weights' dtype), its v the
+    next cols[b] of ``vectors``, its next power vector and u the next cols[b] of ``following`` and
+    rows[b] of ``left``. Only the maps with ``active[b]`` are certified (and their outputs written):
+    a float32 place whose larger maps are tested in float64 takes two calls, one per test precision,
+    so that the float64-tested specialisation compiles only where a model needs it. Per map (B,):
+    ``is_tau``; ``ratios``, ``lows``, ``highs`` (the test precision's ratio and range); ``margins``,
+    ``steps`` as in :func:`certify_group`; ``learnable`` (then s and ds/dθ come from ``sigmoids[b]``,
+    s written to ``steps``). The other outputs as in :func:`certify_group`, one entry per map.
     """
     cell = np.empty(1, dtype=weights.dtype)
     at_w = at_v = at_l = 0
     for b in range(rows.shape[0]):
         r, c = rows[b], cols[b]
+        if not active[b]:
+            at_w, at_v, at_l = at_w + r * c, at_v + c, at_l + r
+            continue
         w = weights[at_w : at_w + r * c].reshape((r, c))
+        wp = tested[at_w : at_w + r * c].reshape((r, c))
         v = vectors[at_v : at_v + c]
         if learnable[b]:
             step, step_slopes[b] = _learnable_step(sigmoids[b], cell)
             steps[b] = float(step)
-        ahead, unit = following[at_v : at_v + c], left[at_l : at_l + r]
-        arguments = (margins[b], steps[b], is_tau[b], ratios[b], lows[b], highs[b], iterations, retry, ahead, unit)
-        if tested64[b]:
-            out = _certify_map(w, w.astype(np.float64), v, *arguments)
-        else:
-            out = _certify_map(w, w, v, *arguments)
+        out = _certify_map(
+            w, wp, v, margins[b], steps[b], is_tau[b], ratios[b], lows[b], highs[b], iterations, retry,
+            following[at_v : at_v + c], left[at_l : at_l + r],
+        )  # fmt: skip
         values[b], slopes[b], inverses[b], factors[b] = out[0], out[1], out[2], out[3]
         flags[b, 0], flags[b, 1], flags[b, 2] = out[4], out[5], out[6]
         at_w, at_v, at_l = at_w + r * c, at_v + c, at_l + r
