@@ -438,3 +438,64 @@ def test_the_compiled_power_mode_gradient_is_the_tensor_formula_bit_for_bit(dtyp
         if learnable[b]:
             assert step_grads[b] == float((grad[b] * inverses[b]) * step_slopes[b]), b
         at += r * c
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_flat_places_of_random_maps_never_certify_below_the_norm(dtype: type) -> None:
+    """Fuzz: 150 places of 1–9 maps of random shapes, scales (10⁻³⁰–10³⁰), zeros, NaN/inf, cold or warm vectors.
+
+    Wherever the kernel says passed, τ·σ₁² ≤ s (τ maps) and B² ≥ σ₁² (norm maps) against a float64 SVD
+    (relative slack 10⁻¹³ for the SVD's own error); a map with a non-finite entry never passes; the
+    flags, values and vectors of every map are those of the same map certified alone.
+    """
+    rng = np.random.default_rng(2026)
+    passed = 0
+    for _ in range(150):
+        groups = []
+        for _ in range(int(rng.integers(1, 10))):
+            r, c = int(rng.integers(1, 41)), int(rng.integers(1, 41))
+            w = rng.standard_normal((r, c)) * 10.0 ** float(rng.choice([-30, -3, 0, 0, 0, 3, 30]))
+            kind = rng.integers(0, 10)
+            if kind == 0:
+                w[:] = 0.0
+            elif kind == 1:
+                w[rng.integers(r), rng.integers(c)] = rng.choice([np.nan, np.inf, -np.inf])
+            warm = np.nan_to_num(np.linalg.svd(np.nan_to_num(w, posinf=1.0, neginf=-1.0))[2][0])
+            v = warm + (rng.standard_normal(c) if rng.integers(0, 3) == 0 else 0.0)
+            v = v / (np.linalg.norm(v) or 1.0)
+            groups.append((w, v, bool(rng.integers(0, 2)), bool(rng.integers(0, 2))))
+        groups = [(w, v, t, s and t) for w, v, t, s in groups]  # learnable steps are τ maps' only
+        args = _flat_inputs(groups, np.dtype(dtype))
+        count = len(groups)
+        weights, wide = np.asarray(args["weights"]), np.asarray(args["tested64"])
+        out = {
+            "values": np.empty(count, dtype), "slopes": np.empty(count, dtype), "inverses": np.empty(count, dtype),
+            "factors": np.empty(count, dtype), "flags": np.empty((count, 3), np.bool_),
+            "following": np.empty(np.asarray(args["vectors"]).shape[0], dtype),
+            "left": np.empty(int(np.asarray(args["rows"]).sum()), dtype), "step_slopes": np.empty(count, dtype),
+        }  # fmt: skip
+        steps = np.asarray(args["steps"]).copy()
+        with np.errstate(all="ignore"), _fused_certify.single_threaded_blas():
+            for tested, active in ((weights, ~wide), (weights.astype(np.float64), wide)):
+                _fused_certify.run_flat(
+                    weights, tested, args["vectors"], args["rows"], args["cols"], active, args["is_tau"],
+                    args["ratios"], args["lows"], args["highs"], args["margins"], steps, args["learnable"],
+                    args["sigmoids"], 5, 1.15, *out.values(),
+                )  # fmt: skip
+        at = 0
+        for b, (w, _, is_tau, _) in enumerate(groups):
+            stored = weights[at : at + w.size].reshape(w.shape).astype(np.float64)  # the dtype's rounding of W
+            at += w.size
+            if not np.isfinite(stored).all():
+                assert not out["flags"][b, 0], b
+                continue
+            if not out["flags"][b, 0]:
+                continue
+            passed += 1
+            sigma2 = float(np.linalg.svd(stored, compute_uv=False)[0]) ** 2
+            value = float(out["values"][b])
+            if is_tau:
+                assert value * sigma2 <= steps[b] * (1.0 + 1e-13), (b, value, sigma2, steps[b])
+            else:
+                assert value * value >= sigma2 * (1.0 - 1e-13), (b, value, sigma2)
+    assert passed > 300  # the check saw real certificates
