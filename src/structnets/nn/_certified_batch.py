@@ -8,8 +8,8 @@ the float64 rounding of τ), which at MLP sizes cost more than the Cholesky itse
 Gram matrix of a shape, a few batched Lanczos steps on them for the guesses, one batched
 ``torch.linalg.cholesky_ex``, one host read, one vectorised rounding of every τ (or norm bound);
 on the CPU, where numba is installed, one compiled call does all of it for every map of a dtype
-(``_certified_batch_fused``, ``_fused_certify``). Each map then checks that the value it is handed was computed for its weight
-*as it is now* and falls back to its own bound otherwise.
+(``_certified_batch_fused``, ``_fused_certify``). Each map then checks that the value it is handed
+was computed for its weight *as it is now* and falls back to its own bound otherwise.
 """
 
 from __future__ import annotations
