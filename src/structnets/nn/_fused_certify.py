@@ -499,10 +499,15 @@ def certify_arrays(
     ``sigmoids``: sigmoid(θ_b) of learnable steps s = 2·sigmoid(θ) (then ``steps`` is ignored); the
     outputs then include ``steps`` (s_b, float64) and ``step_slopes`` (ds/dθ, weight dtype).
     """
+    # C-contiguous inputs of one dtype: one compiled specialisation, and no NumbaPerformanceWarning
+    # (an error under pytest) from np.dot on a strided array
     weights = np.ascontiguousarray(weights)
     count, rows, cols = weights.shape
     dtype = weights.dtype
     learnable = sigmoids is not None
+    sigmoids = np.ascontiguousarray(np.empty(0) if sigmoids is None else sigmoids, dtype=dtype).reshape(-1)
+    if sigmoids.shape[0] not in (0, count):
+        raise ValueError(f"`sigmoids` must have one entry per map or none, got shape {sigmoids.shape}")
     out = {
         "values": np.empty(count, dtype=dtype),
         "slopes": np.empty(count, dtype=dtype),
@@ -514,58 +519,15 @@ def certify_arrays(
         "step_slopes": np.empty(count if learnable else 0, dtype=dtype),
     }
     written = np.empty(count, dtype=np.float64) if learnable else np.ascontiguousarray(steps, dtype=np.float64)
-    run_kernel(
-        weights, vectors, np.ascontiguousarray(margins, dtype=np.float64), written, is_tau, precision, ratio,
-        tested_range, np.empty(0, dtype=dtype) if sigmoids is None else sigmoids, out["values"], out["slopes"],
-        out["inverses"], out["factors"], out["flags"], out["following"], out["left"], out["step_slopes"], iterations,
-        retry,
+    tested = weights if precision == dtype else np.ascontiguousarray(weights, dtype=precision)
+    call(
+        "certify_group", weights, tested, np.ascontiguousarray(vectors, dtype=dtype),
+        np.ascontiguousarray(margins, dtype=np.float64), written, is_tau, tested.dtype == np.float32, ratio,
+        *tested_range, iterations, retry, sigmoids, *out.values(),
     )  # fmt: skip
     if learnable:
         out["steps"] = written
     return out
-
-
-def run_kernel(
-    weights: np.ndarray,
-    vectors: np.ndarray,
-    margins: np.ndarray,
-    steps: np.ndarray,
-    is_tau: bool,
-    precision: np.dtype[Any],
-    ratio: float,
-    tested_range: tuple[float, float],
-    sigmoids: np.ndarray,
-    values: np.ndarray,
-    slopes: np.ndarray,
-    inverses: np.ndarray,
-    factors: np.ndarray,
-    flags: np.ndarray,
-    following: np.ndarray,
-    left: np.ndarray,
-    step_slopes: np.ndarray,
-    iterations: int = 5,
-    retry: float = 1.15,
-) -> None:
-    """:func:`certify_group` into the given output arrays (C-contiguous, of the kinds it names), with numba's cache fallback.
-
-    ``margins`` and ``steps`` must be C-contiguous float64 (``steps`` is written where ``sigmoids``
-    is not empty); ``weights`` and ``vectors`` are made C-contiguous of the weights' dtype here.
-    """
-    # C-contiguous inputs of one dtype: one compiled specialisation, and no NumbaPerformanceWarning
-    # (an error under pytest) from np.dot on a strided array
-    weights = np.ascontiguousarray(weights)
-    dtype = weights.dtype
-    vectors = np.ascontiguousarray(vectors, dtype=dtype)
-    sigmoids = np.ascontiguousarray(sigmoids, dtype=dtype).reshape(-1)
-    if sigmoids.shape[0] not in (0, weights.shape[0]):
-        raise ValueError(f"`sigmoids` must have one entry per map or none, got shape {sigmoids.shape}")
-    tested = weights if precision == dtype else np.ascontiguousarray(weights, dtype=precision)
-    low, high = tested_range
-    arguments = (
-        weights, tested, vectors, margins, steps, is_tau, tested.dtype == np.float32, ratio, low, high, iterations, retry,
-        sigmoids, values, slopes, inverses, factors, flags, following, left, step_slopes,
-    )  # fmt: skip
-    call("certify_group", *arguments)
 
 
 def run_flat(*arguments: Any) -> None:
@@ -603,6 +565,5 @@ __all__ = [
     "certify_group",
     "power_mode_gradients",
     "run_flat",
-    "run_kernel",
     "single_threaded_blas",
 ]
