@@ -264,6 +264,44 @@ def test_the_kernels_blas_runs_on_one_thread_and_the_count_is_restored() -> None
     assert openblas_counts() == before
 
 
+def test_overlapping_batches_in_two_threads_restore_the_count() -> None:
+    """Thread A in, thread B in, A out, B out: OpenBLAS's (global) count is the one before, not B's saved 1."""
+    import threading
+
+    from threadpoolctl import ThreadpoolController
+
+    def openblas_counts() -> list[int]:
+        controllers = ThreadpoolController().select(user_api="blas").lib_controllers
+        return [c.num_threads for c in controllers if c.internal_api == "openblas"]
+
+    before = openblas_counts()
+    if not before or max(before) < 2:
+        pytest.skip("needs an OpenBLAS with more than one thread")
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+
+    def first() -> None:
+        with _fused_certify.single_threaded_blas():
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def second() -> None:
+        a_in.wait(10)
+        with _fused_certify.single_threaded_blas():
+            b_in.set()
+            a_out.wait(10)
+            seen.append(openblas_counts())  # A has left, B is inside: still one thread
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert seen == [[1] * len(before)]
+    assert openblas_counts() == before
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (1, 7), (7, 1), (5, 12), (12, 5), (50, 784), (64, 64)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_gram_product_is_the_smaller_one_symmetric_and_within_its_error_bound(

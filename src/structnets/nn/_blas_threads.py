@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 _thread_setters: list[Any] | None = None
+# The count is OpenBLAS's global (``openblas_set_num_threads_local`` sets it for every thread): the
+# first thread in saves it and the last one out restores it, so that overlapping batches from two
+# Python threads cannot leave it at 1
+_lock = threading.Lock()
+_inside = 0
+_saved: list[int] = []
 
 
 def _openblas_thread_setters() -> list[Any]:
@@ -38,13 +45,20 @@ def single_threaded_blas() -> Iterator[None]:
     100 × 784 Gram product took 15.7 ms on two threads against 0.29 ms on one (2026-12-07). The
     kernel's matrices are small, and a training step's torch threads are the caller's to choose.
     """
+    global _inside, _saved
     setters = _openblas_thread_setters()
-    previous = [setter(1) for setter in setters]
+    with _lock:
+        if _inside == 0:
+            _saved = [setter(1) for setter in setters]
+        _inside += 1
     try:
         yield
     finally:
-        for setter, count in zip(setters, previous, strict=True):
-            setter(count)
+        with _lock:
+            _inside -= 1
+            if _inside == 0:
+                for setter, count in zip(setters, _saved, strict=True):
+                    setter(count)
 
 
 __all__ = ["single_threaded_blas"]
