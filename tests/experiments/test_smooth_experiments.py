@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -172,3 +173,36 @@ def test_upper_half_slope_separates_a_small_n_artefact_from_the_rate() -> None:
     assert row["fit"].slope < -0.7
     assert row["upper_fit"].slope == pytest.approx(-0.5, abs=1e-12)
     assert row["upper_fit"].n_levels == 4  # 200, 400, 800, 1600
+
+
+def test_non_finite_and_zero_errors_are_left_out_of_the_slope_and_counted() -> None:
+    """A diverged member (NaN, +inf) or an exact 0 cannot enter a log-log fit: the slope is that of the other
+    members, and the row and the report's table say how many were left out (they were dropped silently before,
+    and +inf entered the fit)."""
+    from structnets.experiments.smoothness_rates import _slope_table
+    from structnets.experiments.smoothness_rates.report import _members_cell
+
+    records = []
+    for n in (100, 200, 400, 800):
+        for seed in range(3):
+            risk = 2.0 * n**-0.5
+            if (n, seed) == (200, 0):
+                risk = math.nan
+            elif (n, seed) == (400, 1):
+                risk = math.inf
+            elif (n, seed) == (800, 2):
+                risk = 0.0
+            records.append(
+                {
+                    "part": "estimation", "d": 1, "s": 1.0, "depth": 2, "activation": "tanh", "n": n, "seed": seed,
+                    "test_mse": risk, "train_mse": 0.01, "adam_train_mse": 0.02, "noise_mse": 0.01, "settled": True,
+                    "converged": True,
+                }
+            )  # fmt: skip
+    (row,) = _slope_table(pd.DataFrame.from_records(records), "estimation", "n", "test_mse")
+    assert row["fit"].slope == pytest.approx(-0.5, abs=1e-12)
+    assert row["left_out"] == 3 and row["members"] == 12
+    assert _members_cell(row) == "12 (12) / 12, 3 not in the fit (error not finite and positive)"
+    clean = [r | {"test_mse": 2.0 * r["n"] ** -0.5} for r in records]
+    (row,) = _slope_table(pd.DataFrame.from_records(clean), "estimation", "n", "test_mse")
+    assert row["left_out"] == 0 and _members_cell(row) == "12 (12) / 12"

@@ -71,7 +71,8 @@ def _cell_ols(long: pd.DataFrame, part: str, x: str, y: str, cell: dict[str, Any
         & (long["depth"] == cell["depth"])
         & (long["activation"] == cell["activation"])
     ]
-    group = group[group[y] > 0]
+    values = group[y].to_numpy(float)
+    group = group[np.isfinite(values) & (values > 0)]  # as the report's slope_table: only finite positive errors
     return rules.ols_slope(np.log(group[x].to_numpy(float)), np.log(group[y].to_numpy(float)))
 
 

@@ -68,7 +68,9 @@ def slope_table(long: pd.DataFrame, part: str, x: str, y: str) -> list[dict[str,
     for (d, s, depth, name), group in rows.groupby(["d", "s", "depth", "activation"]):
         values = group[y].to_numpy(float)
         xs = group[x].to_numpy(float)
-        keep = values > 0
+        # a log-log fit needs finite positive errors: the others (a diverged fit's NaN or inf, an exact 0)
+        # are left out of the fit and counted in the row, not dropped silently
+        keep = np.isfinite(values) & (values > 0)
         if len(np.unique(xs[keep])) < 3:
             continue
         fit = loglog_slope(xs[keep], values[keep], n_boot=1000)
@@ -93,10 +95,17 @@ def slope_table(long: pd.DataFrame, part: str, x: str, y: str) -> list[dict[str,
                 "settled": int(group["settled"].sum()),
                 "converged": int(group["converged"].sum()),
                 "members": len(group),
+                "left_out": int((~keep).sum()),  # members whose error is not finite and positive (not in the fit)
                 "largest": float(group[y][group[x] == xs.max()].median()),
             }
         )
     return out
+
+
+def _members_cell(row: dict[str, Any]) -> str:
+    """settled (converged) / members, and how many members' errors the fit left out (not finite and positive)."""
+    cell = f"{row['settled']} ({row['converged']}) / {row['members']}"
+    return cell + (f", {row['left_out']} not in the fit (error not finite and positive)" if row["left_out"] else "")
 
 
 def _upper_cell(row: dict[str, Any]) -> str:
@@ -218,7 +227,7 @@ def report_markdown(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str
             f"| {row['d']} | {row['s']:g} | {row['depth']} | {row['activation']} | {rate:.3f} | {cap:.3f} | "
             f"{fit.slope:.3f} [{fit.low:.3f}, {fit.high:.3f}] | {'yes' if fit.contains(rate) else 'no'} | "
             f"{_upper_cell(row)} | {row['adam']:.2e} | {row['train']:.2e} | {row['train_ratio']:.2f} | "
-            f"{row['settled']} ({row['converged']}) / {row['members']} | {_limited(row)} | {row['largest']:.2e} |"
+            f"{_members_cell(row)} | {_limited(row)} | {row['largest']:.2e} |"
         )
     lines += separation_section(long, config)
     lines += [
@@ -238,7 +247,7 @@ def report_markdown(results: pd.DataFrame, config: SmoothnessRatesConfig) -> str
             lines.append(
                 f"| {d} | {s:g} | {depth} | {row['activation']} | {rate:.3f} | {fit.slope:.3f} "
                 f"[{fit.low:.3f}, {fit.high:.3f}] | {_upper_cell(row)} | {row['adam']:.2e} | {row['train']:.2e} | "
-                f"{row['settled']} ({row['converged']}) / {row['members']} | {_limited(row)} | {row['largest']:.2e} |"
+                f"{_members_cell(row)} | {_limited(row)} | {row['largest']:.2e} |"
             )
     lines += floor_section(long, results)
     lines += [
