@@ -12,6 +12,7 @@ from .._validation import check_bool, check_fits_in_memory, check_int, itemsize_
 from ..functional import round_operand, spectral_norm_bound, sqrt_round_up, squared_norm_bound
 from ._affine import linear_from_dense
 from ._checkpoint import CertifiedCheckpointMixin
+from ._spectral import ContentCache, _is_transformed
 
 
 def polar_factor(weight: torch.Tensor) -> torch.Tensor:
@@ -80,6 +81,24 @@ def certified_orthogonal(weight: torch.Tensor) -> torch.Tensor:
         # per-forward path (a non-finite V gives NaN here; lipschitz_bound refuses it by name).
         scale = (1.0 - eta) / sqrt_round_up(squared_norm_bound(q.detach(), "exact"), torch.float64).clamp_min(1.0)
     return (q * scale).to(weight.dtype)
+
+
+def applied_orthogonal(module: nn.Module, weight: torch.Tensor) -> torch.Tensor:
+    """:func:`certified_orthogonal` of ``weight`` for ``module``'s forward: reused while no gradient can reach it.
+
+    Where gradients are off or V is frozen (evaluation, certification under ``no_grad``), the polar factor
+    (a float64 eigendecomposition) is computed once per content of V (:class:`~._spectral.ContentCache`:
+    ``torch.equal`` against a copy, so ``.data`` edits, ``load_state_dict`` and optimizer steps recompute
+    it); with gradients on it is computed every call, as the gradient needs its graph. Only the forward
+    uses it: the tensor it returns is not handed to users, who could edit a cached one in place.
+    """
+    # under torch.func transforms and torch.compile a weight may carry gradients without requires_grad
+    if _is_transformed(weight) or (torch.is_grad_enabled() and weight.requires_grad):
+        return certified_orthogonal(weight)
+    cache = module.__dict__.get("_orthogonal_cache")
+    if cache is None:  # created on first use: modules pickled before it existed load without it
+        cache = module.__dict__["_orthogonal_cache"] = ContentCache()
+    return cache.get(weight, certified_orthogonal)
 
 
 class OrthogonalLinear(CertifiedCheckpointMixin, nn.Module):
@@ -152,7 +171,7 @@ class OrthogonalLinear(CertifiedCheckpointMixin, nn.Module):
             raise ValueError(
                 f"`input` must have last dimension in_features={self.in_features}, got shape {tuple(input.shape)}"
             )
-        return nn.functional.linear(input, self.to_dense(), self.bias)
+        return nn.functional.linear(input, applied_orthogonal(self, self.raw_weight), self.bias)
 
     @torch.no_grad()
     def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:
@@ -184,4 +203,4 @@ class OrthogonalLinear(CertifiedCheckpointMixin, nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-__all__ = ["OrthogonalLinear", "certified_orthogonal", "polar_factor"]
+__all__ = ["OrthogonalLinear", "applied_orthogonal", "certified_orthogonal", "polar_factor"]
