@@ -96,15 +96,32 @@ def test_set_distinct_keys_still_apply(tmp_path: Path, capsys: pytest.CaptureFix
 # -- show: values --set cannot read back -------------------------------------------------------
 
 
-def test_show_names_the_fields_set_cannot_read_back(capsys: pytest.CaptureFixture[str]) -> None:
-    # smoothness-rates' targets ((1, 1.0), (2, 2.0)) is shown as 1,1.0,2,2.0, which --set refuses
-    # ("`targets` must be 2 comma-separated values"); the page promised "written as --set reads them back"
+def test_show_writes_sequences_of_pairs_as_set_reads_them_back(capsys: pytest.CaptureFixture[str]) -> None:
+    # smoothness-rates' targets ((1, 1.0), (2, 2.0)) was shown as 1,1.0,2,2.0, which --set refused (the page
+    # then named it as unsettable); it is now written 1:1.0,2:2.0 (no shell metacharacter) and --set reads it back
     assert main(["show", "smoothness-rates"]) == 0
     out = capsys.readouterr().out
-    assert "| targets | tuple[tuple[int, float], ...] | 1,1.0,2,2.0 | 1,1.0 |" in out
-    assert "--set cannot read back the values shown for targets, approx_targets:" in out
+    assert "| targets | tuple[tuple[int, float], ...] | 1:1.0,2:2.0 | 1:1.0 |" in out
+    assert "--set cannot" not in out
     assert main(["show", "lowrank-uci"]) == 0
     assert "--set cannot" not in capsys.readouterr().out  # every cell there parses back
+
+
+def test_set_reads_and_refuses_sequences_of_pairs() -> None:
+    from structnets.experiments.smoothness_rates.config import SmoothnessRatesConfig
+    from structnets.runner.config import format_value, parse_overrides, parse_value
+
+    parsed = parse_overrides(SmoothnessRatesConfig, ["targets=1:1.0, 3:1.5", "approx_targets=2:3.0"])
+    assert parsed["targets"] == ((1, 1.0), (3, 1.5)) and parsed["approx_targets"] == ((2, 3.0),)
+    for value in (((1, 1.0), (2, 2.0)), ((1, 1.0),), ()):
+        assert parse_value(format_value(value), tuple[tuple[int, float], ...], name="t") == value
+    with pytest.raises(ValueError, match="`targets` must be 2 colon-separated values"):
+        parse_overrides(SmoothnessRatesConfig, ["targets=1:1.0,2"])
+    with pytest.raises(ValueError, match="`targets` must be 2 colon-separated values"):
+        parse_overrides(SmoothnessRatesConfig, ["targets=1,1.0,2,2.0"])  # the old flattened form
+    with pytest.raises(ValueError, match="cannot be set from the command line"):
+        parse_value("1", tuple[tuple[tuple[int, int], ...], ...], name="deep")
+    assert parse_value("1,2,3", tuple[int, ...], name="flat") == (1, 2, 3)  # flat sequences unchanged
 
 
 # -- claims: output files -----------------------------------------------------------------------

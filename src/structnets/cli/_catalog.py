@@ -53,8 +53,8 @@ def _plain_doc(text: str) -> str:
 def _unsettable(config_class: type, rows: list[dict[str, str]]) -> list[str]:
     """The fields whose default or ``--quick`` cell ``--set`` does not parse back to that value.
 
-    The cells promise ``--set`` syntax, but a nested tuple (smoothness-rates' ``targets``,
-    ``((1, 1.0), (2, 2.0))``) is shown flattened as ``1,1.0,2,2.0``, which ``--set`` refuses.
+    The cells promise ``--set`` syntax; a value ``--set`` cannot write (a sequence nested twice, a type it
+    does not parse) is named rather than shown as if it could be set.
     """
     import json
 
@@ -98,7 +98,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     print(f"{experiment.name}: {' '.join(experiment.description.split())}")
     print(
         f"config {config_class.__module__}.{config_class.__qualname__}: set a field with --set FIELD=VALUE "
-        "(sequences comma-separated, none for None)"
+        "(sequences comma-separated, a sequence of pairs as 1:1.0,2:2.0, none for None)"
     )
     if any(row["field"] == "device" for row in rows):
         print("trains on a chosen device: --device cpu|cuda|auto")

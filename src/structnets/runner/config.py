@@ -44,7 +44,11 @@ def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (typing.Union, types.UnionType)
 
 
-def parse_value(text: str, tp: Any, *, name: str = "value") -> Any:
+def _is_sequence_type(tp: Any) -> bool:
+    return typing.get_origin(tp) in (tuple, list) or tp in (tuple, list)
+
+
+def parse_value(text: str, tp: Any, *, name: str = "value", _inner: bool = False) -> Any:
     """Parse command-line ``text`` as a value of type ``tp``.
 
     Args:
@@ -71,7 +75,7 @@ def parse_value(text: str, tp: Any, *, name: str = "value") -> Any:
             if arg is type(None):
                 continue
             try:
-                return parse_value(text, arg, name=name)
+                return parse_value(text, arg, name=name, _inner=_inner)
             except ValueError as e:
                 errors.append(str(e))
         raise ValueError(f"`{name}` must be {_type_name(tp)}, got {text!r}")
@@ -83,18 +87,28 @@ def parse_value(text: str, tp: Any, *, name: str = "value") -> Any:
         raise ValueError(f"`{name}` must be one of {choices}, got {text!r}")
     if origin in (tuple, list) or tp in (tuple, list):
         args = typing.get_args(tp)
-        items = [] if stripped == "" else [s.strip() for s in stripped.split(",")]
+        # a sequence of sequences (smoothness-rates' targets, ((1, 1.0), (2, 2.0))) is written 1:1.0,2:2.0:
+        # ',' between the inner sequences, ':' within each (no shell metacharacter); deeper nesting has no
+        # separator left
+        nested = any(_is_sequence_type(arg) for arg in args if arg is not Ellipsis)
+        if (nested and _inner) or (
+            nested and any(_is_sequence_type(i) for arg in args if _is_sequence_type(arg) for i in typing.get_args(arg))
+        ):
+            raise ValueError(f"`{name}` has type {_type_name(tp)}, which cannot be set from the command line")
+        separator = ":" if _inner else ","
+        items = [] if stripped == "" else [s.strip() for s in stripped.split(separator)]
         if not args:
             elem_types: list[Any] = [str] * len(items)
         elif origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
             if len(items) != len(args):
+                kind = "colon" if _inner else "comma"
                 raise ValueError(
-                    f"`{name}` must be {len(args)} comma-separated values ({_type_name(tp)}), got {text!r}"
+                    f"`{name}` must be {len(args)} {kind}-separated values ({_type_name(tp)}), got {text!r}"
                 )
             elem_types = list(args)
         else:
             elem_types = [args[0]] * len(items)
-        values = [parse_value(s, t, name=name) for s, t in zip(items, elem_types, strict=True)]
+        values = [parse_value(s, t, name=name, _inner=nested) for s, t in zip(items, elem_types, strict=True)]
         return tuple(values) if (origin or tp) is tuple else values
     if tp is bool:
         if stripped.lower() in _TRUE:
@@ -379,12 +393,18 @@ def config_differences(
 
 
 def format_value(value: Any) -> str:
-    """``value`` written as ``--set`` parses it back: sequences comma-separated, None as ``none``."""
+    """``value`` written as ``--set`` parses it back: sequences comma-separated (sequences of pairs
+    ``1:1.0,2:2.0``), None as ``none``."""
     if value is None:
         return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (tuple, list)):
+        # sequences of sequences as parse_value reads them: ',' between, ':' within
+        if any(isinstance(v, (tuple, list)) for v in value):
+            return ",".join(
+                ":".join(format_value(w) for w in v) if isinstance(v, (tuple, list)) else format_value(v) for v in value
+            )
         return ",".join(format_value(v) for v in value)
     if isinstance(value, float):
         return repr(value)
