@@ -387,6 +387,28 @@ def _flat_inputs(groups: list[tuple[np.ndarray, np.ndarray, bool, bool]], dtype:
     }
 
 
+def _run_flat(args: dict[str, object], dtype: np.dtype) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """certify_flat on ``_flat_inputs``' arguments, one call per test precision as compute_flat makes them:
+    its outputs by name and the steps it wrote."""
+    count = len(np.asarray(args["rows"]))
+    out = {
+        "values": np.empty(count, dtype), "slopes": np.empty(count, dtype), "inverses": np.empty(count, dtype),
+        "factors": np.empty(count, dtype), "flags": np.empty((count, 3), np.bool_),
+        "following": np.empty(np.asarray(args["vectors"]).shape[0], dtype),
+        "left": np.empty(int(np.asarray(args["rows"]).sum()), dtype), "step_slopes": np.empty(count, dtype),
+    }  # fmt: skip
+    steps = np.asarray(args["steps"]).copy()
+    weights, wide = np.asarray(args["weights"]), np.asarray(args["tested64"])
+    with _fused_certify.single_threaded_blas():
+        for tested, active in ((weights, ~wide), (weights.astype(np.float64), wide)):
+            _fused_certify.run_flat(
+                weights, tested, args["vectors"], args["rows"], args["cols"], active, args["is_tau"],
+                args["ratios"], args["lows"], args["highs"], args["margins"], steps, args["learnable"],
+                args["sigmoids"], 5, 1.15, *out.values(),
+            )  # fmt: skip
+    return out, steps
+
+
 def _fused_certify_precision(shape: tuple[int, ...], dtype: np.dtype) -> np.dtype:
     from structnets.nn._verified_gram import _precision_for
 
@@ -397,7 +419,7 @@ def _fused_certify_precision(shape: tuple[int, ...], dtype: np.dtype) -> np.dtyp
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_one_flat_call_is_the_per_shape_calls_bit_for_bit(dtype: type) -> None:
-    """certify_flat on maps of mixed shapes, kinds and steps = certify_group on each map alone, every output."""
+    """certify_flat on maps of mixed shapes, kinds and steps = each map certified alone, every output (the offsets)."""
     rng = np.random.default_rng(11)
     shapes = [(50, 784), (7, 7), (12, 5), (200, 784), (5, 12), (1, 9), (30, 30), (10, 50)]
     groups = []
@@ -407,23 +429,7 @@ def test_one_flat_call_is_the_per_shape_calls_bit_for_bit(dtype: type) -> None:
         groups.append((w, v / np.linalg.norm(v), i % 2 == 1, i % 4 == 1))
     args = _flat_inputs(groups, np.dtype(dtype))
     assert dtype == np.float64 or args["tested64"].any()  # type: ignore[union-attr]  # a float32 W tested in float64
-    count = len(groups)
-    out = {
-        "values": np.empty(count, dtype), "slopes": np.empty(count, dtype), "inverses": np.empty(count, dtype),
-        "factors": np.empty(count, dtype), "flags": np.empty((count, 3), np.bool_),
-        "following": np.empty(args["vectors"].shape[0], dtype),  # type: ignore[union-attr]
-        "left": np.empty(int(args["rows"].sum()), dtype),  # type: ignore[union-attr]
-        "step_slopes": np.empty(count, dtype),
-    }  # fmt: skip
-    steps = args["steps"].copy()  # type: ignore[union-attr]
-    weights, wide = np.asarray(args["weights"]), np.asarray(args["tested64"])
-    with _fused_certify.single_threaded_blas():  # one call per test precision, as compute_flat makes them
-        for tested, active in ((weights, ~wide), (weights.astype(np.float64), wide)):
-            _fused_certify.run_flat(
-                weights, tested, args["vectors"], args["rows"], args["cols"], active, args["is_tau"],
-                args["ratios"], args["lows"], args["highs"], args["margins"], steps, args["learnable"],
-                args["sigmoids"], 5, 1.15, *out.values(),
-            )  # fmt: skip
+    out, steps = _run_flat(args, np.dtype(dtype))
     at_v = at_l = 0
     for b, ((w, v, is_tau, learnable), (r, c)) in enumerate(zip(groups, shapes, strict=True)):
         precision = torch.float64 if args["tested64"][b] or dtype == np.float64 else torch.float32  # type: ignore[index]
@@ -504,22 +510,9 @@ def test_flat_places_of_random_maps_never_certify_below_the_norm(dtype: type) ->
             groups.append((w, v, bool(rng.integers(0, 2)), bool(rng.integers(0, 2))))
         groups = [(w, v, t, s and t) for w, v, t, s in groups]  # learnable steps are τ maps' only
         args = _flat_inputs(groups, np.dtype(dtype))
-        count = len(groups)
-        weights, wide = np.asarray(args["weights"]), np.asarray(args["tested64"])
-        out = {
-            "values": np.empty(count, dtype), "slopes": np.empty(count, dtype), "inverses": np.empty(count, dtype),
-            "factors": np.empty(count, dtype), "flags": np.empty((count, 3), np.bool_),
-            "following": np.empty(np.asarray(args["vectors"]).shape[0], dtype),
-            "left": np.empty(int(np.asarray(args["rows"]).sum()), dtype), "step_slopes": np.empty(count, dtype),
-        }  # fmt: skip
-        steps = np.asarray(args["steps"]).copy()
-        with np.errstate(all="ignore"), _fused_certify.single_threaded_blas():
-            for tested, active in ((weights, ~wide), (weights.astype(np.float64), wide)):
-                _fused_certify.run_flat(
-                    weights, tested, args["vectors"], args["rows"], args["cols"], active, args["is_tau"],
-                    args["ratios"], args["lows"], args["highs"], args["margins"], steps, args["learnable"],
-                    args["sigmoids"], 5, 1.15, *out.values(),
-                )  # fmt: skip
+        weights = np.asarray(args["weights"])
+        with np.errstate(all="ignore"):
+            out, steps = _run_flat(args, np.dtype(dtype))
         at = 0
         for b, (w, _, is_tau, _) in enumerate(groups):
             stored = weights[at : at + w.size].reshape(w.shape).astype(np.float64)  # the dtype's rounding of W

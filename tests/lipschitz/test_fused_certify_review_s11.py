@@ -318,7 +318,7 @@ def test_the_test_and_rounding_code_compiles_without_fast_math() -> None:
     """No fast, contract or reassoc flag (and no fused multiply-add) in the shift, the factor test and the rounding."""
     from numba import njit
 
-    for dispatcher in (_fused_certify.certify_group, _fused_certify._cholesky_passes, _fused_certify._round_tau):
+    for dispatcher in (_fused_certify.certify_flat, _fused_certify._cholesky_passes, _fused_certify._round_tau):
         assert dispatcher.targetoptions.get("fastmath", False) is False
     options = {k: v for k, v in _fused_certify._cholesky_passes.targetoptions.items() if k not in ("cache", "nopython")}
     cell = np.empty(1, np.float32)

@@ -6,8 +6,7 @@ tensor operations per training step, each on a handful of numbers: at MLP sizes 
 not their arithmetic, is most of a certified step's extra time (issue 26:
 ``benchmarks/certified_batch_share.py``). Here the same computation runs as plain loops compiled by
 numba, with the Gram product, the factorisation and the small eigenproblem handed to SciPy's
-BLAS/LAPACK: one call of :func:`certify_flat` for every map of a dtype, whatever their shapes
-(:func:`certify_group` does the same for maps of one shape; both run :func:`_certify_map`).
+BLAS/LAPACK: one call of :func:`certify_flat` for every map of a dtype, whatever their shapes.
 
 The certificate is the same theorem as the tensor path's (:func:`~._verified_gram.verified_ratio`,
 Higham 2002, Thm 10.3): the Gram matrix Ĝ is formed in the test precision by one BLAS product (its
@@ -270,7 +269,7 @@ def _certify_map(
     """Certify one map: W (``w``, weight dtype; ``wp`` the same in the test precision), v, 1 + m, s (float64).
 
     Writes the next power vector to ``following`` and u = Wv/σ̂ to ``left``; returns (value, slope,
-    inverse, factor, passed and usable, retried, usable) in the weight dtype (see :func:`certify_group`).
+    inverse, factor, passed and usable, retried, usable) in the weight dtype (see :func:`certify_flat`).
     """
     rows, cols = w.shape
     n = min(rows, cols)
@@ -334,58 +333,6 @@ def _learnable_step(sigmoid: Any, cell: Any) -> tuple[Any, Any]:
 
 
 @_compiled
-def certify_group(
-    weights: Any,
-    tested: Any,
-    vectors: Any,
-    margins: Any,
-    steps: Any,
-    is_tau: bool,
-    single: bool,
-    ratio: float,
-    low: float,
-    high: float,
-    iterations: int,
-    retry: float,
-    sigmoids: Any,
-    values: Any,
-    slopes: Any,
-    inverses: Any,
-    factors: Any,
-    flags: Any,
-    following: Any,
-    left: Any,
-    step_slopes: Any,
-) -> None:
-    """Certify every map of one group (equal shapes, one dtype) by :func:`_certify_map`.
-
-    Inputs: ``weights`` (B, rows, cols) and ``vectors`` (B, cols) in the weight dtype; ``tested`` the
-    weights in the test precision (float32 or float64; the same array where that is their dtype;
-    ``single`` says which); ``margins`` (B,) float64 1 + m_b; ``steps`` (B,) float64 s_b (1 for norm
-    maps) and, for τ maps, ``steps``' cast to the weight dtype is the surrogate's s. Learnable steps
-    s = 2·sigmoid(θ): ``sigmoids`` (B,) sigmoid(θ_b) in the weight dtype (empty otherwise); then s_b and
-    ds/dθ are formed here in the weight dtype, as torch would, s_b written to ``steps`` and ds/dθ to
-    ``step_slopes``. Outputs, written in place (weight dtype unless said): ``values`` τ_b or the norm
-    bound; ``slopes`` d surrogate/dσ̂ and ``inverses`` d surrogate/ds (0 where the entry is not usable);
-    ``factors`` 1 + m_b; ``flags`` (B, 3) bool (passed and usable, retried, usable); ``following``
-    (B, cols) the next power vectors; ``left`` (B, rows) u_b.
-    """
-    cell = np.empty(1, dtype=weights.dtype)
-    if single != (tested.itemsize == 4):
-        raise ValueError("`single` must say whether `tested` is float32")
-    for b in range(weights.shape[0]):
-        if sigmoids.shape[0] == weights.shape[0]:
-            step, step_slopes[b] = _learnable_step(sigmoids[b], cell)
-            steps[b] = float(step)
-        out = _certify_map(
-            weights[b], tested[b], vectors[b], margins[b], steps[b], is_tau, ratio, low, high, iterations, retry,
-            following[b], left[b],
-        )  # fmt: skip
-        values[b], slopes[b], inverses[b], factors[b] = out[0], out[1], out[2], out[3]
-        flags[b, 0], flags[b, 1], flags[b, 2] = out[4], out[5], out[6]
-
-
-@_compiled
 def certify_flat(
     weights: Any,
     tested: Any,
@@ -412,17 +359,21 @@ def certify_flat(
     left: Any,
     step_slopes: Any,
 ) -> None:
-    """:func:`certify_group` for maps of any shapes in one call: every array flat, map after map.
+    """Certify maps of any shapes in one call, each by :func:`_certify_map`: every array flat, map after map.
 
-    Map b's W is the next rows[b]·cols[b] entries of ``weights`` (row-major; ``tested`` holds the
-    same numbers in the test precision, the same array where that is the weights' dtype), its v the
-    next cols[b] of ``vectors``, its next power vector and u the next cols[b] of ``following`` and
-    rows[b] of ``left``. Only the maps with ``active[b]`` are certified (and their outputs written):
-    a float32 place whose larger maps are tested in float64 takes two calls, one per test precision,
-    so that the float64-tested specialisation compiles only where a model needs it. Per map (B,):
-    ``is_tau``; ``ratios``, ``lows``, ``highs`` (the test precision's ratio and range); ``margins``,
-    ``steps`` as in :func:`certify_group`; ``learnable`` (then s and ds/dθ come from ``sigmoids[b]``,
-    s written to ``steps``). The other outputs as in :func:`certify_group`, one entry per map.
+    Map b's W is the next rows[b]·cols[b] entries of ``weights`` (row-major, the weight dtype; ``tested``
+    holds the same numbers in the test precision, the same array where that is the weights' dtype), its v
+    the next cols[b] of ``vectors``, its next power vector and u = Wv/σ̂ the next cols[b] of ``following``
+    and rows[b] of ``left``. Only the maps with ``active[b]`` are certified (and their outputs written): a
+    float32 place whose larger maps are tested in float64 takes two calls, one per test precision, so that
+    the float64-tested specialisation compiles only where a model needs it. Per map (B,): ``is_tau``;
+    ``ratios``, ``lows``, ``highs`` (the test precision's ratio and range); ``margins`` float64 1 + m_b;
+    ``steps`` float64 s_b (1 for norm maps; its cast to the weight dtype is the surrogate's s);
+    ``learnable``: s = 2·sigmoid(θ), from ``sigmoids[b]`` (sigmoid(θ_b) in the weight dtype), formed here
+    with ds/dθ as torch forms them, s_b written to ``steps`` and ds/dθ to ``step_slopes``. Outputs, written
+    in place (weight dtype unless said): ``values`` τ_b or the norm bound; ``slopes`` d surrogate/dσ̂ and
+    ``inverses`` d surrogate/ds (0 where the entry is not usable); ``factors`` 1 + m_b; ``flags`` (B, 3)
+    bool (passed and usable, retried, usable).
     """
     cell = np.empty(1, dtype=weights.dtype)
     at_w = at_v = at_l = 0
@@ -494,8 +445,9 @@ def certify_arrays(
     retry: float = 1.15,
     sigmoids: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Run :func:`certify_group` on one group's arrays (float32 or float64 weights, any layout) and return its outputs by name.
+    """:func:`certify_flat` on one group of equal-shape maps (float32 or float64 weights, any layout), outputs by name.
 
+    ``weights`` (B, rows, cols), ``vectors`` (B, cols); one ``precision``, ``ratio`` and range for all.
     ``sigmoids``: sigmoid(θ_b) of learnable steps s = 2·sigmoid(θ) (then ``steps`` is ignored); the
     outputs then include ``steps`` (s_b, float64) and ``step_slopes`` (ds/dθ, weight dtype).
     """
@@ -505,9 +457,10 @@ def certify_arrays(
     count, rows, cols = weights.shape
     dtype = weights.dtype
     learnable = sigmoids is not None
-    sigmoids = np.ascontiguousarray(np.empty(0) if sigmoids is None else sigmoids, dtype=dtype).reshape(-1)
-    if sigmoids.shape[0] not in (0, count):
-        raise ValueError(f"`sigmoids` must have one entry per map or none, got shape {sigmoids.shape}")
+    if learnable:
+        sigmoids = np.ascontiguousarray(sigmoids, dtype=dtype).reshape(-1)
+        if sigmoids.shape[0] != count:
+            raise ValueError(f"`sigmoids` must have one entry per map, got shape {sigmoids.shape}")
     out = {
         "values": np.empty(count, dtype=dtype),
         "slopes": np.empty(count, dtype=dtype),
@@ -516,17 +469,25 @@ def certify_arrays(
         "flags": np.empty((count, 3), dtype=np.bool_),
         "following": np.empty((count, cols), dtype=dtype),
         "left": np.empty((count, rows), dtype=dtype),
-        "step_slopes": np.empty(count if learnable else 0, dtype=dtype),
+        "step_slopes": np.empty(count, dtype=dtype),
     }
-    written = np.empty(count, dtype=np.float64) if learnable else np.ascontiguousarray(steps, dtype=np.float64)
+    written = np.empty(count) if learnable else np.array(steps, dtype=np.float64).reshape(count)
     tested = weights if precision == dtype else np.ascontiguousarray(weights, dtype=precision)
+    each = np.ones(count, dtype=np.bool_)
+    low, high = tested_range
     call(
-        "certify_group", weights, tested, np.ascontiguousarray(vectors, dtype=dtype),
-        np.ascontiguousarray(margins, dtype=np.float64), written, is_tau, tested.dtype == np.float32, ratio,
-        *tested_range, iterations, retry, sigmoids, *out.values(),
+        "certify_flat", weights.reshape(-1), tested.reshape(-1), np.ascontiguousarray(vectors, dtype=dtype).reshape(-1),
+        np.full(count, rows, dtype=np.int64), np.full(count, cols, dtype=np.int64), each, each & is_tau,
+        np.full(count, ratio), np.full(count, low), np.full(count, high),
+        np.array(margins, dtype=np.float64).reshape(count), written, each & learnable,
+        sigmoids if learnable else np.empty(count, dtype=dtype), iterations, retry, out["values"], out["slopes"],
+        out["inverses"], out["factors"], out["flags"], out["following"].reshape(-1), out["left"].reshape(-1),
+        out["step_slopes"],
     )  # fmt: skip
     if learnable:
         out["steps"] = written
+    else:
+        out["step_slopes"] = out["step_slopes"][:0]
     return out
 
 
@@ -562,7 +523,6 @@ __all__ = [
     "call",
     "certify_arrays",
     "certify_flat",
-    "certify_group",
     "power_mode_gradients",
     "run_flat",
     "single_threaded_blas",
