@@ -36,12 +36,15 @@ import platform
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from _args import int_at_least
 from structnets.analysis.timing import TimeRatio, interleaved_ratio, other_process_load, settle_before_pair
 from structnets.models import lipschitz_resnet
+from structnets.training.fit import make_optimizer
+from structnets.training.schedules import apply_rates, cosine_lr
 
 # 5 × 100 is lipschitz-mnist's full-preset model, where issue 26's 2.86× (exact) was measured
 SHAPES = ((5, 50), (5, 100), (10, 100), (20, 200))
@@ -51,6 +54,9 @@ GOAL = 1.3  # the 1-Lipschitz ResNet issue's goal for the constraint's cost
 CERTIFIED_GOAL = 1.5  # issue 26's goal for a step whose bound is certified at every step
 CERTIFIED_EVERY_STEP = ("exact", "verified", "verified-batched", "certified")
 NOISY_LOAD = 0.10  # other processes' CPU share above which a row is flagged
+
+
+_OPTIMIZER_NAMES = {"fit": "fit's Adam (fused kernel)", "torch": "torch.optim.Adam (single-tensor)"}
 
 
 def _shapes(text: str) -> tuple[tuple[int, int], ...]:
@@ -65,21 +71,38 @@ def _shapes(text: str) -> tuple[tuple[int, int], ...]:
     return shapes  # type: ignore[return-value]
 
 
-def _stepper(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch: int) -> Callable[[], None]:
-    """One training step per call on the next minibatch of (X, y), as the experiments train."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=10_000)
+def _stepper(
+    model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch: int, optimizer: str = "fit"
+) -> Callable[[], None]:
+    """One training step per call on the next minibatch of (X, y), as the experiments train.
+
+    ``optimizer="fit"``: the Adam that :func:`structnets.training.fit` steps (torch's fused kernel,
+    called directly where it applies) with the cosine rate set per step, as ``fit`` sets it;
+    ``"torch"``: ``torch.optim.Adam`` (its default single-tensor loop on the CPU) with
+    ``CosineAnnealingLR``, the optimizer of issue 26's 2.86× and of every run before 2026-12-07.
+    The faster ``fit`` optimizer leaves the constraint's fixed cost a larger share of the step.
+    """
+    total = 10_000
+    if optimizer == "torch":
+        torch_optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(torch_optimizer, T_max=total)
+        opt: Any = torch_optimizer
+        advance: Callable[[int], None] = lambda _: schedule.step()  # noqa: E731
+    else:
+        opt = make_optimizer("adam", model, 1e-3, 0.0)
+        advance = lambda t: apply_rates(opt, [cosine_lr(t % total, total, 1e-3)])  # noqa: E731
     model.train()
-    position = [0]
+    position = [0, 0]  # next row, steps taken
 
     def step() -> None:
         start = position[0]
         position[0] = (start + batch) % (len(X) - batch)
-        optimizer.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=True)
         loss = torch.nn.functional.cross_entropy(model(X[start : start + batch]), y[start : start + batch])
         loss.backward()
-        optimizer.step()
-        schedule.step()
+        opt.step()
+        position[1] += 1
+        advance(position[1])
 
     return step
 
@@ -114,13 +137,15 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for depth, width in args.shapes:
         torch.manual_seed(0)
-        baseline = _stepper(lipschitz_resnet(784, 10, width, depth, variant="unconstrained"), X, y, args.batch)
+        unconstrained = lipschitz_resnet(784, 10, width, depth, variant="unconstrained")
+        baseline = _stepper(unconstrained, X, y, args.batch, args.optimizer)
         load = other_process_load()
         settle = settle_before_pair(args.settle)
         ratios: dict[str, TimeRatio] = {}
         for kind in kinds:
             ratios[kind] = interleaved_ratio(
-                _stepper(_model(kind, depth, width), X, y, args.batch), baseline, pairs=args.pairs, warmup=args.warmup,
+                _stepper(_model(kind, depth, width), X, y, args.batch, args.optimizer), baseline, pairs=args.pairs,
+                warmup=args.warmup,
                 before_pair=settle,
             )  # fmt: skip
         rows.append({"depth": depth, "width": width, "ratios": ratios, "other_load": load()})
@@ -137,7 +162,7 @@ FAMILIES = (
 )
 
 
-def where_the_time_goes(depth: int, width: int, batch: int, steps: int) -> dict[str, float]:
+def where_the_time_goes(depth: int, width: int, batch: int, steps: int, optimizer: str = "fit") -> dict[str, float]:
     """Self CPU time shares of one ``certified`` training step by operator family (torch profiler)."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -145,7 +170,7 @@ def where_the_time_goes(depth: int, width: int, batch: int, steps: int) -> dict[
     X = torch.rand(8 * batch, 784, generator=generator)
     y = torch.randint(10, (8 * batch,), generator=generator)
     torch.manual_seed(0)
-    step = _stepper(_model("certified", depth, width), X, y, batch)
+    step = _stepper(_model("certified", depth, width), X, y, batch, optimizer)
     for _ in range(2):
         step()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -198,6 +223,13 @@ def main(argv: list[str] | None = None) -> int:
         help="training steps of each model before timing (default 20: past the first steps, where a "
         "'verified' layer's power estimate is still catching up with σ₁ and falls back to the exact bound)",
     )
+    parser.add_argument(
+        "--optimizer",
+        choices=("fit", "torch"),
+        default="fit",
+        help="fit: the Adam structnets.training.fit steps (fused kernel; default); torch: torch.optim.Adam "
+        "(single-tensor loop), the optimizer of issue 26's 2.86x and of the runs before 2026-12-07",
+    )
     parser.add_argument("--quick", action="store_true", help="depth 5 width 50 only, 8 pairs (about 10 s)")
     parser.add_argument(
         "--profile-steps",
@@ -214,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         f"# 1-Lipschitz constraint cost: training step constrained / unconstrained (goal ≤ {CERTIFIED_GOAL}× for "
         f"the modes certified at every step, {', '.join(CERTIFIED_EVERY_STEP)}; ≤ {GOAL}× for `power`; ✗ above)\n\n"
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs ({cpu}), "
-        f"batch {args.batch}, {args.pairs} interleaved pairs per ratio; other load = CPU share used by "
+        f"batch {args.batch}, {args.pairs} interleaved pairs per ratio, optimizer {_OPTIMIZER_NAMES[args.optimizer]}; other load = CPU share used by "
         f"other processes during the row.\n"
     )
     header = ["depth", "width", "unconstrained ms"]
@@ -229,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n## Where the time of one `certified` training step goes (self CPU time, torch profiler)\n")
         print("| depth | width | step ms | " + " | ".join(families) + " |\n|" + "---|" * (3 + len(families)))
         for depth, width in args.shapes:
-            shares = where_the_time_goes(depth, width, args.batch, args.profile_steps)
+            shares = where_the_time_goes(depth, width, args.batch, args.profile_steps, args.optimizer)
             print(
                 f"| {depth} | {width} | {shares['step_ms']:.1f} | "
                 + " | ".join(f"{100 * shares[f]:.0f}%" for f in families)

@@ -21,6 +21,11 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ),
         ("lipschitz_constraint.py", ["--shapes", "1x4,2x6", "--batch", "8", "--pairs", "1"], "| 2 | 6 |"),
         (
+            "lipschitz_constraint.py",
+            ["--shapes", "1x4", "--batch", "8", "--pairs", "1", "--optimizer", "torch"],
+            "optimizer torch.optim.Adam (single-tensor)",
+        ),
+        (
             "lipschitz_conv_step.py",
             ["--batch", "2", "--pairs", "1", "--no-every-size"],
             "| 64 | 7×7 | sized | verified |",
