@@ -12,7 +12,7 @@ def _up(value: float) -> float:
     return math.nextafter(value, math.inf) if math.isfinite(value) else value
 
 
-def _division_factor(dtype: torch.dtype, rank: int, taps: int, numel: int) -> float:
+def division_factor(dtype: torch.dtype, rank: int, taps: int, numel: int) -> float:
     """f of :func:`division_scale` for V of this dtype and shape (a Python float, rounded up).
 
     Not cached: a dozen float operations (≈ 2 µs), and ``torch.compile`` traces through it.
@@ -62,7 +62,7 @@ def division_scale(bound: torch.Tensor, weight: torch.Tensor, taps: int = 1) -> 
     rank = min(int(weight.shape[0]), int(weight.shape[1]))
     # B ≤ 1 (NaN compares False, so NaN stays NaN): exact division, ‖A‖ = ‖V‖ ≤ B. Where B > 1,
     # fl(B·f) ≥ B > 1 (f ≥ 1, rounding is monotone): no clamp needed
-    return torch.where(bound <= 1.0, 1.0, bound * _division_factor(weight.dtype, rank, taps, weight.numel()))
+    return torch.where(bound <= 1.0, 1.0, bound * division_factor(weight.dtype, rank, taps, weight.numel()))
 
 
-__all__ = ["division_scale"]
+__all__ = ["division_factor", "division_scale"]

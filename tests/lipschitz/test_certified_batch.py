@@ -141,38 +141,68 @@ def test_non_finite_or_out_of_range_guesses_fail() -> None:
     assert bool(torch.isfinite(following).all())
 
 
+def _step_of(matrix: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The τ (weight dtype) with matrix == W·(−τ) bit for bit: −M/W at W's largest entry, or a neighbour of it."""
+    at = int(weight.abs().argmax())
+    guess = -matrix.reshape(-1)[at] / weight.reshape(-1)[at]
+    candidates = [guess]
+    for direction in (math.inf, -math.inf):
+        t = guess
+        for _ in range(2):
+            t = torch.nextafter(t, torch.tensor(direction, dtype=t.dtype))
+            candidates.append(t)
+    for tau in candidates:
+        if torch.equal(matrix, weight * -tau):
+            return tau
+    raise AssertionError("the applied matrix is not W·(−τ) for any τ")
+
+
 class _Recorder:
-    """Wraps CertifiedBatch.take: every value handed out, with the weight and step the layer then uses."""
+    """Wraps CertifiedBatch.take: every value (or applied matrix) handed out, with the layer that then uses it."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.records: list[tuple[str, nn.Module, torch.Tensor]] = []
+        self.records: list[tuple[str, nn.Module, torch.Tensor, bool]] = []
+        self.matrices = 0
         original = CertifiedBatch.take
         recorder = self
 
-        def take(batch, bound, weight, kind):  # type: ignore[no-untyped-def]
-            result = original(batch, bound, weight, kind)
+        def take(batch, bound, weight, kind, matrix=False):  # type: ignore[no-untyped-def]
+            result = original(batch, bound, weight, kind, matrix)
             if result is not None:
                 layer = next(m for m in batch.members if m._bound is bound)
-                recorder.records.append((kind, layer, result[0].detach().clone()))
+                recorder.records.append((kind, layer, result[0].detach().clone(), result[2]))
+                recorder.matrices += int(result[2])
             return result
 
         monkeypatch.setattr(CertifiedBatch, "take", take)
 
     def check(self) -> None:
-        """Each recorded value is certified for the layer's weight at the moment it was handed out."""
-        for kind, layer, value in self.records:
+        """Each recorded value is certified for the layer's weight at the moment it was handed out.
+
+        An applied matrix is checked as what it must be: −τ·W (the same bits as the layer's own product)
+        for a τ with τ·‖W‖₂² ≤ s, or fl(V/s) with ‖fl(V/s)‖₂ ≤ 1 (float64 SVD).
+        """
+        for kind, layer, value, is_matrix in self.records:
             if kind == "tau":
+                weight = layer.weight.detach()
+                if is_matrix:
+                    value = _step_of(value, weight)
                 step = float(layer.step_size().detach()) if layer.step_logit is not None else layer.step
-                product = float(value.to(F64)) * _sigma_squared(layer.weight)
+                product = float(value.to(F64)) * _sigma_squared(weight)
                 assert product <= step * (1 + 1e-12), f"τ·‖W‖₂² = {product!r} > s = {step!r}"
                 assert product <= 2.0
+            elif is_matrix:
+                assert _sigma_squared(value) <= 1.0
+                assert value.shape == layer.raw_weight.shape
             else:
                 assert math.sqrt(_sigma_squared(layer.raw_weight)) <= float(value.to(F64))
         self.records.clear()
 
 
 @pytest.mark.parametrize("fused", [False, True])
-def test_every_batched_training_step_is_certified_and_counted(monkeypatch: pytest.MonkeyPatch, fused: bool) -> None:
+def test_every_batched_training_step_is_certified_and_counted(
+    monkeypatch: pytest.MonkeyPatch, fused: bool, certification_path: str
+) -> None:
     torch.manual_seed(2)
     model = lipschitz_resnet(20, 4, width=16, depth=3, step=1.5, bound="verified-batched", variant="fixed-width")
     recorder = _Recorder(monkeypatch)
@@ -195,6 +225,8 @@ def test_every_batched_training_step_is_certified_and_counted(monkeypatch: pytes
     fallbacks = sum(layer._bound.exact_fallbacks for layer in batch.members)
     verified = sum(layer._bound.verified_steps for layer in batch.members)
     assert verified + fallbacks == 25 * members and verified > fallbacks
+    # the compiled path hands out the applied matrices (checked above as such), the tensor path values
+    assert (recorder.matrices > 0) == (certification_path == "fused-kernel")
     model.eval()
     assert lipschitz_upper_bound(model) <= 1.0
 
@@ -215,7 +247,7 @@ def test_a_weight_edited_between_the_batch_and_its_use_is_detected(monkeypatch: 
     model(x).sum().backward()
     handle.remove()
     assert model.certified_batch.unbatched_calls == 1
-    assert all(layer is not block for _, layer, _ in recorder.records)
+    assert all(layer is not block for _, layer, _, _ in recorder.records)
     recorder.check()
     tau = float(block.tau().detach().to(F64))  # its own "verified" bound, for the grown weight
     assert tau * _sigma_squared(block.weight) <= 2.0
@@ -332,14 +364,14 @@ def test_the_certificates_follow_the_unbatched_verified_mode(monkeypatch: pytest
     plain = lipschitz_resnet(12, 3, width=10, depth=3, bound="verified")
     plain.load_state_dict(batched.state_dict())
     seen: list[float] = []
-    original = GradientStepResidual.tau
+    original = GradientStepResidual._negated_step_weight
 
-    def tau(self: GradientStepResidual) -> torch.Tensor:
-        value = original(self)
-        seen.append(float(value.detach()))
-        return value
+    def applied(self: GradientStepResidual) -> torch.Tensor:
+        matrix = original(self)  # W·(−τ): the batch's or the layer's own
+        seen.append(float(_step_of(matrix.detach(), self.weight.detach())))
+        return matrix
 
-    monkeypatch.setattr(GradientStepResidual, "tau", tau)
+    monkeypatch.setattr(GradientStepResidual, "_negated_step_weight", applied)
     x, y = torch.randn(64, 12), torch.randint(3, (64,))
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (batched, plain)]
     for _ in range(10):
@@ -704,3 +736,30 @@ def test_second_derivatives_through_the_batch_are_those_of_the_surrogate() -> No
     assert scale > 1e-3
     for a, b in zip(got, expected, strict=True):
         assert torch.allclose(a, b, rtol=1e-9, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(7, 9), (50, 784)])  # below and above the NumPy comparison's size
+def test_the_content_check_is_value_equality_at_every_size(dtype: torch.dtype, shape: tuple[int, int]) -> None:
+    """One changed last bit anywhere is a change; NaN matches nothing; −0.0 matches 0.0 (as ``torch.equal``)."""
+    from structnets.nn._certified_batch import _same_tensor_content
+
+    generator = torch.Generator().manual_seed(12)
+    stored = torch.randn(shape, generator=generator, dtype=dtype)
+    current = nn.Parameter(stored.clone())
+    assert _same_tensor_content(stored, current)
+    assert _same_tensor_content(stored.t().contiguous().t(), current)  # another layout, same values
+    for at in (0, stored.numel() // 2, stored.numel() - 1):
+        changed = stored.clone().reshape(-1)
+        changed[at] = torch.nextafter(changed[at], torch.tensor(math.inf, dtype=dtype))
+        assert not _same_tensor_content(changed.view(shape), current), at
+    zeros = torch.zeros(shape, dtype=dtype)
+    assert _same_tensor_content(-zeros, nn.Parameter(zeros.clone()))
+    with_nan = stored.clone()
+    with_nan[0, 0] = math.nan
+    assert not _same_tensor_content(with_nan, with_nan.clone())
+    assert not _same_tensor_content(stored, stored.to(torch.float16).to(dtype))  # every entry rounded
+    assert not _same_tensor_content(
+        stored, nn.Parameter(stored.to(torch.float64 if dtype == torch.float32 else torch.float32))
+    )
+    assert not _same_tensor_content(stored.reshape(-1), current.reshape(-1)[:-1])

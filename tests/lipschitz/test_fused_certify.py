@@ -460,7 +460,10 @@ def test_one_flat_call_is_the_per_shape_calls_bit_for_bit(dtype: type) -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_the_compiled_power_mode_gradient_is_the_tensor_formula_bit_for_bit(dtype: torch.dtype) -> None:
-    """(g·slope)·u vᵀ for W and (g·inverse)·ds/dθ for θ, rounded as torch rounds them."""
+    """Without a matrix gradient, ``applied_gradients`` writes (g·slope)·u vᵀ for W and (g·inverse)·ds/dθ for θ,
+    rounded as torch rounds them (``_PowerModeGradient``'s products, the tensor path's)."""
+    from structnets.nn import _fused_applied
+
     generator = torch.Generator().manual_seed(4)
     shapes = [(50, 78), (7, 7), (3, 11)]
     count = len(shapes)
@@ -468,12 +471,18 @@ def test_the_compiled_power_mode_gradient_is_the_tensor_formula_bit_for_bit(dtyp
     vectors = [torch.randn(c, generator=generator, dtype=dtype) for _, c in shapes]
     grad, slopes, inverses, step_slopes = (torch.randn(count, generator=generator, dtype=dtype) for _ in range(4))
     learnable = np.array([False, True, True])
-    weight_grads = np.empty(sum(r * c for r, c in shapes), dtype=grad.numpy().dtype)
-    step_grads = np.zeros(count, dtype=grad.numpy().dtype)
-    _fused_certify.call(
-        "power_mode_gradients", grad.numpy(), slopes.numpy(), inverses.numpy(), step_slopes.numpy(), learnable,
-        torch.cat(left).numpy(), torch.cat(vectors).numpy(), np.array([r for r, _ in shapes], dtype=np.int64),
-        np.array([c for _, c in shapes], dtype=np.int64), weight_grads, step_grads,
+    numpy_dtype = grad.numpy().dtype
+    total = sum(r * c for r, c in shapes)
+    weights = torch.randn(total, generator=generator, dtype=dtype).numpy()
+    weight_grads = np.empty(total, dtype=numpy_dtype)
+    step_grads = np.zeros(count, dtype=numpy_dtype)
+    _fused_certify.call_in(
+        vars(_fused_applied), "applied_gradients", grad.numpy(), np.full(total, np.nan, dtype=numpy_dtype),
+        np.zeros(count, dtype=np.bool_), weights, np.full(count, 2.0, dtype=numpy_dtype), np.ones(count, dtype=numpy_dtype),
+        np.array([True, False, True]), np.ones(count, dtype=numpy_dtype), slopes.numpy(), inverses.numpy(),
+        step_slopes.numpy(), learnable, torch.cat(left).numpy(), torch.cat(vectors).numpy(),
+        np.array([r for r, _ in shapes], dtype=np.int64), np.array([c for _, c in shapes], dtype=np.int64),
+        weight_grads, step_grads,
     )  # fmt: skip
     at = 0
     for b, (r, c) in enumerate(shapes):

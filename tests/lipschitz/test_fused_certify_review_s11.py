@@ -348,18 +348,25 @@ def test_training_at_high_learning_rates_hands_out_certified_values(
     from structnets.models import lipschitz_resnet
     from structnets.nn import CertifiedBatch
 
-    records: list[tuple[str, torch.Tensor, float, float]] = []
+    from .test_certified_batch import _step_of
+
+    records: list[tuple[str, torch.Tensor, float, float | None]] = []
     original = CertifiedBatch.take
 
-    def take(batch, bound, weight, kind):  # type: ignore[no-untyped-def]
-        result = original(batch, bound, weight, kind)
+    def take(batch, bound, weight, kind, matrix=False):  # type: ignore[no-untyped-def]
+        result = original(batch, bound, weight, kind, matrix)
         if result is not None:
             layer = next(m for m in batch.members if m._bound is bound)
             used = (layer.weight if kind == "tau" else layer.raw_weight).detach().clone()
             step = 1.0
             if kind == "tau":
                 step = float(layer.step_size().detach()) if layer.step_logit is not None else layer.step
-            records.append((kind, used, step, float(result[0].detach().to(F64))))
+            handed = result[0].detach()
+            if result[2] and kind == "tau":  # the applied matrix −τ·W: its τ
+                handed = _step_of(handed, used)
+            elif result[2]:  # the applied matrix fl(V/s): checked as ‖A‖₂ ≤ 1
+                used, handed = handed.clone(), None
+            records.append((kind, used, step, None if handed is None else float(handed.to(F64))))
         return result
 
     monkeypatch.setattr(CertifiedBatch, "take", take)
@@ -387,7 +394,9 @@ def test_training_at_high_learning_rates_hands_out_certified_values(
             out = model(x)
             for kind, used, s, value in records:
                 truth = _sigma_squared(used.numpy())
-                if kind == "tau":
+                if value is None:  # an applied matrix fl(V/s)
+                    assert truth <= 1.0, (seed, truth)
+                elif kind == "tau":
                     assert value * truth <= s, (seed, value * truth, s)
                 else:
                     assert value * value >= truth, (seed, value, truth)

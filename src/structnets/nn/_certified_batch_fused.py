@@ -4,23 +4,29 @@ The same test, values, gradient factors and flags as the tensor path of ``_certi
 every map of one dtype in **one** call of :func:`._fused_certify.certify_flat`, whatever their
 shapes: the weights go in as one flat copy (which is also the snapshot the content checks compare
 against), the power vectors as one flat array, margins and steps as NumPy arrays; s = 2·sigmoid(θ)
-and ds/dθ of learnable steps are formed in the kernel; the backward pass's outer products are one
-more compiled call (:func:`._fused_certify.power_mode_gradients`). Issue 26: at 5 × 50 the Python
-and tensor glue around the kernel, not the kernel, was most of the certified step's extra time.
+and ds/dθ of learnable steps are formed in the kernel. One more compiled call forms the matrices the
+members apply (−τ·W, fl(V/s): :mod:`._fused_applied`), handed out with the values by one
+:class:`~._applied_matrices.AppliedMatrices` node, whose backward pass is one compiled call too.
+Issue 26: at 5 × 50 the Python and tensor glue around the kernel, not the kernel, was most of the
+certified step's extra time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from . import _fused_certify
+from .._division_scale import division_factor
+from . import _fused_applied, _fused_certify
+from ._applied_matrices import AppliedPlan
 from ._power_mode_gradient import _Group, _Plan
 from ._verified_gram import _PRECISION, _precision_for, verified_ratio
 
+_KERNELS = vars(_fused_applied)  # where call_in finds the applied matrices' kernels
 _NUMPY: dict[torch.dtype, np.dtype[Any]] = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 
 
@@ -53,6 +59,10 @@ class _Layout:
     shapes: list[tuple[int, int]]
     col_list: list[int]
     same: np.ndarray  # (B,) bool: tested in the weights' dtype (the others: a float32 W tested in float64)
+    division_factors: np.ndarray  # (B,) weight dtype: f of division_scale for norm maps (as torch rounds it), 0 for τ
+    offsets: list[int]  # where each map's entries start in the flat weights (and one past the last)
+    weight_at: list[int]  # each map's weight's position among the inputs (a learnable step's θ follows it)
+    is_tau_list: list[bool]
 
 
 _layouts: dict[tuple[Any, ...], _Layout] = {}
@@ -86,6 +96,16 @@ def _layout(dtype: torch.dtype, kinds: tuple[tuple[str, int, int, bool], ...]) -
             [(rows, cols) for _, rows, cols, _ in kinds],
             [cols for _, _, cols, _ in kinds],
             ~np.array(tested, dtype=np.bool_),
+            np.array(
+                [
+                    0.0 if kind == "tau" else division_factor(dtype, min(rows, cols), 1, rows * cols)
+                    for kind, rows, cols, _ in kinds
+                ],
+                dtype=_NUMPY[dtype],
+            ),
+            np.concatenate(([0], np.cumsum([rows * cols for _, rows, cols, _ in kinds]))).tolist(),
+            np.concatenate(([0], np.cumsum([1 + int(s) for _, _, _, s in kinds])))[:-1].tolist(),
+            [kind == "tau" for kind, _, _, _ in kinds],
         )
         if len(_layouts) > 64:  # a bound on what changing models can leave behind
             _layouts.clear()
@@ -104,6 +124,7 @@ class FlatResult:
     following: list[torch.Tensor]  # the next power vectors
     passed: list[bool]
     retried: list[bool]
+    applied: AppliedPlan  # the members' applied matrices and their compiled backward
 
 
 def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor], learnable: list[bool]) -> FlatResult:
@@ -156,13 +177,35 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
         if s:
             inputs.append(next(theta))
 
-    def host_gradients(grad: np.ndarray) -> list[torch.Tensor]:
+    # the matrices the members apply, −τ·W and fl(V/s), formed from the content the values certify
+    matrices = np.empty(snapshot.shape[0], dtype=numpy_dtype)
+    scales = np.empty(count, dtype=numpy_dtype)
+    _fused_certify.call_in(
+        _KERNELS, "applied_matrices", flat_weights, values, layout.is_tau, layout.division_factors, layout.rows,
+        layout.cols, matrices, scales,
+    )  # fmt: skip
+
+    def host_gradients(
+        value_grad: torch.Tensor | None, matrix_grads: Sequence[torch.Tensor | None]
+    ) -> list[torch.Tensor]:
+        value_grads = (
+            np.zeros(count, dtype=numpy_dtype) if value_grad is None else value_grad.detach().resolve_neg().numpy()
+        )
+        flat_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
+        has_matrix_grad = np.zeros(count, dtype=np.bool_)
+        for b, grad in enumerate(matrix_grads):
+            if grad is not None:
+                has_matrix_grad[b] = True
+                np.copyto(
+                    flat_grads[layout.offsets[b] : layout.offsets[b + 1]].reshape(layout.shapes[b]),
+                    grad.detach().resolve_neg().numpy(),
+                )
         weight_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
         step_grads = np.empty(count, dtype=numpy_dtype)
-        _fused_certify.call(
-            "power_mode_gradients",
-            grad, slopes, inverses, step_slopes, layout.learnable, left, vector_array, layout.rows, layout.cols,
-            weight_grads, step_grads,
+        _fused_certify.call_in(
+            _KERNELS, "applied_gradients", np.ascontiguousarray(value_grads), flat_grads, has_matrix_grad, flat_weights,
+            values, scales, layout.is_tau, layout.division_factors, slopes, inverses, step_slopes, layout.learnable,
+            left, vector_array, layout.rows, layout.cols, weight_grads, step_grads,
         )  # fmt: skip
         parts = torch.from_numpy(weight_grads).split(layout.numels)
         thetas = torch.from_numpy(step_grads).unbind(0)
@@ -210,10 +253,13 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
         [],
         torch.from_numpy(factors),
         torch.from_numpy(flags[:, 2]),
-        host_gradients=host_gradients,
         group_factory=groups,
     )
-    return FlatResult(plan, inputs, snapshots, entry_steps, ahead, flags[:, 0].tolist(), flags[:, 1].tolist())
+    applied = AppliedPlan(
+        torch.from_numpy(matrices), layout.numels, layout.shapes, layout.is_tau_list, layout.weight_at, host_gradients
+    )
+    passed, retried = flags[:, 0].tolist(), flags[:, 1].tolist()
+    return FlatResult(plan, inputs, snapshots, entry_steps, ahead, passed, retried, applied)
 
 
 __all__ = ["FlatResult", "LogitValue", "compute_flat", "fused_place"]

@@ -43,8 +43,9 @@ AVAILABLE = numba is not None and os.environ.get("STRUCTNETS_FUSED", "1") != "0"
 # no fastmath: the Cholesky test's error bound needs every operation rounded once, in order;
 # error_model="numpy": x/0 is IEEE ±inf or NaN, as in torch, not a ZeroDivisionError
 _OPTIONS: dict[str, Any] = {"fastmath": False, "nogil": True, "error_model": "numpy"}
-#: The compiled functions, by name (the entry points last: they call the others through these globals).
-_KERNELS: list[str] = []
+#: The compiled functions: (module globals, name); the entry points last, as they call the others through
+#: those globals. ``_fused_applied`` compiles its kernels here too, so that one cache fallback covers both.
+_KERNELS: list[tuple[dict[str, Any], str]] = []
 #: Whether the kernels were recompiled without numba's disk cache (after it could not be read).
 _uncached = False
 
@@ -52,7 +53,7 @@ _uncached = False
 def _compiled(function: Any) -> Any:
     if numba is None:
         return function
-    _KERNELS.append(function.__name__)
+    _KERNELS.append((function.__globals__, function.__name__))
     try:
         return numba.njit(cache=True, **_OPTIONS)(function)
     except RuntimeError:  # nowhere to write a cache (read-only install, no home): compile in each process
@@ -62,8 +63,8 @@ def _compiled(function: Any) -> Any:
 def _recompile_without_cache() -> None:
     """Replace every kernel by one compiled without the disk cache (a corrupt or unreadable cache file)."""
     global _uncached
-    for name in _KERNELS:
-        globals()[name] = numba.njit(**_OPTIONS)(globals()[name].py_func)
+    for namespace, name in _KERNELS:
+        namespace[name] = numba.njit(**_OPTIONS)(namespace[name].py_func)
     _uncached = True
 
 
@@ -397,41 +398,6 @@ def certify_flat(
         at_w, at_v, at_l = at_w + r * c, at_v + c, at_l + r
 
 
-@_compiled
-def power_mode_gradients(
-    grad: Any,
-    slopes: Any,
-    inverses: Any,
-    step_slopes: Any,
-    learnable: Any,
-    left: Any,
-    vectors: Any,
-    rows: Any,
-    cols: Any,
-    weight_grads: Any,
-    step_grads: Any,
-) -> None:
-    """The power-mode gradient of :func:`certify_flat`'s values, in its flat layout.
-
-    ∂value_b/∂W_b = (g_b·slope_b)·u_b v_bᵀ and ∂value_b/∂θ_b = (g_b·inverse_b)·ds/dθ, each product
-    rounded in the order the tensor path rounds it (``_PowerModeGradient``), so the same bits.
-    """
-    at_w = at_v = at_l = 0
-    for b in range(rows.shape[0]):
-        r, c = rows[b], cols[b]
-        scale = grad[b] * slopes[b]
-        # through views, not offsets into the flat arrays: LLVM vectorises the inner loop only then (≈ 15× faster)
-        out = weight_grads[at_w : at_w + r * c].reshape((r, c))
-        u, v = left[at_l : at_l + r], vectors[at_v : at_v + c]
-        for i in range(r):
-            row = scale * u[i]
-            for j in range(c):
-                out[i, j] = row * v[j]
-        if learnable[b]:
-            step_grads[b] = grad[b] * inverses[b] * step_slopes[b]
-        at_w, at_v, at_l = at_w + r * c, at_v + c, at_l + r
-
-
 def certify_arrays(
     weights: np.ndarray,
     vectors: np.ndarray,
@@ -498,8 +464,13 @@ def run_flat(*arguments: Any) -> None:
 
 def call(kernel: str, *arguments: Any) -> None:
     """Run the compiled ``kernel`` (a name in this module); an unreadable disk cache recompiles once without it."""
+    call_in(globals(), kernel, *arguments)
+
+
+def call_in(namespace: dict[str, Any], kernel: str, *arguments: Any) -> None:
+    """:func:`call` for a kernel compiled by :func:`_compiled` in another module (``namespace``: its globals)."""
     try:
-        globals()[kernel](*arguments)
+        namespace[kernel](*arguments)
     except Exception as error:
         # numba raises whatever its cache files give (a truncated index: UnpicklingError) before
         # running anything: compile once more without them; an error that persists is raised. A
@@ -515,15 +486,15 @@ def call(kernel: str, *arguments: Any) -> None:
             RuntimeWarning,
             stacklevel=3,
         )
-        globals()[kernel](*arguments)
+        namespace[kernel](*arguments)
 
 
 __all__ = [
     "AVAILABLE",
     "call",
+    "call_in",
     "certify_arrays",
     "certify_flat",
-    "power_mode_gradients",
     "run_flat",
     "single_threaded_blas",
 ]

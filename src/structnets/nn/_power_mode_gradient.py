@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 
 
@@ -45,8 +44,7 @@ class _Plan:
     factor: torch.Tensor  # (B,) 1 + m_b in the weight dtype
     usable: torch.Tensor  # (B,) bool: the entry's gradient is defined (else it is 0)
     spent: list[bool] = field(default_factory=lambda: [False])  # set once a backward pass went through the values
-    # the compiled path: the gradients from the host (NumPy) upstream gradient, and its groups built on demand
-    host_gradients: Callable[[np.ndarray], list[torch.Tensor]] | None = None
+    # the compiled path: its groups, built on demand (only a backward pass that builds a graph needs them)
     group_factory: Callable[[], list[_Group]] | None = None
 
 
@@ -92,8 +90,6 @@ class _PowerModeGradient(torch.autograd.Function):
                 allow_unused=True,
             )
             return (None, *graph_grads)
-        if plan.host_gradients is not None and grad.device.type == "cpu" and grad.dtype == plan.value.dtype:
-            return (None, *plan.host_gradients(np.ascontiguousarray(grad.detach().numpy())))
         by_norm = grad * plan.slope
         by_step = grad * plan.inverse
         grads: list[torch.Tensor | None] = [None]

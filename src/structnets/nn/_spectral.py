@@ -27,7 +27,9 @@ from ._verified_gram import verified_single_square
 class BatchedValues(Protocol):
     """What a bound needs of :class:`~structnets.nn.CertifiedBatch` (a protocol: no import cycle)."""
 
-    def take(self, bound: Any, weight: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor] | None: ...
+    def take(
+        self, bound: Any, weight: torch.Tensor, kind: str, matrix: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, bool] | None: ...
 
 
 #: Smallest and largest relative margin of ``bound="verified"``: the power estimate σ̂² × (1 + margin)
@@ -239,17 +241,28 @@ class CertifiedBound:
             return squared_norm_bound(weight, certificate_method(self.mode)), power_vector
         return self.certified_squared(weight), power_vector
 
-    def take_batched(self, weight: torch.Tensor, training: bool, kind: str) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def take_batched(
+        self, weight: torch.Tensor, training: bool, kind: str, matrix: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, bool] | None:
         """The value this layer's :class:`~structnets.nn.CertifiedBatch` computed for ``weight`` now, or None.
 
         ``kind`` is ``"tau"`` (a gradient-step layer's τ) or ``"norm"`` (a norm bound B). Only in
         a training forward with gradients on; None means: compute the bound here (no batch, or the
-        batch's value is missing, used, or was computed for other content).
+        batch's value is missing, used, or was computed for other content). Otherwise (value, next
+        power vector, False), or with ``matrix=True`` possibly (the applied matrix −τ·W or fl(V/s)
+        formed for this content, next power vector, True): :meth:`CertifiedBatch.take`.
         """
         batch = self.batch
         if batch is None or not training or not torch.is_grad_enabled():
             return None
-        return batch.take(self, weight, kind)
+        return batch.take(self, weight, kind, matrix)
+
+    def own(
+        self, weight: torch.Tensor, power_vector: torch.Tensor, training: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B in ``weight``'s dtype rounded up, the next power vector), computed here (no batch)."""
+        square, following = self.squared(weight, power_vector, training)
+        return sqrt_round_up(square, weight.dtype), following
 
     def __call__(
         self, weight: torch.Tensor, power_vector: torch.Tensor, training: bool
@@ -257,9 +270,8 @@ class CertifiedBound:
         """Return (B in ``weight``'s dtype rounded up, the power vector to store next)."""
         batched = self.take_batched(weight, training, "norm")
         if batched is not None:
-            return batched
-        square, following = self.squared(weight, power_vector, training)
-        return sqrt_round_up(square, weight.dtype), following
+            return batched[0], batched[1]
+        return self.own(weight, power_vector, training)
 
     def certified_squared(self, weight: torch.Tensor) -> torch.Tensor:
         """The certified float64 Q ≥ ‖W‖₂² (no gradient), recomputed whenever the weight's content changed."""

@@ -212,9 +212,13 @@ class GradientStepResidual(BoundModeMixin, ValidatedStep, CertifiedCheckpointMix
         """
         batched = self._bound.take_batched(self.weight, self.training, "tau")
         if batched is not None:  # a CertifiedBatch's τ, computed for this weight content
-            tau, following = batched
+            tau, following, _ = batched
             self._store_power_vector(following)
             return tau
+        return self._own_tau()
+
+    def _own_tau(self) -> torch.Tensor:
+        """τ computed here (no batch's value): :meth:`tau`'s own path."""
         square, following = self._bound.squared(self.weight, self.power_vector, self.training)
         self._store_power_vector(following)
         step = self.step_size() if self.step_logit is not None else self.step
@@ -233,7 +237,23 @@ class GradientStepResidual(BoundModeMixin, ValidatedStep, CertifiedCheckpointMix
         with one_read(self):
             hidden = torch.relu(nn.functional.linear(input, self.weight, self.bias))
             # Scale the (hidden, features) matrix, not the (batch, features) activations: fewer flops.
-            return input + hidden @ (self.weight * -self.tau())
+            return input + hidden @ self._negated_step_weight()
+
+    def _negated_step_weight(self) -> torch.Tensor:
+        """W·(−τ), the matrix of the second product: a CertifiedBatch's where it formed it for this content.
+
+        The batch's compiled path forms the same products (the same bits) for every member at once and
+        writes their backward in one call (issue 26); a subclass that redefines :meth:`tau` is served τ.
+        """
+        weight = self.weight
+        if type(self).tau is GradientStepResidual.tau:
+            batched = self._bound.take_batched(weight, self.training, "tau", matrix=True)
+            if batched is not None:
+                tensor, following, is_matrix = batched
+                self._store_power_vector(following)
+                return tensor if is_matrix else weight * -tensor
+            return weight * -self._own_tau()
+        return weight * -self.tau()
 
     @torch.no_grad()
     def lipschitz_bound(self, *, operand_dtype: torch.dtype | None = None) -> float:

@@ -103,7 +103,24 @@ class NormConstrainedLinear(BoundModeMixin, CertifiedCheckpointMixin, nn.Module)
     def to_dense(self) -> torch.Tensor:
         """Return the applied (out_features, in_features) matrix A = V / max(1, B(V)), ‖A‖₂ ≤ 1."""
         with one_read(self):  # a random parametrization of V: B must bound the V it divides
-            return self.raw_weight / self._scale()
+            weight = self.raw_weight
+            if (
+                self._bound.batch is not None
+                and self.training
+                and torch.is_grad_enabled()
+                and type(self)._scale is NormConstrainedLinear._scale
+            ):
+                # a CertifiedBatch's A, formed for this content (the same bits: issue 26), or its B; else
+                # (the batch asked once: asking again would count twice) the bound computed here
+                batched = self._bound.take_batched(weight, self.training, "norm", matrix=True)
+                if batched is not None:
+                    tensor, following, is_matrix = batched
+                    store_power_vector(self, following)
+                    return tensor if is_matrix else weight / division_scale(tensor, weight)
+                bound, following = self._bound.own(weight, self.power_vector, self.training)
+                store_power_vector(self, following)
+                return weight / division_scale(bound, weight)
+            return weight / self._scale()
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if input.shape[-1] != self.in_features:
