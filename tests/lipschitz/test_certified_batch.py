@@ -740,26 +740,31 @@ def test_second_derivatives_through_the_batch_are_those_of_the_surrogate() -> No
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("shape", [(7, 9), (50, 784)])  # below and above the NumPy comparison's size
-def test_the_content_check_is_value_equality_at_every_size(dtype: torch.dtype, shape: tuple[int, int]) -> None:
-    """One changed last bit anywhere is a change; NaN matches nothing; −0.0 matches 0.0 (as ``torch.equal``)."""
+@pytest.mark.parametrize("as_array", [False, True])  # the tensor path's stored rows, the compiled path's NumPy views
+def test_the_content_check_is_value_equality_at_every_size(
+    dtype: torch.dtype, shape: tuple[int, int], as_array: bool
+) -> None:
+    """One changed last bit anywhere is a change; NaN matches nothing; −0.0 matches 0.0 (as ``torch.equal``);
+    another dtype or shape is never the same content."""
     from structnets.nn._certified_batch import _same_tensor_content
+
+    def same(stored: torch.Tensor, current: torch.Tensor) -> bool:
+        return _same_tensor_content(stored.numpy() if as_array else stored, current)
 
     generator = torch.Generator().manual_seed(12)
     stored = torch.randn(shape, generator=generator, dtype=dtype)
     current = nn.Parameter(stored.clone())
-    assert _same_tensor_content(stored, current)
-    assert _same_tensor_content(stored.t().contiguous().t(), current)  # another layout, same values
+    assert same(stored, current)
+    assert same(stored, current.detach().t().contiguous().t())  # another layout, same values
     for at in (0, stored.numel() // 2, stored.numel() - 1):
         changed = stored.clone().reshape(-1)
         changed[at] = torch.nextafter(changed[at], torch.tensor(math.inf, dtype=dtype))
-        assert not _same_tensor_content(changed.view(shape), current), at
+        assert not same(changed.view(shape), current), at
     zeros = torch.zeros(shape, dtype=dtype)
-    assert _same_tensor_content(-zeros, nn.Parameter(zeros.clone()))
+    assert same(-zeros, nn.Parameter(zeros.clone()))
     with_nan = stored.clone()
     with_nan[0, 0] = math.nan
-    assert not _same_tensor_content(with_nan, with_nan.clone())
-    assert not _same_tensor_content(stored, stored.to(torch.float16).to(dtype))  # every entry rounded
-    assert not _same_tensor_content(
-        stored, nn.Parameter(stored.to(torch.float64 if dtype == torch.float32 else torch.float32))
-    )
-    assert not _same_tensor_content(stored.reshape(-1), current.reshape(-1)[:-1])
+    assert not same(with_nan, with_nan.clone())
+    assert not same(stored, stored.to(torch.float16).to(dtype))  # every entry rounded
+    assert not same(stored, nn.Parameter(stored.to(torch.float64 if dtype == torch.float32 else torch.float32)))
+    assert not same(stored.reshape(-1), current.detach().reshape(-1)[:-1])

@@ -50,7 +50,7 @@ class _Entry:
     index: int  # this map's row of `values`
     matrix: torch.Tensor | None  # the applied matrix −τ·W or fl(V/s) (compiled path), with autograd history
     source: torch.Tensor | None  # the weight tensor the matrix's gradient reaches (where there is a matrix)
-    weight: torch.Tensor  # the weight content the value certifies (a row of the stacked copy)
+    weight: torch.Tensor | np.ndarray  # the weight content the value certifies (a row or NumPy view of a copy)
     step: torch.Tensor | float | None  # the step s or θ the τ was formed with (gradient-step maps)
     following: torch.Tensor  # the next power vector
     passed: bool
@@ -62,9 +62,20 @@ class _Entry:
 #: unvectorised pass on one thread (25.6 µs for a 50 × 784 float32 lift against 5.9 µs for ``np.array_equal``,
 #: 2026-12-07), while below it the two views NumPy needs cost more than they save.
 _NUMPY_EQUAL_FROM = 4096
+_TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
 
-def _same_tensor_content(stored: torch.Tensor, current: torch.Tensor) -> bool:
+def _same_tensor_content(stored: torch.Tensor | np.ndarray, current: torch.Tensor) -> bool:
+    """Whether ``current`` has the dtype, shape, device and values of ``stored`` (a tensor, or the compiled
+    path's NumPy view of a CPU copy); value equality as ``torch.equal``: NaN matches nothing, −0.0 matches 0.0."""
+    if isinstance(stored, np.ndarray):
+        return (
+            current.device.type == "cpu"
+            and current.dtype == _TORCH_DTYPES.get(stored.dtype)
+            and current.shape == stored.shape
+            and not (current.is_neg() or current.is_conj())
+            and bool(np.array_equal(stored, current.detach().numpy()))
+        )
     if stored.dtype != current.dtype or stored.shape != current.shape or stored.device != current.device:
         return False
     if (
@@ -73,7 +84,6 @@ def _same_tensor_content(stored: torch.Tensor, current: torch.Tensor) -> bool:
         and stored.dtype in (torch.float32, torch.float64)
         and not (stored.is_neg() or current.is_neg() or stored.is_conj() or current.is_conj())
     ):
-        # value equality as torch.equal: NaN matches nothing, −0.0 matches 0.0
         return bool(np.array_equal(stored.numpy(), current.detach().numpy()))
     return torch.equal(stored, current)  # reads values only (no autograd, no detach needed)
 
@@ -424,7 +434,7 @@ class CertifiedBatch:
         layers: list[Any],
         plan: _Plan,
         inputs: list[torch.Tensor],
-        snapshots: list[torch.Tensor],
+        snapshots: Sequence[torch.Tensor | np.ndarray],
         steps: list[Any],
         following: list[torch.Tensor],
         flags: list[list[bool]],

@@ -63,6 +63,7 @@ class _Layout:
     offsets: list[int]  # where each map's entries start in the flat weights (and one past the last)
     weight_at: list[int]  # each map's weight's position among the inputs (a learnable step's θ follows it)
     is_tau_list: list[bool]
+    every: np.ndarray  # (B,) bool, all True
 
 
 _layouts: dict[tuple[Any, ...], _Layout] = {}
@@ -106,6 +107,7 @@ def _layout(dtype: torch.dtype, kinds: tuple[tuple[str, int, int, bool], ...]) -
             np.concatenate(([0], np.cumsum([rows * cols for _, rows, cols, _ in kinds]))).tolist(),
             np.concatenate(([0], np.cumsum([1 + int(s) for _, _, _, s in kinds])))[:-1].tolist(),
             [kind == "tau" for kind, _, _, _ in kinds],
+            np.ones(len(kinds), dtype=np.bool_),
         )
         if len(_layouts) > 64:  # a bound on what changing models can leave behind
             _layouts.clear()
@@ -119,7 +121,7 @@ class FlatResult:
 
     plan: _Plan
     inputs: list[torch.Tensor]  # per member W_b, then θ_b where the step is learnable: what gets a gradient
-    snapshots: list[torch.Tensor]  # the weight content each value certifies
+    snapshots: list[np.ndarray]  # the weight content each value certifies (views of the flat copy)
     steps: list[Any]  # LogitValue, the fixed step float, or None (norm maps)
     following: list[torch.Tensor]  # the next power vectors
     passed: list[bool]
@@ -191,15 +193,19 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
         value_grads = (
             np.zeros(count, dtype=numpy_dtype) if value_grad is None else value_grad.detach().resolve_neg().numpy()
         )
-        flat_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
-        has_matrix_grad = np.zeros(count, dtype=np.bool_)
-        for b, grad in enumerate(matrix_grads):
-            if grad is not None:
-                has_matrix_grad[b] = True
-                np.copyto(
-                    flat_grads[layout.offsets[b] : layout.offsets[b + 1]].reshape(layout.shapes[b]),
-                    grad.detach().resolve_neg().numpy(),
-                )
+        if all(grad is not None for grad in matrix_grads):  # every member applied its matrix (a training step)
+            flat_grads = torch.cat([grad.detach().reshape(-1) for grad in matrix_grads]).numpy()  # type: ignore[union-attr]
+            has_matrix_grad = layout.every
+        else:
+            flat_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
+            has_matrix_grad = np.zeros(count, dtype=np.bool_)
+            for b, grad in enumerate(matrix_grads):
+                if grad is not None:
+                    has_matrix_grad[b] = True
+                    np.copyto(
+                        flat_grads[layout.offsets[b] : layout.offsets[b + 1]].reshape(layout.shapes[b]),
+                        grad.detach().resolve_neg().numpy(),
+                    )
         weight_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
         step_grads = np.empty(count, dtype=numpy_dtype)
         _fused_certify.call_in(
@@ -216,7 +222,9 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
                 grads.append(thetas[b])
         return grads
 
-    snapshots = [part.view(shape) for part, shape in zip(snapshot.split(layout.numels), layout.shapes, strict=True)]
+    # NumPy views of the flat copy: the content checks compare through NumPy (no torch view per member)
+    offsets = layout.offsets
+    snapshots = [flat_weights[offsets[b] : offsets[b + 1]].reshape(shape) for b, shape in enumerate(layout.shapes)]
     ahead = list(torch.from_numpy(following).split(layout.col_list))
 
     def groups() -> list[_Group]:
@@ -232,7 +240,7 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
                 _Group(
                     kinds[b],
                     [layer],
-                    snapshots[b][None],
+                    snapshot[offsets[b] : offsets[b + 1]].view(1, *layout.shapes[b]),
                     vector_rows[b][None],
                     None,
                     None,

@@ -7,7 +7,7 @@ member, from the weights the certificate was computed for, by :func:`applied_mat
 IEEE products and quotients torch forms: the same bits), and their backward pass is one call of
 :func:`applied_gradients`: the matrix's own gradient (G·(−τ), G/s) plus the power-mode gradient of
 the certified value (the ``"verified"`` mode's: of s/((1 + m)σ̂²) or √(1 + m)·σ̂ with v fixed), with
-the gradient reaching τ or s (−Σ G∘W, −Σ G∘V/s²) summed in float64. Issue 26: at 5 × 50 the dozen
+the gradient reaching τ or s (−Σ G∘W, −Σ G∘V/s²) summed in float64 (eight interleaved partial sums). Issue 26: at 5 × 50 the dozen
 recorded tensor operations per member this replaces (negation, product, quotient, their backward
 nodes, the values' unbinding) cost ≈ 5 % of a training step.
 """
@@ -27,6 +27,30 @@ def _rounded(like: Any, value: float) -> Any:
     cell = np.full(1, like)
     cell[0] = value
     return cell[0]
+
+
+@_compiled
+def _dot64(a: Any, b: Any) -> float:
+    """Σ a_i·b_i of two equal-length 1-D arrays in float64, in eight interleaved partial sums.
+
+    One running sum is a chain of dependent additions that, without fast-math, the compiler may not
+    reorder (32 µs for 39,200 terms); eight independent ones pipeline (11 µs). The order is fixed, so
+    the result is deterministic.
+    """
+    n = a.shape[0]
+    whole = n - n % 8
+    partial = np.zeros(8)
+    for i in range(0, whole, 8):
+        for k in range(8):
+            partial[k] += float(a[i + k]) * float(b[i + k])
+    rest = 0.0
+    for i in range(whole, n):
+        rest += float(a[i]) * float(b[i])
+    return (
+        ((partial[0] + partial[1]) + (partial[2] + partial[3]))
+        + ((partial[4] + partial[5]) + (partial[6] + partial[7]))
+        + rest
+    )
 
 
 @_compiled
@@ -94,17 +118,13 @@ def applied_gradients(
         r, c = rows[b], cols[b]
         n = r * c
         g = value_grads[b]
-        w = weights[at : at + n].reshape((r, c))
         out = weight_grads[at : at + n].reshape((r, c))
         u, v = left[at_l : at_l + r], vectors[at_v : at_v + c]
         scale = scales[b]
         direct = has_matrix_grad[b]
         grad = matrix_grads[at : at + n].reshape((r, c))
         if direct:
-            total = 0.0
-            for i in range(r):
-                for j in range(c):
-                    total += float(grad[i, j]) * float(w[i, j])
+            total = _dot64(matrix_grads[at : at + n], weights[at : at + n])
             if is_tau[b]:
                 g = _rounded(g, float(g) - total)
             elif values[b] > 1.0:
