@@ -69,13 +69,15 @@ def _same_tensor_content(stored: torch.Tensor | np.ndarray, current: torch.Tenso
     """Whether ``current`` has the dtype, shape, device and values of ``stored`` (a tensor, or the compiled
     path's NumPy view of a CPU copy); value equality as ``torch.equal``: NaN matches nothing, −0.0 matches 0.0."""
     if isinstance(stored, np.ndarray):
-        return (
-            current.device.type == "cpu"
-            and current.dtype == _TORCH_DTYPES.get(stored.dtype)
-            and current.shape == stored.shape
-            and not (current.is_neg() or current.is_conj())
-            and bool(np.array_equal(stored, current.detach().numpy()))
-        )
+        if (
+            not current.is_cpu
+            or current.dtype != _TORCH_DTYPES.get(stored.dtype)
+            or current.is_neg()
+            or current.is_conj()
+        ):
+            return False
+        now = current.detach().numpy()
+        return now.shape == stored.shape and bool((now == stored).all())
     if stored.dtype != current.dtype or stored.shape != current.shape or stored.device != current.device:
         return False
     if (

@@ -264,7 +264,13 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
         group_factory=groups,
     )
     applied = AppliedPlan(
-        torch.from_numpy(matrices), layout.numels, layout.shapes, layout.is_tau_list, layout.weight_at, host_gradients
+        [
+            torch.from_numpy(matrices[offsets[b] : offsets[b + 1]].reshape(shape))
+            for b, shape in enumerate(layout.shapes)
+        ],
+        layout.is_tau_list,
+        layout.weight_at,
+        host_gradients,
     )
     passed, retried = flags[:, 0].tolist(), flags[:, 1].tolist()
     return FlatResult(plan, inputs, snapshots, entry_steps, ahead, passed, retried, applied)
