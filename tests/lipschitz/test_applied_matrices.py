@@ -190,3 +190,38 @@ def test_a_subclass_that_redefines_tau_is_served_tau(monkeypatch: pytest.MonkeyP
         assert batch.batched_calls == 1
     assert torch.allclose(outputs[1] - x, 0.5 * (outputs[0] - x), rtol=1e-12, atol=1e-15)
     assert not torch.allclose(outputs[1], outputs[0])
+
+
+def test_a_computation_is_freed_after_its_step() -> None:
+    """No step's buffers outlive it: a node that kept its own outputs formed a cycle through autograd's C++ graph
+    that Python's collector cannot free (≈ 1.6 MB leaked per step at 10 × 100 before the fix)."""
+    import weakref
+
+    from structnets.models import lipschitz_resnet
+    from structnets.nn import _certified_batch
+
+    plans: list[weakref.ref] = []
+    original = _certified_batch.compute_flat
+
+    def recording(*args):  # type: ignore[no-untyped-def]
+        result = original(*args)
+        plans.append(weakref.ref(result.applied))
+        return result
+
+    torch.manual_seed(8)
+    model = lipschitz_resnet(12, 3, width=8, depth=2, bound="verified-batched")
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(16, 12), torch.randint(3, (16,))
+    model.train()
+    _certified_batch.compute_flat = recording  # type: ignore[assignment]
+    try:
+        for _ in range(6):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    finally:
+        _certified_batch.compute_flat = original  # type: ignore[assignment]
+    import gc
+
+    gc.collect()
+    assert len(plans) == 6 and sum(plan() is not None for plan in plans) == 0

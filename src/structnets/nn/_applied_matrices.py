@@ -48,7 +48,10 @@ class AppliedMatrices(torch.autograd.Function):
         ctx.plan, ctx.applied = plan, applied
         ctx.save_for_backward(*inputs)
         ctx.set_materialize_grads(False)  # an unused matrix gets None, not a tensor of zeros
-        return (plan.value, *applied.matrices)
+        # handed over, not kept: a ctx that refers to its own outputs is a cycle through autograd's C++ graph
+        # that Python's collector cannot see (the whole step's buffers leaked, ≈ 1.6 MB per step at 10 × 100)
+        matrices, applied.matrices = applied.matrices, []
+        return (plan.value, *matrices)
 
     @staticmethod
     def backward(ctx: Any, value_grad: torch.Tensor | None, *matrix_grads: torch.Tensor | None) -> tuple[Any, ...]:
