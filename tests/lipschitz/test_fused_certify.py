@@ -476,8 +476,8 @@ def test_the_compiled_power_mode_gradient_is_the_tensor_formula_bit_for_bit(dtyp
     weights = torch.randn(total, generator=generator, dtype=dtype).numpy()
     weight_grads = np.empty(total, dtype=numpy_dtype)
     step_grads = np.zeros(count, dtype=numpy_dtype)
-    _fused_certify.call_in(
-        vars(_fused_applied), "applied_gradients", grad.numpy(), np.full(total, np.nan, dtype=numpy_dtype),
+    _fused_applied.call(
+        "applied_gradients", grad.numpy(), np.full(total, np.nan, dtype=numpy_dtype),
         np.zeros(count, dtype=np.bool_), weights, np.full(count, 2.0, dtype=numpy_dtype), np.ones(count, dtype=numpy_dtype),
         np.array([True, False, True]), np.ones(count, dtype=numpy_dtype), slopes.numpy(), inverses.numpy(),
         step_slopes.numpy(), learnable, torch.cat(left).numpy(), torch.cat(vectors).numpy(),

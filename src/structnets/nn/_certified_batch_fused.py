@@ -26,7 +26,6 @@ from ._applied_matrices import AppliedPlan
 from ._power_mode_gradient import _Group, _Plan
 from ._verified_gram import _PRECISION, _precision_for, verified_ratio
 
-_KERNELS = vars(_fused_applied)  # where call_in finds the applied matrices' kernels
 _NUMPY: dict[torch.dtype, np.dtype[Any]] = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 
 
@@ -182,8 +181,8 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
     # the matrices the members apply, −τ·W and fl(V/s), formed from the content the values certify
     matrices = np.empty(snapshot.shape[0], dtype=numpy_dtype)
     scales = np.empty(count, dtype=numpy_dtype)
-    _fused_certify.call_in(
-        _KERNELS, "applied_matrices", flat_weights, values, layout.is_tau, layout.division_factors, layout.rows,
+    _fused_applied.call(
+        "applied_matrices", flat_weights, values, layout.is_tau, layout.division_factors, layout.rows,
         layout.cols, matrices, scales,
     )  # fmt: skip
 
@@ -208,8 +207,8 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
                     )
         weight_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
         step_grads = np.empty(count, dtype=numpy_dtype)
-        _fused_certify.call_in(
-            _KERNELS, "applied_gradients", np.ascontiguousarray(value_grads), flat_grads, has_matrix_grad, flat_weights,
+        _fused_applied.call(
+            "applied_gradients", np.ascontiguousarray(value_grads), flat_grads, has_matrix_grad, flat_weights,
             values, scales, layout.is_tau, layout.division_factors, slopes, inverses, step_slopes, layout.learnable,
             left, vector_array, layout.rows, layout.cols, weight_grads, step_grads,
         )  # fmt: skip

@@ -7,9 +7,9 @@ member, from the weights the certificate was computed for, by :func:`applied_mat
 IEEE products and quotients torch forms: the same bits), and their backward pass is one call of
 :func:`applied_gradients`: the matrix's own gradient (G·(−τ), G/s) plus the power-mode gradient of
 the certified value (the ``"verified"`` mode's: of s/((1 + m)σ̂²) or √(1 + m)·σ̂ with v fixed), with
-the gradient reaching τ or s (−Σ G∘W, −Σ G∘V/s²) summed in float64 (eight interleaved partial sums). Issue 26: at 5 × 50 the dozen
-recorded tensor operations per member this replaces (negation, product, quotient, their backward
-nodes, the values' unbinding) cost ≈ 5 % of a training step.
+the gradient reaching τ or s (−Σ G∘W, −Σ G∘V/s²) summed in float64 (eight interleaved partial
+sums). Issue 26: at 5 × 50 the dozen recorded tensor operations per member this replaces (negation,
+product, quotient, their backward nodes, the values' unbinding) cost ≈ 5 % of a training step.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._fused_certify import _compiled
+from ._fused_certify import _compiled, call_in
 
 
 @_compiled
@@ -146,4 +146,9 @@ def applied_gradients(
         at, at_v, at_l = at + n, at_v + c, at_l + r
 
 
-__all__ = ["applied_gradients", "applied_matrices"]
+def call(kernel: str, *arguments: Any) -> None:
+    """Run this module's compiled ``kernel`` by name, with :func:`._fused_certify.call`'s disk-cache fallback."""
+    call_in(globals(), kernel, *arguments)
+
+
+__all__ = ["applied_gradients", "applied_matrices", "call"]

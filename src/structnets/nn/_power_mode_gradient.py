@@ -72,7 +72,10 @@ class _PowerModeGradient(torch.autograd.Function):
     def forward(ctx: Any, plan: _Plan, *inputs: torch.Tensor) -> torch.Tensor:
         ctx.plan = plan
         ctx.save_for_backward(*inputs)
-        return plan.value
+        # the plan keeps a detached alias: the returned tensor takes this node as its grad_fn, and a ctx that
+        # refers to its own output is a cycle through autograd's C++ graph (freed only by the cyclic collector)
+        value, plan.value = plan.value, plan.value.detach()
+        return value
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
