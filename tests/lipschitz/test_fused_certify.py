@@ -477,8 +477,7 @@ def test_the_compiled_power_mode_gradient_is_the_tensor_formula_bit_for_bit(dtyp
     weight_grads = np.empty(total, dtype=numpy_dtype)
     step_grads = np.zeros(count, dtype=numpy_dtype)
     _fused_applied.call(
-        "applied_gradients", grad.numpy(), np.full(total, np.nan, dtype=numpy_dtype),
-        np.zeros(count, dtype=np.bool_), weights, np.full(count, 2.0, dtype=numpy_dtype), np.ones(count, dtype=numpy_dtype),
+        "applied_gradients", grad.numpy(), np.zeros(count, dtype=np.int64), weights, np.full(count, 2.0, dtype=numpy_dtype), np.ones(count, dtype=numpy_dtype),
         np.array([True, False, True]), np.ones(count, dtype=numpy_dtype), slopes.numpy(), inverses.numpy(),
         step_slopes.numpy(), learnable, torch.cat(left).numpy(), torch.cat(vectors).numpy(),
         np.array([r for r, _ in shapes], dtype=np.int64), np.array([c for _, c in shapes], dtype=np.int64),

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .._division_scale import division_factor
-from . import _fused_applied, _fused_certify
+from . import _fused_applied, _fused_certify, _fused_memory
 from ._applied_matrices import AppliedPlan
 from ._power_mode_gradient import _Group, _Plan
 from ._verified_gram import _PRECISION, _precision_for, verified_ratio
@@ -63,6 +63,9 @@ class _Layout:
     weight_at: list[int]  # each map's weight's position among the inputs (a learnable step's θ follows it)
     is_tau_list: list[bool]
     every: np.ndarray  # (B,) bool, all True
+    numel_array: np.ndarray  # (B,) int64 rows·cols
+    total_cols: int
+    any_tested64: bool
 
 
 _layouts: dict[tuple[Any, ...], _Layout] = {}
@@ -107,6 +110,9 @@ def _layout(dtype: torch.dtype, kinds: tuple[tuple[str, int, int, bool], ...]) -
             np.concatenate(([0], np.cumsum([1 + int(s) for _, _, _, s in kinds])))[:-1].tolist(),
             [kind == "tau" for kind, _, _, _ in kinds],
             np.ones(len(kinds), dtype=np.bool_),
+            np.array([rows * cols for _, rows, cols, _ in kinds], dtype=np.int64),
+            sum(cols for _, _, cols, _ in kinds),
+            any(tested),
         )
         if len(_layouts) > 64:  # a bound on what changing models can leave behind
             _layouts.clear()
@@ -134,8 +140,24 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
     layout = _layout(dtype, tuple((k, *w.shape, s) for k, w, s in zip(kinds, weights, learnable, strict=True)))
     numpy_dtype = _NUMPY[dtype]
     count = len(layers)
-    snapshot = torch.cat([weight.reshape(-1) for weight in weights])
-    vectors = torch.cat([layer.power_vector for layer in layers])
+    power_vectors = [layer.power_vector for layer in layers]
+    # the copies the kernel certifies, read in place where the tensors allow it (one compiled copy each)
+    weight_addresses, weights_readable = _fused_memory.addresses(weights, dtype)
+    vector_addresses, vectors_readable = _fused_memory.addresses(power_vectors, dtype)
+    if weights_readable:
+        flat_weights = np.empty(layout.offsets[-1], dtype=numpy_dtype)
+        _fused_memory.call("gather", weight_addresses, layout.numel_array, flat_weights)
+        snapshot = torch.from_numpy(flat_weights)
+    else:
+        snapshot = torch.cat([weight.reshape(-1) for weight in weights])
+        flat_weights = snapshot.numpy()
+    if vectors_readable:
+        vector_array = np.empty(layout.total_cols, dtype=numpy_dtype)
+        _fused_memory.call("gather", vector_addresses, layout.cols, vector_array)
+        vectors = torch.from_numpy(vector_array)
+    else:
+        vectors = torch.cat(power_vectors)
+        vector_array = vectors.numpy()
     steps = np.array(
         [layer.step if kind == "tau" and not s else 1.0 for layer, kind, s in zip(layers, kinds, learnable)]
     )
@@ -157,12 +179,10 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
     flags = np.empty((count, 3), dtype=np.bool_)
     following = np.empty(vectors.shape[0], dtype=numpy_dtype)
     left = np.empty(layout.total_rows, dtype=numpy_dtype)
-    vector_array = vectors.numpy()
-    flat_weights = snapshot.numpy()
     # one call per test precision: float32 maps whose ratio needs a float64 test go in a second call
     # (its compiled specialisation is built only for models that have such maps)
     calls = [(flat_weights, layout.same)]
-    if layout.tested64.any():
+    if layout.any_tested64:
         calls.append((flat_weights.astype(np.float64), layout.tested64))
     with _fused_certify.single_threaded_blas():
         for tested, active in calls:
@@ -190,36 +210,36 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
         value_grad: torch.Tensor | None, matrix_grads: Sequence[torch.Tensor | None]
     ) -> list[torch.Tensor]:
         value_grads = (
-            np.zeros(count, dtype=numpy_dtype) if value_grad is None else value_grad.detach().resolve_neg().numpy()
+            np.zeros(count, dtype=numpy_dtype)
+            if value_grad is None
+            else np.ascontiguousarray(value_grad.detach().resolve_neg().numpy())
         )
-        if all(grad is not None for grad in matrix_grads):  # every member applied its matrix (a training step)
-            flat_grads = torch.cat([grad.detach().reshape(-1) for grad in matrix_grads]).numpy()  # type: ignore[union-attr]
-            has_matrix_grad = layout.every
-        else:
-            flat_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
-            has_matrix_grad = np.zeros(count, dtype=np.bool_)
-            for b, grad in enumerate(matrix_grads):
-                if grad is not None:
-                    has_matrix_grad[b] = True
-                    np.copyto(
-                        flat_grads[layout.offsets[b] : layout.offsets[b + 1]].reshape(layout.shapes[b]),
-                        grad.detach().resolve_neg().numpy(),
-                    )
+        # the matrices' gradients read in place (one address each); a strided or lazily negated one is
+        # copied first, and a zero tensor without storage counts as no gradient (G = 0: address 0)
+        grads = list(matrix_grads)
+        grad_addresses, every = _fused_memory.addresses(grads, dtype)
+        if not every:
+            for b, grad in enumerate(grads):
+                if grad is not None and grad_addresses[b] == 0 and not grad._is_zerotensor():
+                    own = torch.empty(grad.shape, dtype=dtype)
+                    own.copy_(grad.detach())  # resolves strides, a lazy negation, another dtype
+                    grads[b] = own
+                    grad_addresses[b] = own.data_ptr()
         weight_grads = np.empty(snapshot.shape[0], dtype=numpy_dtype)
         step_grads = np.empty(count, dtype=numpy_dtype)
         _fused_applied.call(
-            "applied_gradients", np.ascontiguousarray(value_grads), flat_grads, has_matrix_grad, flat_weights,
-            values, scales, layout.is_tau, layout.division_factors, slopes, inverses, step_slopes, layout.learnable,
-            left, vector_array, layout.rows, layout.cols, weight_grads, step_grads,
+            "applied_gradients", value_grads, grad_addresses, flat_weights, values, scales, layout.is_tau,
+            layout.division_factors, slopes, inverses, step_slopes, layout.learnable, left, vector_array,
+            layout.rows, layout.cols, weight_grads, step_grads,
         )  # fmt: skip
-        parts = torch.from_numpy(weight_grads).split(layout.numels)
-        thetas = torch.from_numpy(step_grads).unbind(0)
-        grads: list[torch.Tensor] = []
-        for b, (part, shape) in enumerate(zip(parts, layout.shapes, strict=True)):
-            grads.append(part.view(shape))
+        del grads  # kept alive until the kernel has read them
+        # one tensor over a NumPy view per input (cheaper than torch views of one tensor)
+        out: list[torch.Tensor] = []
+        for b, shape in enumerate(layout.shapes):
+            out.append(torch.from_numpy(weight_grads[offsets[b] : offsets[b + 1]].reshape(shape)))
             if layout.learnable[b]:
-                grads.append(thetas[b])
-        return grads
+                out.append(torch.from_numpy(step_grads[b : b + 1].reshape(())))
+        return out
 
     # NumPy views of the flat copy: the content checks compare through NumPy (no torch view per member)
     offsets = layout.offsets

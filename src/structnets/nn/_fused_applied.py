@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _fused_memory
 from ._fused_certify import _compiled, call_in
 
 
@@ -86,8 +87,7 @@ def applied_matrices(
 @_compiled
 def applied_gradients(
     value_grads: Any,
-    matrix_grads: Any,
-    has_matrix_grad: Any,
+    grad_addresses: Any,
     weights: Any,
     values: Any,
     scales: Any,
@@ -106,7 +106,8 @@ def applied_gradients(
 ) -> None:
     """The gradients reaching each map's W and θ from its value and its applied matrix (flat layouts).
 
-    For G = ``matrix_grads`` of map b (where ``has_matrix_grad[b]``; else 0) and g = ``value_grads[b]``:
+    For G the gradient of map b's matrix, read at ``grad_addresses[b]`` (C-contiguous, the weight dtype;
+    address 0: no gradient, G = 0; see :func:`._fused_memory.addresses`) and g = ``value_grads[b]``:
     the gradient reaching the value is g + (−Σ G∘W) for a τ map (M = W·(−τ)) and g + f·(−Σ G∘V)/s² for a
     norm map with B > 1 (A = V/s, s = fl(B·f); B ≤ 1: s = 1, no gradient to B), each sum in float64 and
     rounded once; with c its product with ``slopes[b]`` (rounded as the tensor path rounds g·slope), the
@@ -121,10 +122,11 @@ def applied_gradients(
         out = weight_grads[at : at + n].reshape((r, c))
         u, v = left[at_l : at_l + r], vectors[at_v : at_v + c]
         scale = scales[b]
-        direct = has_matrix_grad[b]
-        grad = matrix_grads[at : at + n].reshape((r, c))
+        direct = grad_addresses[b] != 0
+        flat_grad = _fused_memory.at(grad_addresses[b], n if direct else 0, weights)
+        grad = flat_grad.reshape((r, c)) if direct else flat_grad.reshape((0, c))
         if direct:
-            total = _dot64(matrix_grads[at : at + n], weights[at : at + n])
+            total = _dot64(flat_grad, weights[at : at + n])
             if is_tau[b]:
                 g = _rounded(g, float(g) - total)
             elif values[b] > 1.0:

@@ -462,15 +462,15 @@ def run_flat(*arguments: Any) -> None:
     call("certify_flat", *arguments)
 
 
-def call(kernel: str, *arguments: Any) -> None:
+def call(kernel: str, *arguments: Any) -> Any:
     """Run the compiled ``kernel`` (a name in this module); an unreadable disk cache recompiles once without it."""
-    call_in(globals(), kernel, *arguments)
+    return call_in(globals(), kernel, *arguments)
 
 
-def call_in(namespace: dict[str, Any], kernel: str, *arguments: Any) -> None:
+def call_in(namespace: dict[str, Any], kernel: str, *arguments: Any) -> Any:
     """:func:`call` for a kernel compiled by :func:`_compiled` in another module (``namespace``: its globals)."""
     try:
-        namespace[kernel](*arguments)
+        return namespace[kernel](*arguments)
     except Exception as error:
         # numba raises whatever its cache files give (a truncated index: UnpicklingError) before
         # running anything: compile once more without them; an error that persists is raised. A
@@ -486,7 +486,7 @@ def call_in(namespace: dict[str, Any], kernel: str, *arguments: Any) -> None:
             RuntimeWarning,
             stacklevel=3,
         )
-        namespace[kernel](*arguments)
+        return namespace[kernel](*arguments)
 
 
 __all__ = [

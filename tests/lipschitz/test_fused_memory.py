@@ -1,0 +1,145 @@
+"""Compiled reads of tensor memory by address (``_fused_memory``) and the batch paths that use them.
+
+A kernel that reads a tensor at its address reads whatever bytes are there: these tests check that
+only tensors whose memory is their row-major content are admitted, that the compiled comparison is
+``torch.equal``'s, and that every kind of gradient autograd may hand the applied-matrices node (strided,
+lazily negated, a zero tensor without storage, another dtype) gives the gradients of its plain copy.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from structnets.nn import CertifiedBatch, GradientStepResidual, NormConstrainedLinear, _fused_certify
+from structnets.nn import _fused_memory as memory
+from structnets.nn._certified_batch_fused import compute_flat
+
+pytestmark = pytest.mark.skipif(not _fused_certify.AVAILABLE, reason="numba (extra `fast`) is not installed")
+
+
+def _equal_at(current: torch.Tensor, stored: np.ndarray) -> bool:
+    address, every = memory.addresses([current], current.dtype)
+    assert every
+    return bool(memory.call("equal_at", int(address[0]), stored))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_equal_at_is_torch_equal(dtype: torch.dtype) -> None:
+    """Fuzz against ``torch.equal``: sizes around the 64-entry blocks, one entry changed anywhere, NaN, ±0."""
+    generator = torch.Generator().manual_seed(0)
+    rng = np.random.default_rng(0)
+    for size in [1, 2, 63, 64, 65, 127, 128, 129, 200, 2500, 39200]:
+        stored = torch.randn(size, generator=generator, dtype=dtype)
+        snapshot = stored.numpy().copy()
+        assert _equal_at(stored, snapshot)
+        positions = {0, size - 1, size // 2, int(rng.integers(size))} | ({63, 64} & set(range(size)))
+        for position in positions:
+            for value in (float("nan"), 1e30, float(np.nextafter(snapshot[position], np.inf))):
+                current = stored.clone()
+                current[position] = value
+                assert _equal_at(current, snapshot) == torch.equal(current, torch.from_numpy(snapshot)) is False
+        # NaN equals nothing, itself included; −0.0 equals 0.0
+        with_nan = stored.clone()
+        with_nan[size // 2] = float("nan")
+        assert not _equal_at(with_nan, with_nan.numpy().copy())
+        zeros = torch.zeros(size, dtype=dtype)
+        assert _equal_at(-zeros, zeros.numpy().copy())
+
+
+def test_gather_is_cat() -> None:
+    generator = torch.Generator().manual_seed(1)
+    tensors = [torch.randn(shape, generator=generator) for shape in [(3, 4), (5,), (1, 1), (50, 78)]]
+    addresses, every = memory.addresses(tensors, torch.float32)
+    assert every
+    out = np.empty(sum(t.numel() for t in tensors), dtype=np.float32)
+    memory.call("gather", addresses, np.array([t.numel() for t in tensors], dtype=np.int64), out)
+    assert torch.equal(torch.from_numpy(out), torch.cat([t.reshape(-1) for t in tensors]))
+
+
+def test_only_tensors_whose_memory_is_their_content_are_read_in_place() -> None:
+    x = torch.randn(4, 3)
+    refused = [
+        x.t(),  # strided: its memory is another order
+        torch._neg_view(x),  # lazily negated: its memory holds −values
+        torch._efficientzerotensor(4, 3),  # no storage
+        x.double(),  # another dtype
+        torch.empty(4, 3, device="meta"),  # not on the CPU
+    ]
+    for tensor in refused:
+        assert not memory.readable(tensor, torch.float32)
+        addresses, every = memory.addresses([x, tensor, None], torch.float32)
+        assert not every and addresses[1] == 0 and addresses[0] == x.data_ptr() and addresses[2] == 0
+    assert memory.readable(x[1:], torch.float32)  # an offset view: data_ptr is its first entry
+    assert memory.addresses([None, x], torch.float32)[1]
+
+
+def _flat(dtype: torch.dtype) -> tuple[object, list[torch.nn.Module]]:
+    torch.manual_seed(3)
+    members = [
+        NormConstrainedLinear(20, 9, bound="verified", dtype=dtype),
+        GradientStepResidual(9, 12, bound="verified", learnable_step=True, step=1.3, dtype=dtype),
+        GradientStepResidual(9, 9, bound="verified", dtype=dtype),
+    ]
+    with torch.no_grad():
+        members[0].raw_weight.mul_(6.0)  # B > 1: a gradient through s
+    kinds = ["norm", "tau", "tau"]
+    weights = [members[0].raw_weight, members[1].weight, members[2].weight]
+    with torch.no_grad():
+        result = compute_flat(members, kinds, weights, [False, True, False])
+    return result, members
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_every_kind_of_incoming_gradient_gives_its_plain_copys_gradients(dtype: torch.dtype) -> None:
+    """Strided, lazily negated, zero-tensor and other-dtype matrix gradients: the host backward reads each
+    as the values it stands for (copied first where its memory is not its content)."""
+    result, members = _flat(dtype)
+    host = result.applied.host_gradients  # type: ignore[attr-defined]
+    generator = torch.Generator().manual_seed(4)
+    shapes = [
+        tuple(m.raw_weight.shape) if isinstance(m, NormConstrainedLinear) else tuple(m.weight.shape) for m in members
+    ]
+    plain = [torch.randn(shape, generator=generator, dtype=dtype) for shape in shapes]
+    value_grad = torch.randn(3, generator=generator, dtype=dtype)
+    expected = [g.clone() for g in host(value_grad, plain)]
+    strided = [g.t().contiguous().t() for g in plain]
+    assert not strided[0].is_contiguous()
+    negated = [torch._neg_view(-g) for g in plain]
+    for variant in (strided, negated):
+        for got, want in zip(host(value_grad, variant), expected, strict=True):
+            assert torch.equal(got, want)
+    # a zero tensor (no storage) is no gradient
+    zeros = [torch._efficientzerotensor(shapes[0], dtype=dtype), plain[1], plain[2]]
+    nothing = [torch.zeros(shapes[0], dtype=dtype), plain[1], plain[2]]
+    for got, want in zip(host(value_grad, zeros), host(value_grad, nothing), strict=True):
+        assert torch.equal(got, want)
+    # a lazily negated value gradient
+    for got, want in zip(host(torch._neg_view(-value_grad), plain), expected, strict=True):
+        assert torch.equal(got, want)
+
+
+def test_a_strided_weight_is_certified_and_served_as_its_contiguous_copy() -> None:
+    """A weight whose memory is another order (``.data`` set to a transposed copy) is copied for the kernel
+    and compared value by value: served, with the certificate of the same content stored contiguously."""
+    torch.manual_seed(0)
+    members = [NormConstrainedLinear(6, 5, bound="verified"), GradientStepResidual(5, 5, bound="verified")]
+    strided = copy.deepcopy(members)
+    strided[1].weight.data = strided[1].weight.detach().t().contiguous().t()
+    assert not strided[1].weight.is_contiguous()
+    x = torch.randn(4, 6)
+    grads = []
+    for layers in (members, strided):
+        batch = CertifiedBatch(layers)
+        out = layers[1](layers[0](x))
+        (out * torch.arange(5.0)).sum().backward()
+        assert batch.batched_calls == 2 and batch.unbatched_calls == 0
+        grads.append((out.detach(), layers[0].raw_weight.grad, layers[1].weight.grad, layers[1].power_vector))
+    # the kernel's outputs bit for bit; the forward's own products differ in their last bits (BLAS on
+    # a transposed operand)
+    assert torch.equal(grads[0][3], grads[1][3])
+    for a, b in zip(grads[0][:3], grads[1][:3], strict=True):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
