@@ -143,3 +143,52 @@ def test_a_strided_weight_is_certified_and_served_as_its_contiguous_copy() -> No
     assert torch.equal(grads[0][3], grads[1][3])
     for a, b in zip(grads[0][:3], grads[1][:3], strict=True):
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_kernels_sigmoid_is_torchs_on_a_0d_tensor(dtype: torch.dtype) -> None:
+    """θ read in place and sigmoid(θ) formed by the kernel: the bits of ``torch.sigmoid`` on a 0-d θ (a layer's
+    own ``step_size()``), over normal, large, tiny, signed-zero, infinite and NaN logits."""
+    generator = torch.Generator().manual_seed(7)
+    specials = [0.0, -0.0, 1e-30, -1e-30, 15.9, -15.9, 88.7, -88.7, 103.9, -103.9, 750.0, -750.0, float("inf")]
+    values = torch.cat(
+        [
+            torch.randn(4000, generator=generator, dtype=dtype) * 4,
+            torch.randn(4000, generator=generator, dtype=dtype) * 40,
+            torch.tensor(specials + [-float("inf"), float("nan")], dtype=dtype),
+        ]
+    )
+    logits = [torch.nn.Parameter(v.clone()) for v in values]
+    addresses, every = memory.addresses(logits, dtype)
+    assert every
+    count = len(logits)
+    numpy_dtype = values.numpy().dtype
+    read, sigmoids = np.empty(count, dtype=numpy_dtype), np.full(count + 3, -1.0, dtype=numpy_dtype)
+    positions = np.arange(count, dtype=np.int64) + 3  # written where positions say
+    memory.call("logit_sigmoids", addresses, positions, read, sigmoids)
+    assert torch.equal(torch.from_numpy(read).nan_to_num(7.0), values.nan_to_num(7.0))
+    expected = torch.stack([torch.sigmoid(logit.detach()) for logit in logits])
+    got = torch.from_numpy(sigmoids[3:])
+    assert (sigmoids[:3] == -1.0).all()
+    assert torch.equal(got.nan_to_num(7.0), expected.nan_to_num(7.0))
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_batch_of_many_learnable_steps_forms_each_layers_own_step(fused: bool) -> None:
+    """200 learnable blocks (past the 16 entries where a stacked ``torch.sigmoid`` turns vectorised, whose exp
+    differs in the last bit for a few % of θ): the step s the kernel certifies with is each layer's own
+    ``step_size()``, bit for bit."""
+    torch.manual_seed(1)
+    count = 200
+    layers = [GradientStepResidual(4, 3, bound="verified", learnable_step=True, step=1.5) for _ in range(count)]
+    with torch.no_grad():
+        for layer in layers:
+            layer.step_logit.add_(torch.randn(()) * 3)
+    weights = [layer.weight for layer in layers]
+    with torch.no_grad():
+        if fused:
+            groups = compute_flat(layers, ["tau"] * count, weights, [True] * count).plan.group_factory()  # type: ignore[misc]
+            steps = [float(group.step64[0]) for group in groups]
+        else:  # the tensor path's group of one shape
+            steps = CertifiedBatch(layers)._group("tau", True, layers).step64.tolist()
+    assert steps == [float(layer.step_size().detach()) for layer in layers]

@@ -64,6 +64,7 @@ class _Layout:
     is_tau_list: list[bool]
     every: np.ndarray  # (B,) bool, all True
     numel_array: np.ndarray  # (B,) int64 rows·cols
+    learnable_array: np.ndarray  # int64 learnable_at
     total_cols: int
     any_tested64: bool
 
@@ -111,6 +112,7 @@ def _layout(dtype: torch.dtype, kinds: tuple[tuple[str, int, int, bool], ...]) -
             [kind == "tau" for kind, _, _, _ in kinds],
             np.ones(len(kinds), dtype=np.bool_),
             np.array([rows * cols for _, rows, cols, _ in kinds], dtype=np.int64),
+            np.flatnonzero(learnable).astype(np.int64),
             sum(cols for _, _, cols, _ in kinds),
             any(tested),
         )
@@ -167,9 +169,17 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
     logits: list[torch.Tensor] = []
     if layout.learnable_at:
         logits = [layers[b].step_logit for b in layout.learnable_at]
-        stacked = torch.stack(logits)
-        sigmoids[layout.learnable_at] = torch.sigmoid(stacked).numpy()
-        for b, value in zip(layout.learnable_at, stacked.tolist(), strict=True):
+        logit_addresses, logits_readable = _fused_memory.addresses(logits, dtype)
+        if logits_readable and all(logit.dim() == 0 for logit in logits):
+            # θ read in place, its sigmoid formed as a 0-d θ's torch.sigmoid forms it (one compiled call)
+            logit_values = np.empty(len(logits), dtype=numpy_dtype)
+            _fused_memory.call("logit_sigmoids", logit_addresses, layout.learnable_array, logit_values, sigmoids)
+            found = logit_values.tolist()
+        else:  # another dtype or layout: torch forms them
+            stacked = torch.stack(logits)
+            sigmoids[layout.learnable_at] = torch.sigmoid(stacked).numpy()
+            found = stacked.tolist()
+        for b, value in zip(layout.learnable_at, found, strict=True):
             entry_steps[b] = LogitValue(value)
     values = np.empty(count, dtype=numpy_dtype)
     slopes = np.empty(count, dtype=numpy_dtype)

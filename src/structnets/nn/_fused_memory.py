@@ -84,6 +84,22 @@ def gather(addresses: Any, sizes: Any, out: Any) -> None:
         start += n
 
 
+@_compiled
+def logit_sigmoids(addresses: Any, positions: Any, logits: Any, sigmoids: Any) -> None:
+    """Read 0-d step logits θ in place: θ_i into ``logits[i]``, sigmoid(θ_i) into ``sigmoids[positions[i]]``.
+
+    sigmoid(θ) = 1/(1 + exp(−θ)) in the dtype, with libm's exp: the formula of torch's scalar CPU kernel,
+    which a 0-d θ's ``torch.sigmoid`` (a layer's own ``step_size()``) runs, so the same bits
+    (``test_the_kernels_sigmoid_is_torchs_on_a_0d_tensor``). A stacked θ of 16 or more entries would
+    take torch's vectorised kernel, whose exp is another approximation.
+    """
+    one = np.ones(1, dtype=logits.dtype)[0]
+    for i in range(addresses.shape[0]):
+        theta = at(addresses[i], 1, logits)[0]
+        logits[i] = theta
+        sigmoids[positions[i]] = one / (one + np.exp(-theta))
+
+
 def readable(tensor: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether ``tensor``'s memory at ``data_ptr()`` is its row-major content in ``dtype`` (read in place).
 
@@ -123,4 +139,4 @@ def call(kernel: str, *arguments: Any) -> Any:
     return call_in(globals(), kernel, *arguments)
 
 
-__all__ = ["addresses", "at", "call", "equal_at", "gather", "readable"]
+__all__ = ["addresses", "at", "call", "equal_at", "gather", "logit_sigmoids", "readable"]
