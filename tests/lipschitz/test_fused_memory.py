@@ -89,7 +89,7 @@ def _flat(dtype: torch.dtype) -> tuple[object, list[torch.nn.Module]]:
     kinds = ["norm", "tau", "tau"]
     weights = [members[0].raw_weight, members[1].weight, members[2].weight]
     with torch.no_grad():
-        result = compute_flat(members, kinds, weights, [False, True, False])
+        result = compute_flat(members, kinds, weights, [m.power_vector for m in members], [False, True, False])
     return result, members
 
 
@@ -187,7 +187,8 @@ def test_a_batch_of_many_learnable_steps_forms_each_layers_own_step(fused: bool)
     weights = [layer.weight for layer in layers]
     with torch.no_grad():
         if fused:
-            groups = compute_flat(layers, ["tau"] * count, weights, [True] * count).plan.group_factory()  # type: ignore[misc]
+            vectors = [layer.power_vector for layer in layers]
+            groups = compute_flat(layers, ["tau"] * count, weights, vectors, [True] * count).plan.group_factory()  # type: ignore[misc]
             steps = [float(group.step64[0]) for group in groups]
         else:  # the tensor path's group of one shape
             steps = CertifiedBatch(layers)._group("tau", True, layers).step64.tolist()

@@ -66,6 +66,19 @@ _NUMPY_EQUAL_FROM = 4096
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
 
+def _attribute(layer: nn.Module, name: str) -> Any:
+    """``getattr(layer, name)`` for a parameter or buffer: its dict entry where it has one (``Module.__getattr__``
+    is a method call and three lookups, for each member in every training step); else the attribute (a
+    parametrized weight is a property of the module's class)."""
+    parameters = layer._parameters
+    if name in parameters:
+        return parameters[name]
+    buffers = layer._buffers
+    if name in buffers:
+        return buffers[name]
+    return getattr(layer, name)
+
+
 def _same_tensor_content(stored: torch.Tensor | np.ndarray, current: torch.Tensor) -> bool:
     """Whether ``current`` has the dtype, shape, device and values of ``stored`` (a tensor, or the compiled
     path's NumPy view of a CPU copy); value equality as ``torch.equal``: NaN matches nothing, −0.0 matches 0.0."""
@@ -262,10 +275,12 @@ class CertifiedBatch:
         """Compute every eligible member's value for its current content (the leader's training call)."""
         self._entries = {}
         groups: dict[tuple[Any, ...], list[int]] = {}  # tensor path: by (dtype, device, kind, shape, step kind)
-        flat: dict[tuple[Any, ...], list[tuple[Any, str, torch.Tensor, bool]]] = {}  # compiled path: by place
+        # compiled path: by place, (layer, kind, weight, power vector, learnable step)
+        flat: dict[tuple[Any, ...], list[tuple[Any, str, torch.Tensor, torch.Tensor, bool]]] = {}
+        places: dict[tuple[torch.dtype, torch.device], bool] = {}
         for position, (layer, kind) in enumerate(zip(self._members, self._kinds, strict=True)):
-            weight = self._weight(layer, kind)
-            vector = layer.power_vector
+            weight = _attribute(layer, "weight" if kind == "tau" else "raw_weight")
+            vector = _attribute(layer, "power_vector")
             if (
                 layer._bound.mode != "verified"
                 or not weight.requires_grad
@@ -275,16 +290,20 @@ class CertifiedBatch:
                 or vector.device != weight.device
             ):
                 continue
-            learnable = kind == "tau" and layer.step_logit is not None
-            if fused_place(weight.dtype, weight.device):  # every shape of the place in one compiled call
-                flat.setdefault((weight.dtype, weight.device), []).append((layer, kind, weight, learnable))
+            learnable = kind == "tau" and _attribute(layer, "step_logit") is not None
+            place = (weight.dtype, weight.device)
+            fused = places.get(place)
+            if fused is None:
+                fused = places[place] = fused_place(*place)
+            if fused:  # every shape of the place in one compiled call
+                flat.setdefault(place, []).append((layer, kind, weight, vector, learnable))
             else:
                 key = (weight.dtype, weight.device, kind, tuple(weight.shape), learnable)
                 groups.setdefault(key, []).append(position)
         for members in flat.values():
-            layers, kinds, weights, steps = (list(column) for column in zip(*members, strict=True))
+            layers, kinds, weights, vectors, steps = (list(column) for column in zip(*members, strict=True))
             with torch.no_grad():
-                result = compute_flat(layers, kinds, weights, steps)
+                result = compute_flat(layers, kinds, weights, vectors, steps)
             self._hand_out(
                 layers, result.plan, result.inputs, result.snapshots, result.steps, result.following,
                 [result.passed, result.retried], result.applied,

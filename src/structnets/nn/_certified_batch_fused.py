@@ -136,13 +136,21 @@ class FlatResult:
     applied: AppliedPlan  # the members' applied matrices and their compiled backward
 
 
-def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor], learnable: list[bool]) -> FlatResult:
-    """Certify every member of one place (one dtype, the CPU) by one kernel call (called under ``no_grad``)."""
+def compute_flat(
+    layers: list[Any],
+    kinds: list[str],
+    weights: list[torch.Tensor],
+    power_vectors: list[torch.Tensor],
+    learnable: list[bool],
+) -> FlatResult:
+    """Certify every member of one place (one dtype, the CPU) by one kernel call (called under ``no_grad``).
+
+    Per member: its layer, kind ("tau" or "norm"), weight W, power vector (cols,) and whether its step is learnable.
+    """
     dtype = weights[0].dtype
     layout = _layout(dtype, tuple((k, *w.shape, s) for k, w, s in zip(kinds, weights, learnable, strict=True)))
     numpy_dtype = _NUMPY[dtype]
     count = len(layers)
-    power_vectors = [layer.power_vector for layer in layers]
     # the copies the kernel certifies, read in place where the tensors allow it (one compiled copy each)
     weight_addresses, weights_readable = _fused_memory.addresses(weights, dtype)
     vector_addresses, vectors_readable = _fused_memory.addresses(power_vectors, dtype)
@@ -160,15 +168,21 @@ def compute_flat(layers: list[Any], kinds: list[str], weights: list[torch.Tensor
     else:
         vectors = torch.cat(power_vectors)
         vector_array = vectors.numpy()
-    steps = np.array(
-        [layer.step if kind == "tau" and not s else 1.0 for layer, kind, s in zip(layers, kinds, learnable)]
-    )
-    margins = np.array([1.0 + layer._bound.verified_margin for layer in layers])
-    sigmoids = np.empty(count, dtype=numpy_dtype)
-    entry_steps: list[Any] = [layer.step if kind == "tau" else None for layer, kind in zip(layers, kinds, strict=True)]
+    step_list: list[float] = []
+    margin_list: list[float] = []
+    entry_steps: list[Any] = []
     logits: list[torch.Tensor] = []
-    if layout.learnable_at:
-        logits = [layers[b].step_logit for b in layout.learnable_at]
+    for layer, is_tau, s in zip(layers, layout.is_tau_list, learnable, strict=True):
+        step = layer.step if is_tau else None
+        step_list.append(1.0 if s or step is None else step)
+        margin_list.append(1.0 + layer._bound.verified_margin)
+        entry_steps.append(step)
+        if s:  # θ from the parameter dict (Module.__getattr__ costs a call), or a parametrized θ's property
+            parameters = layer._parameters
+            logits.append(parameters["step_logit"] if "step_logit" in parameters else layer.step_logit)
+    steps, margins = np.array(step_list), np.array(margin_list)
+    sigmoids = np.empty(count, dtype=numpy_dtype)
+    if logits:
         logit_addresses, logits_readable = _fused_memory.addresses(logits, dtype)
         if logits_readable and all(logit.dim() == 0 for logit in logits):
             # θ read in place, its sigmoid formed as a 0-d θ's torch.sigmoid forms it (one compiled call)
