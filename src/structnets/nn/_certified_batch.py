@@ -277,7 +277,7 @@ class CertifiedBatch:
         groups: dict[tuple[Any, ...], list[int]] = {}  # tensor path: by (dtype, device, kind, shape, step kind)
         # compiled path: by place, (layer, kind, weight, power vector, learnable step)
         flat: dict[tuple[Any, ...], list[tuple[Any, str, torch.Tensor, torch.Tensor, bool]]] = {}
-        places: dict[tuple[torch.dtype, torch.device], bool] = {}
+        compiled: dict[tuple[torch.dtype, torch.device], bool] = {}  # fused_place per place
         for position, (layer, kind) in enumerate(zip(self._members, self._kinds, strict=True)):
             weight = _attribute(layer, "weight" if kind == "tau" else "raw_weight")
             vector = _attribute(layer, "power_vector")
@@ -292,9 +292,9 @@ class CertifiedBatch:
                 continue
             learnable = kind == "tau" and _attribute(layer, "step_logit") is not None
             place = (weight.dtype, weight.device)
-            fused = places.get(place)
+            fused = compiled.get(place)
             if fused is None:
-                fused = places[place] = fused_place(*place)
+                fused = compiled[place] = fused_place(*place)
             if fused:  # every shape of the place in one compiled call
                 flat.setdefault(place, []).append((layer, kind, weight, vector, learnable))
             else:
