@@ -291,12 +291,12 @@ class CertifiedBatch:
             ):
                 continue
             learnable = kind == "tau" and _attribute(layer, "step_logit") is not None
-            place = (weight.dtype, weight.device)
-            fused = compiled.get(place)
+            where = (weight.dtype, weight.device)
+            fused = compiled.get(where)
             if fused is None:
-                fused = compiled[place] = fused_place(*place)
+                fused = compiled[where] = fused_place(*where)
             if fused:  # every shape of the place in one compiled call
-                flat.setdefault(place, []).append((layer, kind, weight, vector, learnable))
+                flat.setdefault(where, []).append((layer, kind, weight, vector, learnable))
             else:
                 key = (weight.dtype, weight.device, kind, tuple(weight.shape), learnable)
                 groups.setdefault(key, []).append(position)
