@@ -21,6 +21,10 @@ from structnets.nn._certified_batch_fused import compute_flat
 pytestmark = pytest.mark.skipif(not _fused_certify.AVAILABLE, reason="numba (extra `fast`) is not installed")
 
 
+class _Marked(torch.Tensor):
+    """A tensor subclass (its operations could mean anything: read through torch, never by address)."""
+
+
 def _equal_at(current: torch.Tensor, stored: np.ndarray) -> bool:
     address, every = memory.addresses([current], current.dtype)
     assert every
@@ -68,6 +72,7 @@ def test_only_tensors_whose_memory_is_their_content_are_read_in_place() -> None:
         torch._efficientzerotensor(4, 3),  # no storage
         x.double(),  # another dtype
         torch.empty(4, 3, device="meta"),  # not on the CPU
+        x.clone().as_subclass(_Marked),  # a subclass: its own operations, maybe no storage
     ]
     for tensor in refused:
         assert not memory.readable(tensor, torch.float32)
@@ -117,8 +122,15 @@ def test_every_kind_of_incoming_gradient_gives_its_plain_copys_gradients(dtype: 
     nothing = [torch.zeros(shapes[0], dtype=dtype), plain[1], plain[2]]
     for got, want in zip(host(value_grad, zeros), host(value_grad, nothing), strict=True):
         assert torch.equal(got, want)
-    # a lazily negated value gradient
+    # a lazily negated value gradient; a zero tensor as the value gradient is no value gradient
     for got, want in zip(host(torch._neg_view(-value_grad), plain), expected, strict=True):
+        assert torch.equal(got, want)
+    zero_value = torch._efficientzerotensor(3, dtype=dtype)
+    for got, want in zip(host(zero_value, plain), host(None, plain), strict=True):
+        assert torch.equal(got, want)
+    # a tensor subclass is read through torch (copied), with its plain copy's gradients
+    marked = [g.clone().as_subclass(_Marked) for g in plain]
+    for got, want in zip(host(value_grad, marked), expected, strict=True):
         assert torch.equal(got, want)
 
 

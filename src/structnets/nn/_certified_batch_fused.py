@@ -235,7 +235,7 @@ def compute_flat(
     ) -> list[torch.Tensor]:
         value_grads = (
             np.zeros(count, dtype=numpy_dtype)
-            if value_grad is None
+            if value_grad is None or value_grad._is_zerotensor()
             else np.ascontiguousarray(value_grad.detach().resolve_neg().numpy())
         )
         # the matrices' gradients read in place (one address each); a strided or lazily negated one is

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from ._fused_certify import _compiled, call_in, numba
 
@@ -100,13 +101,19 @@ def logit_sigmoids(addresses: Any, positions: Any, logits: Any, sigmoids: Any) -
         sigmoids[positions[i]] = one / (one + np.exp(-theta))
 
 
+#: Tensor classes read in place; a subclass (a wrapper without storage, or one whose operations mean something
+#: else) takes the copying path, through its own ``torch.cat``/``copy_``.
+_PLAIN = (torch.Tensor, nn.Parameter)
+
+
 def readable(tensor: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether ``tensor``'s memory at ``data_ptr()`` is its row-major content in ``dtype`` (read in place).
 
     ``dtype`` is float32 or float64 (no conjugate bit); a zero tensor without storage has address 0.
     """
     return (
-        tensor.dtype is dtype
+        type(tensor) in _PLAIN
+        and tensor.dtype is dtype
         and tensor.is_cpu
         and tensor.is_contiguous()
         and not tensor.is_neg()
@@ -123,6 +130,7 @@ def addresses(tensors: Sequence[torch.Tensor | None], dtype: torch.dtype) -> tup
     found = [
         tensor.data_ptr()
         if tensor is not None
+        and type(tensor) in _PLAIN
         and tensor.dtype is dtype
         and tensor.is_cpu
         and tensor.is_contiguous()
