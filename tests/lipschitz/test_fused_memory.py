@@ -26,7 +26,7 @@ class _Marked(torch.Tensor):
 
 
 def _equal_at(current: torch.Tensor, stored: np.ndarray) -> bool:
-    address, every = memory.addresses([current], current.dtype)
+    address, every = memory.addresses([current], current.dtype, [current.numel()])
     assert every
     return bool(memory.call("equal_at", int(address[0]), stored))
 
@@ -57,7 +57,7 @@ def test_equal_at_is_torch_equal(dtype: torch.dtype) -> None:
 def test_gather_is_cat() -> None:
     generator = torch.Generator().manual_seed(1)
     tensors = [torch.randn(shape, generator=generator) for shape in [(3, 4), (5,), (1, 1), (50, 78)]]
-    addresses, every = memory.addresses(tensors, torch.float32)
+    addresses, every = memory.addresses(tensors, torch.float32, [t.numel() for t in tensors])
     assert every
     out = np.empty(sum(t.numel() for t in tensors), dtype=np.float32)
     memory.call("gather", addresses, np.array([t.numel() for t in tensors], dtype=np.int64), out)
@@ -76,10 +76,13 @@ def test_only_tensors_whose_memory_is_their_content_are_read_in_place() -> None:
     ]
     for tensor in refused:
         assert not memory.readable(tensor, torch.float32)
-        addresses, every = memory.addresses([x, tensor, None], torch.float32)
+        addresses, every = memory.addresses([x, tensor, None], torch.float32, [12, 12, 12])
         assert not every and addresses[1] == 0 and addresses[0] == x.data_ptr() and addresses[2] == 0
     assert memory.readable(x[1:], torch.float32)  # an offset view: data_ptr is its first entry
-    assert memory.addresses([None, x], torch.float32)[1]
+    assert memory.addresses([None, x], torch.float32, [5, 12])[1]
+    # a tensor with another number of entries than the kernel will read is refused
+    found, every = memory.addresses([x], torch.float32, [13])
+    assert not every and found[0] == 0
 
 
 def _flat(dtype: torch.dtype) -> tuple[object, list[torch.nn.Module]]:
@@ -171,7 +174,7 @@ def test_the_kernels_sigmoid_is_torchs_on_a_0d_tensor(dtype: torch.dtype) -> Non
         ]
     )
     logits = [torch.nn.Parameter(v.clone()) for v in values]
-    addresses, every = memory.addresses(logits, dtype)
+    addresses, every = memory.addresses(logits, dtype, [1] * len(logits))
     assert every
     count = len(logits)
     numpy_dtype = values.numpy().dtype

@@ -152,8 +152,8 @@ def compute_flat(
     numpy_dtype = _NUMPY[dtype]
     count = len(layers)
     # the copies the kernel certifies, read in place where the tensors allow it (one compiled copy each)
-    weight_addresses, weights_readable = _fused_memory.addresses(weights, dtype)
-    vector_addresses, vectors_readable = _fused_memory.addresses(power_vectors, dtype)
+    weight_addresses, weights_readable = _fused_memory.addresses(weights, dtype, layout.numels)
+    vector_addresses, vectors_readable = _fused_memory.addresses(power_vectors, dtype, layout.col_list)
     if weights_readable:
         flat_weights = np.empty(layout.offsets[-1], dtype=numpy_dtype)
         _fused_memory.call("gather", weight_addresses, layout.numel_array, flat_weights)
@@ -183,7 +183,7 @@ def compute_flat(
     steps, margins = np.array(step_list), np.array(margin_list)
     sigmoids = np.empty(count, dtype=numpy_dtype)
     if logits:
-        logit_addresses, logits_readable = _fused_memory.addresses(logits, dtype)
+        logit_addresses, logits_readable = _fused_memory.addresses(logits, dtype, [1] * len(logits))
         if logits_readable and all(logit.dim() == 0 for logit in logits):
             # θ read in place, its sigmoid formed as a 0-d θ's torch.sigmoid forms it (one compiled call)
             logit_values = np.empty(len(logits), dtype=numpy_dtype)
@@ -241,10 +241,12 @@ def compute_flat(
         # the matrices' gradients read in place (one address each); a strided or lazily negated one is
         # copied first, and a zero tensor without storage counts as no gradient (G = 0: address 0)
         grads = list(matrix_grads)
-        grad_addresses, every = _fused_memory.addresses(grads, dtype)
+        grad_addresses, every = _fused_memory.addresses(grads, dtype, layout.numels)
         if not every:
             for b, grad in enumerate(grads):
                 if grad is not None and grad_addresses[b] == 0 and not grad._is_zerotensor():
+                    if grad.shape != layout.shapes[b]:  # autograd checks it; the kernel reads rows·cols entries
+                        raise RuntimeError(f"gradient of shape {tuple(grad.shape)} for a {layout.shapes[b]} matrix")
                     own = torch.empty(grad.shape, dtype=dtype)
                     own.copy_(grad.detach())  # resolves strides, a lazy negation, another dtype
                     grads[b] = own

@@ -121,8 +121,11 @@ def readable(tensor: torch.Tensor, dtype: torch.dtype) -> bool:
     )
 
 
-def addresses(tensors: Sequence[torch.Tensor | None], dtype: torch.dtype) -> tuple[np.ndarray, bool]:
-    """(int64 addresses, whether every tensor is readable): 0 for None and for any tensor :func:`readable` refuses.
+def addresses(
+    tensors: Sequence[torch.Tensor | None], dtype: torch.dtype, numels: Sequence[int]
+) -> tuple[np.ndarray, bool]:
+    """(int64 addresses, whether every tensor is readable): 0 for None and for any tensor :func:`readable` refuses
+    or whose number of entries is not the one the kernel will read (``numels``, one per tensor).
 
     The caller keeps the tensors alive while a kernel reads the addresses, and takes its copying
     path for every 0 that was not a None. (The checks written out: ≈ 0.4 µs a tensor, in every step.)
@@ -135,8 +138,9 @@ def addresses(tensors: Sequence[torch.Tensor | None], dtype: torch.dtype) -> tup
         and tensor.is_cpu
         and tensor.is_contiguous()
         and not tensor.is_neg()
+        and tensor.numel() == numel
         else 0
-        for tensor in tensors
+        for tensor, numel in zip(tensors, numels, strict=True)
     ]
     every = all(address != 0 or tensor is None for address, tensor in zip(found, tensors, strict=True))
     return np.array(found, dtype=np.int64), every
