@@ -63,7 +63,9 @@ class _Layout:
     weight_at: list[int]  # each map's weight's position among the inputs (a learnable step's θ follows it)
     is_tau_list: list[bool]
     every: np.ndarray  # (B,) bool, all True
-    numel_array: np.ndarray  # (B,) int64 rows·cols
+    gathered_sizes: list[int]  # rows·cols of each map, then cols of each map: what gather copies
+    gathered_size_array: np.ndarray  # the same, int64
+    column_offsets: list[int]  # where each map's power vector starts in the flat vectors (and one past the last)
     learnable_array: np.ndarray  # int64 learnable_at
     total_cols: int
     any_tested64: bool
@@ -111,7 +113,9 @@ def _layout(dtype: torch.dtype, kinds: tuple[tuple[str, int, int, bool], ...]) -
             np.concatenate(([0], np.cumsum([1 + int(s) for _, _, _, s in kinds])))[:-1].tolist(),
             [kind == "tau" for kind, _, _, _ in kinds],
             np.ones(len(kinds), dtype=np.bool_),
-            np.array([rows * cols for _, rows, cols, _ in kinds], dtype=np.int64),
+            [rows * cols for _, rows, cols, _ in kinds] + [cols for _, _, cols, _ in kinds],
+            np.array([rows * cols for _, rows, cols, _ in kinds] + [cols for _, _, cols, _ in kinds], dtype=np.int64),
+            np.concatenate(([0], np.cumsum([cols for _, _, cols, _ in kinds]))).tolist(),
             np.flatnonzero(learnable).astype(np.int64),
             sum(cols for _, _, cols, _ in kinds),
             any(tested),
@@ -152,22 +156,17 @@ def compute_flat(
     numpy_dtype = _NUMPY[dtype]
     count = len(layers)
     # the copies the kernel certifies, read in place where the tensors allow it (one compiled copy each)
-    weight_addresses, weights_readable = _fused_memory.addresses(weights, dtype, layout.numels)
-    vector_addresses, vectors_readable = _fused_memory.addresses(power_vectors, dtype, layout.col_list)
-    if weights_readable:
-        flat_weights = np.empty(layout.offsets[-1], dtype=numpy_dtype)
-        _fused_memory.call("gather", weight_addresses, layout.numel_array, flat_weights)
-        snapshot = torch.from_numpy(flat_weights)
+    # (weights, then power vectors, in one buffer by one compiled copy; torch.cat where one is not readable)
+    sources, readable = _fused_memory.addresses([*weights, *power_vectors], dtype, layout.gathered_sizes)
+    if readable:
+        gathered = np.empty(layout.offsets[-1] + layout.total_cols, dtype=numpy_dtype)
+        _fused_memory.call("gather", sources, layout.gathered_size_array, gathered)
+        flat_weights, vector_array = gathered[: layout.offsets[-1]], gathered[layout.offsets[-1] :]
+        snapshot, vectors = torch.from_numpy(flat_weights), torch.from_numpy(vector_array)
     else:
         snapshot = torch.cat([weight.reshape(-1) for weight in weights])
-        flat_weights = snapshot.numpy()
-    if vectors_readable:
-        vector_array = np.empty(layout.total_cols, dtype=numpy_dtype)
-        _fused_memory.call("gather", vector_addresses, layout.cols, vector_array)
-        vectors = torch.from_numpy(vector_array)
-    else:
         vectors = torch.cat(power_vectors)
-        vector_array = vectors.numpy()
+        flat_weights, vector_array = snapshot.numpy(), vectors.numpy()
     step_list: list[float] = []
     margin_list: list[float] = []
     entry_steps: list[Any] = []
@@ -270,7 +269,9 @@ def compute_flat(
     # NumPy views of the flat copy: the content checks compare through NumPy (no torch view per member)
     offsets = layout.offsets
     snapshots = [flat_weights[offsets[b] : offsets[b + 1]].reshape(shape) for b, shape in enumerate(layout.shapes)]
-    ahead = list(torch.from_numpy(following).split(layout.col_list))
+    # one tensor over a NumPy view per member (no torch view: autograd's view tracking costs more)
+    column_offsets = layout.column_offsets
+    ahead = [torch.from_numpy(following[column_offsets[b] : column_offsets[b + 1]]) for b in range(count)]
 
     def groups() -> list[_Group]:
         """One :class:`_Group` per member, for the backward passes that differentiate the surrogate."""
