@@ -208,3 +208,33 @@ def test_a_batch_of_many_learnable_steps_forms_each_layers_own_step(fused: bool)
         else:  # the tensor path's group of one shape
             steps = CertifiedBatch(layers)._group("tau", True, layers).step64.tolist()
     assert steps == [float(layer.step_size().detach()) for layer in layers]
+
+
+def test_a_step_logit_of_another_dtype_is_read_through_torch() -> None:
+    """θ stored in float64 beside float32 weights cannot be read as float32 in place: the batch forms its sigmoid
+    through torch (each θ on its own) and the certificate still holds for the τ it serves."""
+    torch.manual_seed(2)
+    members = [NormConstrainedLinear(6, 5, bound="verified")] + [
+        GradientStepResidual(5, 5, bound="verified", learnable_step=True, step=1.9) for _ in range(3)
+    ]
+    for block in members[1:]:
+        block.step_logit.data = block.step_logit.data.double()
+    batch = CertifiedBatch(members)
+    taus = []
+    for block in members[1:]:
+        real = block._negated_step_weight
+
+        def spy(block: GradientStepResidual = block, real: object = real) -> torch.Tensor:
+            matrix = real()  # type: ignore[operator]
+            taus.append(float(-(matrix.detach() / block.weight.detach()).reshape(-1)[0]))
+            return matrix
+
+        block._negated_step_weight = spy  # type: ignore[method-assign]
+    h = torch.randn(4, 6)
+    for member in members:
+        h = member(h)
+    h.sum().backward()
+    assert batch.batched_calls == 4 and batch.unbatched_calls == 0
+    for block, tau in zip(members[1:], taus, strict=True):
+        sigma = float(torch.linalg.matrix_norm(block.weight.detach().double(), ord=2))
+        assert tau * sigma**2 <= 2.0 and tau > 0

@@ -188,10 +188,9 @@ def compute_flat(
             logit_values = np.empty(len(logits), dtype=numpy_dtype)
             _fused_memory.call("logit_sigmoids", logit_addresses, layout.learnable_array, logit_values, sigmoids)
             found = logit_values.tolist()
-        else:  # another dtype or layout: torch forms them
-            stacked = torch.stack(logits)
-            sigmoids[layout.learnable_at] = torch.sigmoid(stacked).numpy()
-            found = stacked.tolist()
+        else:  # another dtype or layout: torch forms them, each θ's on its own (as the layer's step_size())
+            sigmoids[layout.learnable_at] = torch.stack([torch.sigmoid(logit) for logit in logits]).numpy()
+            found = torch.stack(logits).tolist()
         for b, value in zip(layout.learnable_at, found, strict=True):
             entry_steps[b] = LogitValue(value)
     values = np.empty(count, dtype=numpy_dtype)
