@@ -4,8 +4,8 @@ For dlor-blindspot, dlor-sawtooth, dlor-universality, lipschitz-density, lipschi
 lowrank-compress: the config refuses a bad device naming ``device``; ``device="cpu"`` leaves every unit's key and params as
 the default config's (old run folders resume); a tiny unit gives bit-identical results with the
 default, ``"cpu"`` and ``"auto"`` (on a machine without CUDA: ``auto`` means the CPU); and
-``--device cuda`` without CUDA is a one-line error before the run folder exists. CUDA itself is not
-tested here (no GPU on the test machines).
+``--device cuda`` without CUDA is a one-line error before the run folder exists. On a machine with CUDA
+(``benchmarks/device_check.sh``) each tiny unit also runs on the GPU with the CPU run's columns.
 """
 
 from __future__ import annotations
@@ -164,6 +164,27 @@ def test_tiny_units_are_bit_identical_on_cpu_and_auto_without_cuda(name: str, mo
         assert cpu == default, key
         assert auto == default, key
         assert any(isinstance(v, float) and math.isfinite(v) and v != 0.0 for v in json.loads(default).values())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here (benchmarks/device_check.sh runs it on one)")
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str) -> None:
+    """``device="cuda"``: each tiny unit runs on the GPU and gives the CPU run's columns, finite where the CPU's are
+    (the values differ by the devices' rounding, amplified by training: not compared)."""
+    from structnets.data.files import DataFileError
+
+    for key in TINY[name][1]:
+        try:
+            _, cpu = _row(name, key, device="cpu")
+        except (DataFileError, OSError) as error:
+            pytest.skip(f"data not available: {error}")
+        params, cuda = _row(name, key, device="cuda")
+        assert params["device"] == "cuda"
+        cpu_row, cuda_row = json.loads(cpu), json.loads(cuda)
+        assert cuda_row.keys() == cpu_row.keys(), key
+        for column, value in cpu_row.items():
+            if isinstance(value, float) and math.isfinite(value):
+                assert isinstance(cuda_row[column], float) and math.isfinite(cuda_row[column]), (key, column)
 
 
 def test_fit_fixed_width_refuses_a_bad_device_and_matches_on_cpu() -> None:
