@@ -166,7 +166,9 @@ def test_tiny_units_are_bit_identical_on_cpu_and_auto_without_cuda(name: str, mo
         assert any(isinstance(v, float) and math.isfinite(v) and v != 0.0 for v in json.loads(default).values())
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here (benchmarks/device_check.sh runs it on one)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here (benchmarks/device_check.sh runs it on one)"
+)
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str) -> None:
     """``device="cuda"``: each tiny unit runs on the GPU and gives the CPU run's columns, finite where the CPU's are
