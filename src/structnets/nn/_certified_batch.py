@@ -120,7 +120,7 @@ class CertifiedBatch:
     float32/float64 weights on the CPU, where numba is installed (extra ``structnets[fast]``), all
     the maps of a dtype run as one compiled call (:mod:`._fused_certify`: the same test with
     BLAS/LAPACK and plain loops, instead of a few hundred tensor operations); its first call in a
-    new install compiles it (≈ 11 s per weight dtype, then cached on disk). There the members are
+    new install compiles it (≈ 11–15 s per weight dtype, then cached on disk). There the members are
     also handed the matrices they apply, W·(−τ) and fl(V/s), formed from the certified content with
     the layers' own roundings, and all their gradients are written by one compiled call
     (:mod:`._applied_matrices`); a member whose weight is not the very tensor the batch read (same
