@@ -16,7 +16,7 @@ device=${DEVICE:-cuda}
 python=${PYTHON:-python3}
 work=$(mktemp -d)
 mkdir -p "$out"
-export PYTHONPATH=src PYTHONUNBUFFERED=1 STRUCTNETS_DATA=${STRUCTNETS_DATA:-.device/data}
+export PYTHONPATH="$PWD/src" PYTHONUNBUFFERED=1 STRUCTNETS_DATA=${STRUCTNETS_DATA:-$PWD/.device/data}
 status=0
 exec > >(tee "$out/device_check.txt") 2>&1
 "$python" -c "import torch, numpy; print('torch', torch.__version__, 'CUDA', torch.version.cuda,
