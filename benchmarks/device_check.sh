@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26's checks on a GPU, as one short command (about 5 minutes on one GPU): the certified networks
+# Issue 26's checks on a GPU, as one short command (expected to take a few minutes on one GPU: not yet run on one): the certified networks
 # trained on CUDA (tests/lipschitz/test_every_device.py), every training experiment's tiny unit on CUDA
 # (tests/experiments/test_device_fields.py), `lipschitz-mnist-conv --quick --device cuda`, and two epochs
 # of its full preset on CUDA (seconds per epoch: the full preset's 60 epochs extrapolate from them).

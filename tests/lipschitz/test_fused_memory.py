@@ -137,14 +137,21 @@ def test_every_kind_of_incoming_gradient_gives_its_plain_copys_gradients(dtype: 
         assert torch.equal(got, want)
 
 
-def test_a_strided_weight_is_certified_and_served_as_its_contiguous_copy() -> None:
-    """A weight whose memory is another order (``.data`` set to a transposed copy) is copied for the kernel
-    and compared value by value: served, with the certificate of the same content stored contiguously."""
+@pytest.mark.parametrize("layout", ["strided", "negated"])
+def test_a_weight_not_read_in_place_is_certified_and_served_as_its_contiguous_copy(layout: str) -> None:
+    """A weight whose memory is not its content (``.data`` set to a transposed copy, or to a lazily negated
+    view of −W) is copied for the kernel and compared through torch: served, with the certificate of the same
+    content stored contiguously."""
     torch.manual_seed(0)
     members = [NormConstrainedLinear(6, 5, bound="verified"), GradientStepResidual(5, 5, bound="verified")]
     strided = copy.deepcopy(members)
-    strided[1].weight.data = strided[1].weight.detach().t().contiguous().t()
-    assert not strided[1].weight.is_contiguous()
+    content = strided[1].weight.detach()
+    if layout == "strided":
+        strided[1].weight.data = content.t().contiguous().t()
+    else:
+        strided[1].weight.data = torch._neg_view(-content)
+    assert torch.equal(strided[1].weight, members[1].weight)
+    assert not memory.readable(strided[1].weight, torch.float32)
     x = torch.randn(4, 6)
     grads = []
     for layers in (members, strided):

@@ -28,4 +28,13 @@ def preset_of(config: Any) -> str | None:
     return None
 
 
-__all__ = ["FREE_FIELDS", "preset_of"]
+def not_judged_lines() -> list[str]:
+    """The report's lines where the configuration is neither preset: no target is judged on it."""
+    return [
+        "No target judged: the targets are set for the quick and full presets, and this configuration differs "
+        f"from both in more than its {' and '.join(FREE_FIELDS)}.",
+        "",
+    ]
+
+
+__all__ = ["FREE_FIELDS", "not_judged_lines", "preset_of"]

@@ -27,7 +27,7 @@ from .._float32_precision import float32_matmul_is_ieee
 from ..functional import certified_step, sqrt_round_up, squared_norm_bound
 from . import _fused_memory
 from ._applied_matrices import AppliedMatrices, AppliedPlan
-from ._certified_batch_fused import LogitValue, compute_flat, fused_place
+from ._certified_batch_fused import LogitValue, compute_flat, fused_place, module_tensor
 from ._power_mode_gradient import _Group, _Plan, _PowerModeGradient
 from ._spectral import VERIFIED_MARGIN, VERIFIED_MARGIN_MAX, CertifiedBound, _is_transformed, _top_vector_by_gram
 from ._verified_gram import (
@@ -66,19 +66,6 @@ _NUMPY_EQUAL_FROM = 4096
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
 
-def _attribute(layer: nn.Module, name: str) -> Any:
-    """``getattr(layer, name)`` for a parameter or buffer: its dict entry where it has one (``Module.__getattr__``
-    is a method call and three lookups, for each member in every training step); else the attribute (a
-    parametrized weight is a property of the module's class)."""
-    parameters = layer._parameters
-    if name in parameters:
-        return parameters[name]
-    buffers = layer._buffers
-    if name in buffers:
-        return buffers[name]
-    return getattr(layer, name)
-
-
 def _same_tensor_content(stored: torch.Tensor | np.ndarray, current: torch.Tensor) -> bool:
     """Whether ``current`` has the dtype, shape, device and values of ``stored`` (a tensor, or the compiled
     path's NumPy view of a CPU copy); value equality as ``torch.equal``: NaN matches nothing, −0.0 matches 0.0."""
@@ -88,9 +75,10 @@ def _same_tensor_content(stored: torch.Tensor | np.ndarray, current: torch.Tenso
             return False
         if _fused_memory.readable(current, dtype):  # compared in place by one compiled loop
             return bool(_fused_memory.call("equal_at", current.data_ptr(), stored))
-        if not current.is_cpu or current.dtype != dtype or current.is_neg() or current.is_conj():
+        if not current.is_cpu or current.dtype != dtype:
             return False
-        return bool((current.detach().numpy() == stored).all())
+        # strided, lazily negated or a subclass: through torch, which reads any of them as its values
+        return torch.equal(torch.from_numpy(stored), current)
     if stored.dtype != current.dtype or stored.shape != current.shape or stored.device != current.device:
         return False
     if (
@@ -269,7 +257,7 @@ class CertifiedBatch:
 
     @staticmethod
     def _weight(layer: Any, kind: str) -> torch.Tensor:
-        return layer.weight if kind == "tau" else layer.raw_weight
+        return module_tensor(layer, "weight" if kind == "tau" else "raw_weight")
 
     def _compute(self) -> None:
         """Compute every eligible member's value for its current content (the leader's training call)."""
@@ -279,8 +267,8 @@ class CertifiedBatch:
         flat: dict[tuple[Any, ...], list[tuple[Any, str, torch.Tensor, torch.Tensor, bool]]] = {}
         compiled: dict[tuple[torch.dtype, torch.device], bool] = {}  # fused_place per place
         for position, (layer, kind) in enumerate(zip(self._members, self._kinds, strict=True)):
-            weight = _attribute(layer, "weight" if kind == "tau" else "raw_weight")
-            vector = _attribute(layer, "power_vector")
+            weight = self._weight(layer, kind)
+            vector = module_tensor(layer, "power_vector")
             if (
                 layer._bound.mode != "verified"
                 or not weight.requires_grad
@@ -290,7 +278,7 @@ class CertifiedBatch:
                 or vector.device != weight.device
             ):
                 continue
-            learnable = kind == "tau" and _attribute(layer, "step_logit") is not None
+            learnable = kind == "tau" and module_tensor(layer, "step_logit") is not None
             where = (weight.dtype, weight.device)
             fused = compiled.get(where)
             if fused is None:

@@ -34,6 +34,19 @@ def fused_place(dtype: torch.dtype, device: torch.device) -> bool:
     return _fused_certify.AVAILABLE and device.type == "cpu" and dtype in _NUMPY
 
 
+def module_tensor(layer: Any, name: str) -> Any:
+    """``getattr(layer, name)`` for a parameter or buffer: its dict entry where it has one (``Module.__getattr__``
+    is a method call and three lookups, for each member in every training step); else the attribute (a
+    parametrized tensor is a property of the module's class)."""
+    parameters = layer._parameters
+    if name in parameters:
+        return parameters[name]
+    buffers = layer._buffers
+    if name in buffers:
+        return buffers[name]
+    return getattr(layer, name)
+
+
 class LogitValue(float):
     """The value of a 0-d step logit θ a τ was formed with (compared as a number: NaN matches nothing)."""
 
@@ -62,7 +75,6 @@ class _Layout:
     offsets: list[int]  # where each map's entries start in the flat weights (and one past the last)
     weight_at: list[int]  # each map's weight's position among the inputs (a learnable step's θ follows it)
     is_tau_list: list[bool]
-    every: np.ndarray  # (B,) bool, all True
     gathered_sizes: list[int]  # rows·cols of each map, then cols of each map: what gather copies
     gathered_size_array: np.ndarray  # the same, int64
     column_offsets: list[int]  # where each map's power vector starts in the flat vectors (and one past the last)
@@ -112,7 +124,6 @@ def _layout(dtype: torch.dtype, kinds: tuple[tuple[str, int, int, bool], ...]) -
             np.concatenate(([0], np.cumsum([rows * cols for _, rows, cols, _ in kinds]))).tolist(),
             np.concatenate(([0], np.cumsum([1 + int(s) for _, _, _, s in kinds])))[:-1].tolist(),
             [kind == "tau" for kind, _, _, _ in kinds],
-            np.ones(len(kinds), dtype=np.bool_),
             [rows * cols for _, rows, cols, _ in kinds] + [cols for _, _, cols, _ in kinds],
             np.array([rows * cols for _, rows, cols, _ in kinds] + [cols for _, _, cols, _ in kinds], dtype=np.int64),
             np.concatenate(([0], np.cumsum([cols for _, _, cols, _ in kinds]))).tolist(),
@@ -155,8 +166,8 @@ def compute_flat(
     layout = _layout(dtype, tuple((k, *w.shape, s) for k, w, s in zip(kinds, weights, learnable, strict=True)))
     numpy_dtype = _NUMPY[dtype]
     count = len(layers)
-    # the copies the kernel certifies, read in place where the tensors allow it (one compiled copy each)
-    # (weights, then power vectors, in one buffer by one compiled copy; torch.cat where one is not readable)
+    # the copies the kernel certifies, weights then power vectors in one buffer: read in place by one compiled
+    # copy where every tensor allows it, else torch.cat
     sources, readable = _fused_memory.addresses([*weights, *power_vectors], dtype, layout.gathered_sizes)
     if readable:
         gathered = np.empty(layout.offsets[-1] + layout.total_cols, dtype=numpy_dtype)
@@ -176,9 +187,8 @@ def compute_flat(
         step_list.append(1.0 if s or step is None else step)
         margin_list.append(1.0 + layer._bound.verified_margin)
         entry_steps.append(step)
-        if s:  # θ from the parameter dict (Module.__getattr__ costs a call), or a parametrized θ's property
-            parameters = layer._parameters
-            logits.append(parameters["step_logit"] if "step_logit" in parameters else layer.step_logit)
+        if s:
+            logits.append(module_tensor(layer, "step_logit"))
     steps, margins = np.array(step_list), np.array(margin_list)
     sigmoids = np.empty(count, dtype=numpy_dtype)
     if logits:
@@ -321,4 +331,4 @@ def compute_flat(
     return FlatResult(plan, inputs, snapshots, entry_steps, ahead, passed, retried, applied)
 
 
-__all__ = ["FlatResult", "LogitValue", "compute_flat", "fused_place"]
+__all__ = ["FlatResult", "LogitValue", "compute_flat", "fused_place", "module_tensor"]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..attack_check import attack_lines
-from ..presets import preset_of
+from ..presets import not_judged_lines, preset_of
 from .config import (
     PUBLISHED,
     TARGET_CERTIFIED,
@@ -89,11 +89,7 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConfig) -> str:
         ]
     lines += attack_lines(train, config.radii)
     if preset is None:  # another protocol than the presets': no preset's target is judged on it
-        lines += [
-            "No target judged: the targets are set for the quick and full presets, and this configuration differs "
-            "from both in more than its seeds and device.",
-            "",
-        ]
+        lines += not_judged_lines()
     else:
         lines += _target_lines(train, config, quick)
     timing = results[results["stage"] == "timing"] if "stage" in results else results.iloc[0:0]

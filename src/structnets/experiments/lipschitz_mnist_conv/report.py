@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..attack_check import attack_lines
-from ..presets import preset_of
+from ..presets import not_judged_lines, preset_of
 from .config import PUBLISHED, TARGET_CERTIFIED, TARGET_CLEAN, TARGET_QUICK, TARGET_RADIUS, LipschitzMNISTConvConfig
 
 
@@ -73,11 +73,7 @@ def report(results: pd.DataFrame, config: LipschitzMNISTConvConfig) -> str:
         lines += ["deel-torchlip-conv row skipped: the optional package `deel-torchlip` is not installed.", ""]
     lines += attack_lines(results, config.radii)
     if preset is None:  # another protocol than the presets': no preset's target is judged on it
-        lines += [
-            "No target judged: the targets are set for the quick and full presets, and this configuration differs "
-            "from both in more than its seeds and device.",
-            "",
-        ]
+        lines += not_judged_lines()
     else:
         lines += target_lines(results, config, quick)
     return "\n".join(lines)
