@@ -4,8 +4,10 @@ For dlor-blindspot, dlor-sawtooth, dlor-universality, lipschitz-density, lipschi
 lowrank-compress: the config refuses a bad device naming ``device``; ``device="cpu"`` leaves every unit's key and params as
 the default config's (old run folders resume); a tiny unit gives bit-identical results with the
 default, ``"cpu"`` and ``"auto"`` (on a machine without CUDA: ``auto`` means the CPU); and
-``--device cuda`` without CUDA is a one-line error before the run folder exists. On a machine with CUDA
-(``benchmarks/device_check.sh``) each tiny unit also runs on the GPU with the CPU run's columns.
+``--device cuda`` without CUDA is a one-line error before the run folder exists. Each tiny unit, a small run of
+each of the five other training experiments, and the CLI's lipschitz-mnist-conv run (and its resume) also run with
+``device="cuda"``, giving the CPU run's columns: on a GPU where there is one (``benchmarks/device_check.sh``), and
+everywhere on the pretend device of ``tests/pretend_cuda.py``, which fails on a host tensor meeting a device one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ import pandas as pd
 import pytest
 import torch
 
+from pretend_cuda import pretend_cuda
 from structnets.cli import main
 from structnets.experiments import get, names
 from structnets.runner.device import has_device_field
@@ -53,7 +57,7 @@ TINY: dict[str, tuple[dict[str, Any], list[str], tuple[str, ...]]] = {
     ),
     "lipschitz-mnist-conv": (
         dict(channels=(2, 4), depths=(0, 1), head_width=8, head_depth=1, epochs=1, max_train=128, max_test=64,
-             ascent_steps=2, batch_size=64),
+             ascent_steps=2, batch_size=64, attack_points=16, attack_steps=5),
         ["train/gradient-step-conv/seed=0"],
         ("seconds_per_epoch",),
     ),
@@ -166,13 +170,33 @@ def test_tiny_units_are_bit_identical_on_cpu_and_auto_without_cuda(name: str, mo
         assert any(isinstance(v, float) and math.isfinite(v) and v != 0.0 for v in json.loads(default).values())
 
 
-@pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device here (benchmarks/device_check.sh runs it on one)"
+@pytest.fixture(
+    params=[
+        "pretend-cuda",
+        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
+    ]
 )
+def gpu(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``"cuda"``: a GPU where there is one (``benchmarks/device_check.sh``), and everywhere the pretend device of
+    ``tests/pretend_cuda.py`` (host arithmetic, device placement checked: a host tensor meeting a device one raises)."""
+    if request.param == "pretend-cuda":
+        with pretend_cuda(monkeypatch):
+            yield "cuda"
+    else:
+        yield "cuda"
+
+
+def _same_columns(cpu: dict[str, Any], cuda: dict[str, Any], where: str) -> None:
+    assert cuda.keys() == cpu.keys(), where
+    for column, value in cpu.items():
+        if isinstance(value, float) and math.isfinite(value):
+            assert isinstance(cuda[column], float) and math.isfinite(cuda[column]), (where, column)
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str) -> None:
+def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str, gpu: str) -> None:
     """``device="cuda"``: each tiny unit runs on the GPU and gives the CPU run's columns, finite where the CPU's are
-    (the values differ by the devices' rounding, amplified by training: not compared)."""
+    (on a GPU the values differ by the devices' rounding, amplified by training: not compared)."""
     from structnets.data.files import DataFileError
 
     for key in TINY[name][1]:
@@ -180,13 +204,82 @@ def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str) -> None:
             _, cpu = _row(name, key, device="cpu")
         except (DataFileError, OSError) as error:
             pytest.skip(f"data not available: {error}")
-        params, cuda = _row(name, key, device="cuda")
+        params, cuda = _row(name, key, device=gpu)
         assert params["device"] == "cuda"
-        cpu_row, cuda_row = json.loads(cpu), json.loads(cuda)
-        assert cuda_row.keys() == cpu_row.keys(), key
-        for column, value in cpu_row.items():
-            if isinstance(value, float) and math.isfinite(value):
-                assert isinstance(cuda_row[column], float) and math.isfinite(cuda_row[column]), (key, column)
+        _same_columns(json.loads(cpu), json.loads(cuda), key)
+
+
+# the five experiments with their own device tests, each as a whole small run (name -> config overrides of quick)
+SMALL_RUNS: dict[str, dict[str, Any]] = {
+    "lipschitz-moons": dict(n_samples=240, train_fractions=(0.5,), depths=(2,), depth_sweep_width=4, widths=(5,),
+                            width_sweep_depth=2, epochs=4, ascent_steps=4, radii=(0.02, 0.1)),
+    "lipschitz-mnist": dict(depths=(1,), widths=(8,), models=("gradient-step", "unconstrained"), losses=("margin-ce",),
+                            lifts=("orthogonal",), epochs=1, max_train=256, max_test=128, ascent_steps=2,
+                            timing_pairs=2, batch_size=64, cost_depths=(1, 2), cost_rounds=2),
+    "lowrank-uci": dict(datasets=("iris",), folds=2, depths=(1,), widths=(6,), sensitivity=(0.5,), epochs=4,
+                        batch_size=64, patience=2, max_rows=120, latency_batch=64, latency_pairs=2),
+    "smoothness-rates": dict(targets=((1, 1.0),), sizes=(20, 40), seeds=(0,), depths=(2,), steps=20, lbfgs_iters=30,
+                             separation_cells=(), approx_targets=((1, 3.0),), approx_parameters=(10, 20),
+                             approx_steps=20, approx_lm_iters=15, approx_train=64, approx_seeds=(0,), levels=4,
+                             test_points=256),
+    "rank-bounds": dict(datasets=("rice",), widths=(16,), depths=(3,), weight_decays=(0.0,), ranks=(None, 2),
+                        n_train=300, n_test=200, epochs=2, probe_size=100, rank_checkpoints=2, linear_depths=(),
+                        norm_depths=()),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_RUNS))
+def test_small_runs_of_the_other_experiments_run_on_cuda_with_the_cpus_columns(
+    name: str, gpu: str, tmp_path: Path
+) -> None:
+    """The runner with ``device="cuda"``: every unit of a small run trains on the device, with the CPU run's columns."""
+    from structnets import runner
+    from structnets.data.files import DataFileError
+
+    experiment = get(name)
+    config = dataclasses.replace(experiment.config_class.quick(), **SMALL_RUNS[name])
+    try:
+        cpu = runner.run(experiment, config, tmp_path / "cpu", jobs=1)
+    except (DataFileError, OSError) as error:
+        pytest.skip(f"data not available: {error}")
+    cuda = runner.run(experiment, config, tmp_path / "cuda", jobs=1, device=gpu)
+    assert len(cuda) == len(cpu) > 0
+    on_device = [u.key for u in experiment.units(dataclasses.replace(config, device="cuda"), pd.DataFrame())
+                 if u.params.get("device") == "cuda"]  # fmt: skip
+    assert on_device, name  # some units of each run train on the device
+    by_key = cuda.set_index("key")
+    for row in cpu.to_dict("records"):
+        _same_columns(
+            {k: v for k, v in row.items() if k != "device"},
+            {k: v for k, v in by_key.loc[row["key"]].to_dict().items() if k != "device"} | {"key": row["key"]},
+            row["key"],
+        )
+
+
+def test_the_cli_runs_lipschitz_mnist_conv_on_cuda_and_resumes(
+    gpu: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``structnets run lipschitz-mnist-conv --device cuda``: the run folder records the device, the report is
+    written, and the same command again resumes (every unit already done)."""
+    overrides = ["channels=2,4", "depths=0,1", "head_width=8", "head_depth=1", "epochs=1", "max_train=128",
+                 "max_test=64", "ascent_steps=2", "batch_size=64"]  # fmt: skip
+    argv = ["run", "lipschitz-mnist-conv", "--quick", "--device", gpu, "--out", str(tmp_path / "run"), "--set"]
+    argv += overrides
+    from structnets.data.files import DataFileError
+
+    try:
+        assert main(argv) == 0
+    except (DataFileError, OSError) as error:
+        pytest.skip(f"data not available: {error}")
+    first = capsys.readouterr()
+    assert "[1/1] train/gradient-step-conv/seed=0 finished" in first.err + first.out
+    info = json.loads((tmp_path / "run" / "run_info.json").read_text())
+    assert info["config"]["device"] == "cuda"
+    table = (tmp_path / "run" / "table.md").read_text()
+    assert main(argv) == 0
+    again = capsys.readouterr()
+    assert "finished in" not in again.err + again.out  # nothing retrained
+    assert (tmp_path / "run" / "table.md").read_text() == table
 
 
 def test_fit_fixed_width_refuses_a_bad_device_and_matches_on_cpu() -> None:

@@ -1,7 +1,8 @@
 """The certified 1-Lipschitz networks on every device this machine has: the CPU, and CUDA where there is one.
 
 On the CPU the batch's tensor path is forced (numba's kernels run only on the CPU: on CUDA the tensor path is
-what runs), so that the same code is exercised here as on a GPU. Each check trains a few steps with the
+what runs), so that the same code is exercised here as on a GPU; and each check also runs on the pretend CUDA
+device of ``tests/pretend_cuda.py`` (host arithmetic, a host tensor meeting a device one raises). Each check trains a few steps with the
 certificate every step (``bound="verified-batched"`` dense ResNet, ``bound="verified"`` convolutional net) and
 then measures what the certificate promises on that device: τ·σ₁² ≤ s for every gradient-step block against a
 float64 SVD on the host, the network's certified constant ≤ 1, an exported plain-torch copy with the same
@@ -12,18 +13,35 @@ outputs, and a first certified forward and backward that agrees with the CPU's. 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
 import pytest
 import torch
 from torch import nn
 
+from pretend_cuda import pretend_cuda
 from structnets.analysis import lipschitz_upper_bound
 from structnets.exporting import export
 from structnets.models import lipschitz_convnet, lipschitz_resnet
 from structnets.nn import GradientStepConv2d, GradientStepResidual, NormConstrainedLinear, _fused_certify
 from structnets.training.fit import make_optimizer
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+@pytest.fixture(
+    params=[
+        "cpu",
+        "pretend-cuda",
+        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
+    ]
+)
+def device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The device to train on: the CPU; ``"cuda"`` on the pretend device of ``tests/pretend_cuda.py`` (host
+    arithmetic, every tensor's placement checked); and a GPU where there is one."""
+    if request.param == "pretend-cuda":
+        with pretend_cuda(monkeypatch):
+            yield "cuda"
+    else:
+        yield request.param
 
 
 def _train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int) -> None:
@@ -53,7 +71,6 @@ def _check_blocks(model: nn.Module) -> int:
     return checked
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_the_dense_resnet_trains_certified_on_the_device(
     device: str, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
@@ -91,7 +108,6 @@ def test_the_dense_resnet_trains_certified_on_the_device(
         assert torch.allclose(plain(x.to(device)), model(x.to(device)), rtol=rtol, atol=rtol)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_the_convnet_trains_certified_on_the_device(

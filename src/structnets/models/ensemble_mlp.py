@@ -189,7 +189,7 @@ class EnsembleForward(NamedTuple):
 
     def rows(self, index: torch.Tensor, members: torch.Tensor) -> EnsembleForward:
         """The same pass restricted to rows ``index`` of it, which are the internal ``members``."""
-        if index.numel() == self.x.shape[0] and bool((index == torch.arange(index.numel())).all()):
+        if index.numel() == self.x.shape[0] and bool((index == torch.arange(index.numel(), device=index.device)).all()):
             return self._replace(members=members)
         acts = [a[index] for a in self.activations]
         # layer l's input is layer l−1's activation: select each array once
