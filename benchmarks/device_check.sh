@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 26's checks on a GPU, as one short command (expected to take a few minutes on one GPU: not yet run on one): the certified networks
-# trained on CUDA (tests/lipschitz/test_every_device.py), every training experiment's tiny unit on CUDA
-# (tests/experiments/test_device_fields.py), `lipschitz-mnist-conv --quick --device cuda`, and two epochs
+# trained on CUDA (tests/lipschitz/test_every_device.py), every training experiment's tiny unit or small run on
+# CUDA, the CLI's run and resume (tests/experiments/test_device_fields.py), a killed fit resumed on CUDA
+# (tests/training/test_fit_checkpoint.py; the suite runs all of these on a pretend CUDA device everywhere,
+# tests/pretend_cuda.py), `lipschitz-mnist-conv --quick --device cuda`, and two epochs
 # of its full preset on CUDA (seconds per epoch: the full preset's 60 epochs extrapolate from them).
 #
 # The data sets do not travel with the repository: before sending it to a GPU machine, from the repository root,
@@ -23,7 +25,8 @@ exec > >(tee "$out/device_check.txt") 2>&1
     torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device', 'numpy', numpy.__version__)"
 echo "== tests on every device ($device)"
 "$python" -m pytest -q -p no:cacheprovider -W default \
-    tests/lipschitz/test_every_device.py tests/experiments/test_device_fields.py -k "(every_device or cuda) and not pretend" || status=1
+    tests/lipschitz/test_every_device.py tests/experiments/test_device_fields.py tests/training/test_fit_checkpoint.py \
+    -k "(every_device or cuda) and not pretend" || status=1
 echo "== lipschitz-mnist-conv --quick --device $device"
 start=$(date +%s)
 "$python" -m structnets run lipschitz-mnist-conv --quick --device "$device" --out "$work/quick" || status=1

@@ -8,10 +8,13 @@ runner's worker processes, which inherit the environment) never try to download.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+
+from pretend_cuda import pretend_cuda
 
 # `make test` runs two pytest workers on two cores: one intra-op thread each avoids oversubscription,
 # under which tiny kernels stall for milliseconds.
@@ -29,3 +32,19 @@ def uci_data() -> Path:
     if not folder or not Path(folder).is_dir():
         pytest.skip("no data files: set STRUCTNETS_DATA to the verified data folder (../shared/data)")
     return Path(folder)
+
+
+@pytest.fixture(
+    params=[
+        "pretend-cuda",
+        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
+    ]
+)
+def cuda_device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``"cuda"``, twice: a GPU where there is one (``benchmarks/device_check.sh``), and everywhere the pretend device
+    of ``tests/pretend_cuda.py`` (host arithmetic; a host tensor meeting a device one raises, as on a GPU)."""
+    if request.param == "pretend-cuda":
+        with pretend_cuda(monkeypatch):
+            yield "cuda"
+    else:
+        yield "cuda"

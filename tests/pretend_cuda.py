@@ -104,12 +104,9 @@ class PretendCudaTensor(torch.Tensor):
         return memo[id(self)]
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        # torch.save of a GPU tensor stores its values and device; here: the host values, restored pretend
-        return (_restore, (self.elem,))
-
-
-def _restore(elem: torch.Tensor) -> PretendCudaTensor:
-    return PretendCudaTensor(elem)
+        # torch.save stores a GPU tensor's values, read back on the host with map_location="cpu" (as structnets
+        # always loads): saved here as the host tensor it stands for
+        return self.elem.detach().__reduce_ex__(protocol)
 
 
 # the operations CUDA runs across devices: copies, and host index tensors into device tensors

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ import pandas as pd
 import pytest
 import torch
 
-from pretend_cuda import pretend_cuda
 from structnets.cli import main
 from structnets.experiments import get, names
 from structnets.runner.device import has_device_field
@@ -170,22 +168,6 @@ def test_tiny_units_are_bit_identical_on_cpu_and_auto_without_cuda(name: str, mo
         assert any(isinstance(v, float) and math.isfinite(v) and v != 0.0 for v in json.loads(default).values())
 
 
-@pytest.fixture(
-    params=[
-        "pretend-cuda",
-        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
-    ]
-)
-def gpu(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """``"cuda"``: a GPU where there is one (``benchmarks/device_check.sh``), and everywhere the pretend device of
-    ``tests/pretend_cuda.py`` (host arithmetic, device placement checked: a host tensor meeting a device one raises)."""
-    if request.param == "pretend-cuda":
-        with pretend_cuda(monkeypatch):
-            yield "cuda"
-    else:
-        yield "cuda"
-
-
 def _same_columns(cpu: dict[str, Any], cuda: dict[str, Any], where: str) -> None:
     assert cuda.keys() == cpu.keys(), where
     for column, value in cpu.items():
@@ -194,7 +176,7 @@ def _same_columns(cpu: dict[str, Any], cuda: dict[str, Any], where: str) -> None
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str, gpu: str) -> None:
+def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str, cuda_device: str) -> None:
     """``device="cuda"``: each tiny unit runs on the GPU and gives the CPU run's columns, finite where the CPU's are
     (on a GPU the values differ by the devices' rounding, amplified by training: not compared)."""
     from structnets.data.files import DataFileError
@@ -204,7 +186,7 @@ def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str, gpu: str) -> No
             _, cpu = _row(name, key, device="cpu")
         except (DataFileError, OSError) as error:
             pytest.skip(f"data not available: {error}")
-        params, cuda = _row(name, key, device=gpu)
+        params, cuda = _row(name, key, device=cuda_device)
         assert params["device"] == "cuda"
         _same_columns(json.loads(cpu), json.loads(cuda), key)
 
@@ -230,7 +212,7 @@ SMALL_RUNS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("name", sorted(SMALL_RUNS))
 def test_small_runs_of_the_other_experiments_run_on_cuda_with_the_cpus_columns(
-    name: str, gpu: str, tmp_path: Path
+    name: str, cuda_device: str, tmp_path: Path
 ) -> None:
     """The runner with ``device="cuda"``: every unit of a small run trains on the device, with the CPU run's columns."""
     from structnets import runner
@@ -242,7 +224,7 @@ def test_small_runs_of_the_other_experiments_run_on_cuda_with_the_cpus_columns(
         cpu = runner.run(experiment, config, tmp_path / "cpu", jobs=1)
     except (DataFileError, OSError) as error:
         pytest.skip(f"data not available: {error}")
-    cuda = runner.run(experiment, config, tmp_path / "cuda", jobs=1, device=gpu)
+    cuda = runner.run(experiment, config, tmp_path / "cuda", jobs=1, device=cuda_device)
     assert len(cuda) == len(cpu) > 0
     on_device = [u.key for u in experiment.units(dataclasses.replace(config, device="cuda"), pd.DataFrame())
                  if u.params.get("device") == "cuda"]  # fmt: skip
@@ -257,13 +239,13 @@ def test_small_runs_of_the_other_experiments_run_on_cuda_with_the_cpus_columns(
 
 
 def test_the_cli_runs_lipschitz_mnist_conv_on_cuda_and_resumes(
-    gpu: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cuda_device: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``structnets run lipschitz-mnist-conv --device cuda``: the run folder records the device, the report is
     written, and the same command again resumes (every unit already done)."""
     overrides = ["channels=2,4", "depths=0,1", "head_width=8", "head_depth=1", "epochs=1", "max_train=128",
                  "max_test=64", "ascent_steps=2", "batch_size=64"]  # fmt: skip
-    argv = ["run", "lipschitz-mnist-conv", "--quick", "--device", gpu, "--out", str(tmp_path / "run"), "--set"]
+    argv = ["run", "lipschitz-mnist-conv", "--quick", "--device", cuda_device, "--out", str(tmp_path / "run"), "--set"]
     argv += overrides
     from structnets.data.files import DataFileError
 
