@@ -195,9 +195,10 @@ def test_tiny_units_run_on_cuda_with_the_cpus_columns(name: str, cuda_device: st
 SMALL_RUNS: dict[str, dict[str, Any]] = {
     "lipschitz-moons": dict(n_samples=240, train_fractions=(0.5,), depths=(2,), depth_sweep_width=4, widths=(5,),
                             width_sweep_depth=2, epochs=4, ascent_steps=4, radii=(0.02, 0.1)),
-    "lipschitz-mnist": dict(depths=(1,), widths=(8,), models=("gradient-step", "unconstrained"), losses=("margin-ce",),
+    "lipschitz-mnist": dict(depths=(1,), widths=(8,), models=("gradient-step",), losses=("margin-ce",),
                             lifts=("orthogonal",), epochs=1, max_train=256, max_test=128, ascent_steps=2,
-                            timing_pairs=2, batch_size=64, cost_depths=(1, 2), cost_rounds=2),
+                            timing_pairs=2, batch_size=64, cost_depths=(1, 2), cost_rounds=2, attack_points=16,
+                            attack_steps=5),
     "lowrank-uci": dict(datasets=("iris",), folds=2, depths=(1,), widths=(6,), sensitivity=(0.5,), epochs=4,
                         batch_size=64, patience=2, max_rows=120, latency_batch=64, latency_pairs=2),
     "smoothness-rates": dict(targets=((1, 1.0),), sizes=(20, 40), seeds=(0,), depths=(2,), steps=20, lbfgs_iters=30,
