@@ -109,12 +109,25 @@ class PretendCudaTensor(torch.Tensor):
         return self.elem.detach().__reduce_ex__(protocol)
 
 
-# the operations CUDA runs across devices: copies, and host index tensors into device tensors
+# the operations CUDA runs across devices: copies (and their bookkeeping)
 _CROSS_DEVICE = {
-    aten._to_copy.default, aten.copy_.default, aten.copy.default, aten.index.Tensor, aten.index_put_.default,
-    aten.index_put.default, aten._index_put_impl_.default, aten.lift_fresh.default,
+    aten._to_copy.default, aten.copy_.default, aten.copy.default, aten.lift_fresh.default,
     aten._has_compatible_shallow_copy_type.default,
 }  # fmt: skip
+# indexing: a device tensor takes host indices, a host tensor takes no device ones; the values put go with the target
+_INDEXING = {
+    aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default,
+}  # fmt: skip
+
+
+def _check_indexing(func: Any, args: Any) -> None:
+    target, indices = args[0], [index for index in args[1] if index is not None]
+    if not isinstance(target, PretendCudaTensor) and any(isinstance(i, PretendCudaTensor) for i in indices):
+        raise DeviceMixError(f"{func}: indices on cuda for a host tensor of shape {tuple(target.shape)}")
+    if func is not aten.index.Tensor:
+        values = args[2]
+        if isinstance(values, PretendCudaTensor) != isinstance(target, PretendCudaTensor) and values.dim() > 0:
+            raise DeviceMixError(f"{func}: values and the indexed tensor on different devices")
 
 
 def _is_pretend(device: Any) -> bool:
@@ -124,7 +137,9 @@ def _is_pretend(device: Any) -> bool:
 def _dispatch(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
     leaves, _ = tree_flatten((args, kwargs))
     on_gpu = any(isinstance(leaf, PretendCudaTensor) for leaf in leaves)
-    if on_gpu and func not in _CROSS_DEVICE:
+    if on_gpu and func in _INDEXING:
+        _check_indexing(func, args)
+    elif on_gpu and func not in _CROSS_DEVICE:
         for leaf in leaves:
             if isinstance(leaf, torch.Tensor) and not isinstance(leaf, PretendCudaTensor) and leaf.dim() > 0:
                 raise DeviceMixError(
@@ -137,7 +152,7 @@ def _dispatch(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
         kwargs["device"] = torch.device("cpu")
     if func is aten._to_copy.default:
         to_gpu = _is_pretend(wanted) or (wanted is None and on_gpu)
-    elif func in (aten.copy_.default, aten.copy.default):
+    elif func in (aten.copy_.default, aten.copy.default) or func in _INDEXING:
         to_gpu = isinstance(args[0], PretendCudaTensor)
     else:
         to_gpu = on_gpu or _is_pretend(wanted)

@@ -59,6 +59,13 @@ def test_host_tensors_beside_device_tensors_raise_as_on_cuda(monkeypatch: pytest
         x.copy_(torch.ones(4))
         assert torch.equal(x.cpu(), torch.ones(4))
         assert x[torch.tensor([0, 2])].device.type == "cuda"
+        x[torch.tensor([1])] = torch.tensor(5.0)
+        assert float(x[1]) == 5.0
+        # and what it refuses: device indices into a host tensor, values from the other device
+        with pytest.raises(DeviceMixError, match="indices on cuda for a host tensor"):
+            torch.ones(4)[torch.tensor([0, 2], device="cuda")]
+        with pytest.raises(DeviceMixError, match="values and the indexed tensor on different devices"):
+            x[torch.tensor([0, 1])] = torch.ones(2)
         assert x.cpu().numpy().shape == (4,)
 
 
