@@ -161,7 +161,17 @@ def _dispatch(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
         return args[0]  # in place: the destination (its host values were written)
     if not to_gpu:
         return out
-    return tree_map(lambda value: PretendCudaTensor(value) if isinstance(value, torch.Tensor) else value, out)
+    return tree_map(
+        lambda value: PretendCudaTensor(_resolved(value)) if isinstance(value, torch.Tensor) else value, out
+    )
+
+
+def _resolved(value: torch.Tensor) -> torch.Tensor:
+    # a lazily conjugated or negated result must not hide behind a wrapper without those bits: torch's own code
+    # (autograd formulas, decompositions) reads them off the wrapper, and got wrong gradients through `.conj()`
+    if value.is_conj():
+        value = value.resolve_conj()
+    return value.resolve_neg() if value.is_neg() else value
 
 
 def _unwrap(value: Any) -> Any:
@@ -254,5 +264,18 @@ def pretend_cuda(monkeypatch: Any) -> Iterator[None]:
             return check_tree(walk, model)
 
     monkeypatch.setattr(_certificate_rules._Walk, "check_tree", check_tree_without_the_pretend_modes)
-    with factories, moves:
-        yield
+    global _active
+    _active += 1
+    try:
+        with factories, moves:
+            yield
+    finally:
+        _active -= 1
+
+
+_active = 0
+
+
+def pretending() -> bool:
+    """Whether ``"cuda"`` is the pretend device now (inside :func:`pretend_cuda`), not a GPU."""
+    return _active > 0

@@ -19,7 +19,7 @@ import pytest
 import torch
 from torch import nn
 
-from pretend_cuda import pretend_cuda
+from pretend_cuda import pretend_cuda, pretending
 from structnets.analysis import lipschitz_upper_bound
 from structnets.exporting import export
 from structnets.models import lipschitz_convnet, lipschitz_resnet
@@ -119,9 +119,20 @@ def test_the_convnet_trains_certified_on_the_device(
         1, 4, image_size=8, channels=(2, 4), depths=(1, 1), head_width=8, head_depth=1,
         padding_mode=padding_mode, bound="verified", dtype=dtype,
     ).to(device)  # fmt: skip
+    reference = copy.deepcopy(model).cpu()
     generator = torch.Generator().manual_seed(2)
     x = torch.rand(16, 1, 8, 8, generator=generator, dtype=dtype)
     y = torch.randint(4, (16,), generator=generator)
+    # one certified training forward and backward: the CPU's, up to the devices' rounding (TF32 convolutions on a
+    # GPU: cuDNN's default for float32)
+    model.train()
+    reference.train()
+    loss = nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+    grads = torch.autograd.grad(loss, list(model.parameters()))
+    reference_grads = torch.autograd.grad(nn.functional.cross_entropy(reference(x), y), list(reference.parameters()))
+    tolerance = 1e-9 if dtype == torch.float64 else (1e-5 if device == "cpu" or pretending() else 1e-2)
+    for a, b in zip(grads, reference_grads, strict=True):
+        assert torch.allclose(a.cpu(), b, rtol=tolerance, atol=tolerance * float(b.abs().max()))
     _train(model, x.to(device), y.to(device), 4)
     blocks = [layer for layer in model.modules() if isinstance(layer, GradientStepConv2d)]
     assert blocks and all(p.device.type == device for p in model.parameters())
