@@ -35,6 +35,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 CUDA = torch.device("cuda", 0)
 _META = torch.device("meta")
+_DEVICE_OFFSET = 2**57
 aten = torch.ops.aten
 
 
@@ -83,6 +84,16 @@ class PretendCudaTensor(torch.Tensor):
             raise DeviceMixError("pretend_cuda cannot move a tensor to the host by `.data = host_tensor`")
         torch.Tensor.data.__set__(self, value)  # type: ignore[attr-defined]
         self.elem = value.elem
+
+    def untyped_storage(self) -> torch.UntypedStorage:  # type: ignore[override]
+        # the wrapper's own storage is meta (address 0 for all): code that tells storages apart by address would
+        # count every pretend tensor as one
+        return self.elem.untyped_storage()
+
+    def data_ptr(self) -> int:  # type: ignore[override]
+        # a device address: distinct per tensor as on a GPU, and not host memory (2^57 above the host copy: a
+        # non-canonical x86-64 address, so code that reads it from the host faults, as it would on a GPU tensor)
+        return self.elem.data_ptr() + _DEVICE_OFFSET
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         return f"PretendCudaTensor({self.elem!r})"

@@ -38,6 +38,12 @@ def test_every_way_onto_the_device_gives_a_cuda_tensor_with_the_hosts_values(mon
         assert made[0].new_zeros(2).device.type == "cuda" and torch.zeros_like(made[0]).device.type == "cuda"
         assert (made[0] @ made[1].T).cpu().equal(host @ host.T)
         assert made[0].tolist() == host.tolist() and float(made[0].sum()) == float(host.sum())
+        # storages told apart by address, as on a GPU (training_memory_bytes counts by them); device addresses
+        # are not host memory
+        a, b = made[0], made[1]
+        assert a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr()
+        assert a[1:].untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+        assert a.data_ptr() != b.data_ptr() and a.data_ptr() >= 2**57
 
 
 def test_host_tensors_beside_device_tensors_raise_as_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
