@@ -34,17 +34,29 @@ def uci_data() -> Path:
     return Path(folder)
 
 
-@pytest.fixture(
-    params=[
-        "pretend-cuda",
-        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
-    ]
-)
-def cuda_device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """``"cuda"``, twice: a GPU where there is one (``benchmarks/device_check.sh``), and everywhere the pretend device
-    of ``tests/pretend_cuda.py`` (host arithmetic; a host tensor meeting a device one raises, as on a GPU)."""
-    if request.param == "pretend-cuda":
+_GPUS = [
+    "pretend-cuda",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
+]
+
+
+def _placed(kind: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The device name tests use for ``kind``: ``"pretend-cuda"`` is ``"cuda"`` inside :func:`pretend_cuda`."""
+    if kind == "pretend-cuda":
         with pretend_cuda(monkeypatch):
             yield "cuda"
     else:
-        yield "cuda"
+        yield kind
+
+
+@pytest.fixture(params=_GPUS)
+def cuda_device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``"cuda"``, twice: a GPU where there is one (``benchmarks/device_check.sh``), and everywhere the pretend device
+    of ``tests/pretend_cuda.py`` (host arithmetic; a host tensor meeting a device one raises, as on a GPU)."""
+    yield from _placed(request.param, monkeypatch)
+
+
+@pytest.fixture(params=["cpu", *_GPUS])
+def every_device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``"cpu"``, then ``"cuda"`` as :func:`cuda_device` gives it."""
+    yield from _placed(request.param, monkeypatch)

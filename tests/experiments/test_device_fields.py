@@ -267,8 +267,9 @@ def test_small_runs_of_the_other_experiments_run_on_cuda_with_the_cpus_columns(
             _close({k: mine[k] for k in kept}, {k: theirs[k] for k in kept}, row["key"], rel_tol=1e-4)
 
 
-#: columns that measure time (or name files by the trained bytes), which no two runs share
-TIMING = re.compile(r"seconds|latency|ratio|other_load|model_file|model_sha256")
+#: columns that measure time (lipschitz-mnist's step-cost ratios, lowrank-uci's latency ratios) or name files by the
+#: trained bytes, which no two runs share; rank-bounds' rank ratios and lowrank-uci's bottleneck `ratio` are compared
+TIMING = re.compile(r"seconds|latency|other_load|^ratio_|^cost_ratio|model_file|model_sha256")
 
 
 def test_the_cli_runs_lipschitz_mnist_conv_on_cuda_and_resumes(

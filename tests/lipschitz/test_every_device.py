@@ -13,35 +13,17 @@ outputs, and a first certified forward and backward that agrees with the CPU's. 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 
 import pytest
 import torch
 from torch import nn
 
-from pretend_cuda import pretend_cuda, pretending
+from pretend_cuda import pretending
 from structnets.analysis import lipschitz_upper_bound
 from structnets.exporting import export
 from structnets.models import lipschitz_convnet, lipschitz_resnet
 from structnets.nn import GradientStepConv2d, GradientStepResidual, NormConstrainedLinear, _fused_certify
 from structnets.training.fit import make_optimizer
-
-
-@pytest.fixture(
-    params=[
-        "cpu",
-        "pretend-cuda",
-        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")),
-    ]
-)
-def device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The device to train on: the CPU; ``"cuda"`` on the pretend device of ``tests/pretend_cuda.py`` (host
-    arithmetic, every tensor's placement checked); and a GPU where there is one."""
-    if request.param == "pretend-cuda":
-        with pretend_cuda(monkeypatch):
-            yield "cuda"
-    else:
-        yield request.param
 
 
 def _train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int) -> None:
@@ -73,8 +55,9 @@ def _check_blocks(model: nn.Module) -> int:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_the_dense_resnet_trains_certified_on_the_device(
-    device: str, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+    every_device: str, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    device = every_device
     monkeypatch.setattr(_fused_certify, "AVAILABLE", False)  # the tensor path, the one CUDA runs
     torch.manual_seed(0)
     model = lipschitz_resnet(20, 3, 16, 3, bound="verified-batched", dtype=dtype).to(device)
@@ -111,8 +94,9 @@ def test_the_dense_resnet_trains_certified_on_the_device(
 @pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_the_convnet_trains_certified_on_the_device(
-    device: str, padding_mode: str, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+    every_device: str, padding_mode: str, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    device = every_device
     monkeypatch.setattr(_fused_certify, "AVAILABLE", False)
     torch.manual_seed(0)
     model = lipschitz_convnet(
